@@ -1,0 +1,11 @@
+// Entry point of the kernel module: every kernel family re-exported, plus the heap base.
+export * from './unary';
+export * from './binary';
+export * from './reduce';
+export * from './shape';
+export * from './softmax';
+export * from './random';
+export * from './matmul';
+
+/** First byte past the module's static data; JS places its arena above it. */
+export function heap_base(): usize { return __heap_base; }

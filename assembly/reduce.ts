@@ -1,0 +1,68 @@
+// Reductions over the middle axis of a 3-D view [outer, r, inner]: y[o, i] = ⊕_j x[o, j, i].
+// JS merges the reduced axes into r (or reduces one axis at a time). The summation order
+// is fixed by the shape alone, so results are bit-identical run to run and engine to engine.
+// Contract: (x, y, outer, r, inner); y holds outer·inner elements and must not alias x.
+import { lanes, ld, st, at, hsum, hmax } from './lanes';
+
+@inline const SUM = 0;
+@inline const MAX = 1;
+
+@inline function id<T>(op: i32): T { return op == SUM ? <T>0 : <T>-Infinity; }
+@inline function acc<T>(op: i32, a: T, b: T): T { return op == SUM ? a + b : max<T>(a, b); }
+@inline function accv<T>(op: i32, a: v128, b: v128): v128 {
+  return op == SUM ? v128.add<T>(a, b) : v128.max<T>(a, b);
+}
+
+/** Contiguous row (inner == 1): lane-wise partials, then a fixed-order horizontal fold. */
+@inline function rowReduce<T>(op: i32, x: usize, n: i32): T {
+  const L = lanes<T>();
+  let i = 0;
+  let v = v128.splat<T>(id<T>(op));
+  for (; i + L <= n; i += L) v = accv<T>(op, v, v128.load(at<T>(x, i)));
+  let s: T = op == SUM ? hsum<T>(v) : hmax<T>(v);
+  for (; i < n; i++) s = acc<T>(op, s, ld<T>(x, i));
+  return s;
+}
+
+/** Strided case (inner > 1): accumulate whole rows of `inner` into y, SIMD across i. */
+@inline function columnReduce<T>(op: i32, x: usize, y: usize, r: i32, inner: i32): void {
+  const L = lanes<T>();
+  let i = 0;
+  for (; i + L <= inner; i += L) {
+    let v = v128.splat<T>(id<T>(op));
+    for (let j = 0; j < r; j++) v = accv<T>(op, v, v128.load(at<T>(x, j * inner + i)));
+    v128.store(at<T>(y, i), v);
+  }
+  for (; i < inner; i++) {
+    let s = id<T>(op);
+    for (let j = 0; j < r; j++) s = acc<T>(op, s, ld<T>(x, j * inner + i));
+    st<T>(y, i, s);
+  }
+}
+
+@inline function reduce<T>(op: i32, x: usize, y: usize, outer: i32, r: i32, inner: i32): void {
+  for (let o = 0; o < outer; o++) {
+    const xo = at<T>(x, o * r * inner);
+    if (inner == 1) st<T>(y, o, rowReduce<T>(op, xo, r));
+    else columnReduce<T>(op, xo, at<T>(y, o * inner), r, inner);
+  }
+}
+
+/** y[o, i] = Σ_j x[o, j, i] */
+export function sum_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(SUM, x, y, outer, r, inner); }
+export function sum_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(SUM, x, y, outer, r, inner); }
+/** y[o, i] = max_j x[o, j, i] (−∞ for r = 0; NaN-propagating) */
+export function max_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(MAX, x, y, outer, r, inner); }
+export function max_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(MAX, x, y, outer, r, inner); }
+
+@inline function countNonFinite<T>(x: usize, n: i32): i32 {
+  let c = 0;
+  for (let i = 0; i < n; i++) {
+    const v = ld<T>(x, i);
+    if (v - v != <T>0) c++; // NaN and ±Inf are exactly the values where v − v is not 0
+  }
+  return c;
+}
+/** Number of NaN or ±Inf among x[0..n) (anomaly mode). */
+export function count_nonfinite_f32(x: usize, n: i32): i32 { return countNonFinite<f32>(x, n); }
+export function count_nonfinite_f64(x: usize, n: i32): i32 { return countNonFinite<f64>(x, n); }

@@ -1,0 +1,135 @@
+// Elementwise unary kernels y = f(x). Contract for every kernel here:
+// (x, y: pointers to n elements of T; n ≥ 0; p0, p1: the op's scalar parameters or unused);
+// in-place (x == y) is allowed. Derivatives are composed from these in src/ops, so the
+// "VJP" of a unary op needs no kernel of its own except the masks step/inside/sign.
+import { lanes, ld, st, at } from './lanes';
+import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './scalar';
+
+@inline const NEG = 0;
+@inline const EXP = 1;
+@inline const LOG = 2;
+@inline const SQRT = 3;
+@inline const ABS = 4;
+@inline const SQUARE = 5;
+@inline const SIN = 6;
+@inline const COS = 7;
+@inline const TANH = 8;
+@inline const SIGMOID = 9;
+@inline const RELU = 10;
+@inline const SOFTPLUS = 11;
+@inline const LEAKY = 12;
+@inline const CLAMP = 13;
+@inline const STEP = 14;
+@inline const INSIDE = 15;
+@inline const SIGN = 16;
+@inline const RECIP = 17;
+
+/** f(x) for one element; op is a constant after inlining, so the switch folds away. */
+@inline function f<T>(op: i32, x: T, p0: T, p1: T): T {
+  switch (op) {
+    case NEG: return -x;
+    case EXP: return exp_s<T>(x);
+    case LOG: return log_s<T>(x);
+    case SQRT: return sqrt<T>(x);
+    case ABS: return abs<T>(x);
+    case SQUARE: return x * x;
+    case SIN: return sin_s<T>(x);
+    case COS: return cos_s<T>(x);
+    case TANH: return tanh_s<T>(x);
+    case SIGMOID: return sigmoid_s<T>(x);
+    case RELU: return x > <T>0 ? x : <T>0;
+    case SOFTPLUS: return softplus_s<T>(x);
+    case LEAKY: return x > <T>0 ? x : x * p0;
+    case CLAMP: return min<T>(max<T>(x, p0), p1);
+    case STEP: return x > <T>0 ? p0 : p1;
+    case INSIDE: return x >= p0 && x <= p1 ? <T>1 : <T>0;
+    case SIGN: return x > <T>0 ? <T>1 : x < <T>0 ? <T>-1 : <T>0;
+    case RECIP: return <T>1 / x;
+  }
+  return x;
+}
+
+/** Whether op has a v128 form (the rest run the scalar loop over all n). */
+@inline function simd(op: i32): bool {
+  return op == NEG || op == SQRT || op == ABS || op == SQUARE || op == RELU || op == CLAMP || op == RECIP;
+}
+
+/** f(x) for one vector of lanes; only called when simd(op). */
+@inline function fv<T>(op: i32, x: v128, p0: v128, p1: v128): v128 {
+  switch (op) {
+    case NEG: return v128.neg<T>(x);
+    case SQRT: return v128.sqrt<T>(x);
+    case ABS: return v128.abs<T>(x);
+    case SQUARE: return v128.mul<T>(x, x);
+    case RELU: return v128.and(x, v128.gt<T>(x, v128.splat<T>(<T>0)));
+    case CLAMP: return v128.min<T>(v128.max<T>(x, p0), p1);
+    case RECIP: return v128.div<T>(v128.splat<T>(<T>1), x);
+  }
+  return x;
+}
+
+@inline function map<T>(op: i32, x: usize, y: usize, n: i32, p0d: f64, p1d: f64): void {
+  const p0 = <T>p0d, p1 = <T>p1d;
+  const L = lanes<T>();
+  let i = 0;
+  if (simd(op)) {
+    const v0 = v128.splat<T>(p0), v1 = v128.splat<T>(p1);
+    for (; i + L <= n; i += L) v128.store(at<T>(y, i), fv<T>(op, v128.load(at<T>(x, i)), v0, v1));
+  }
+  for (; i < n; i++) st<T>(y, i, f<T>(op, ld<T>(x, i), p0, p1));
+}
+
+/** y = -x */
+export function neg_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(NEG, x, y, n, p0, p1); }
+export function neg_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(NEG, x, y, n, p0, p1); }
+/** y = e^x */
+export function exp_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(EXP, x, y, n, p0, p1); }
+export function exp_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(EXP, x, y, n, p0, p1); }
+/** y = ln x */
+export function log_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(LOG, x, y, n, p0, p1); }
+export function log_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(LOG, x, y, n, p0, p1); }
+/** y = √x */
+export function sqrt_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SQRT, x, y, n, p0, p1); }
+export function sqrt_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SQRT, x, y, n, p0, p1); }
+/** y = |x| */
+export function abs_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(ABS, x, y, n, p0, p1); }
+export function abs_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(ABS, x, y, n, p0, p1); }
+/** y = x² */
+export function square_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SQUARE, x, y, n, p0, p1); }
+export function square_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SQUARE, x, y, n, p0, p1); }
+/** y = sin x */
+export function sin_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SIN, x, y, n, p0, p1); }
+export function sin_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SIN, x, y, n, p0, p1); }
+/** y = cos x */
+export function cos_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(COS, x, y, n, p0, p1); }
+export function cos_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(COS, x, y, n, p0, p1); }
+/** y = tanh x */
+export function tanh_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(TANH, x, y, n, p0, p1); }
+export function tanh_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(TANH, x, y, n, p0, p1); }
+/** y = 1 / (1 + e^-x) */
+export function sigmoid_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SIGMOID, x, y, n, p0, p1); }
+export function sigmoid_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SIGMOID, x, y, n, p0, p1); }
+/** y = max(x, 0) */
+export function relu_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(RELU, x, y, n, p0, p1); }
+export function relu_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(RELU, x, y, n, p0, p1); }
+/** y = ln(1 + e^x) */
+export function softplus_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SOFTPLUS, x, y, n, p0, p1); }
+export function softplus_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SOFTPLUS, x, y, n, p0, p1); }
+/** y = x > 0 ? x : p0·x */
+export function leaky_relu_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(LEAKY, x, y, n, p0, p1); }
+export function leaky_relu_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(LEAKY, x, y, n, p0, p1); }
+/** y = min(max(x, p0), p1) */
+export function clamp_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(CLAMP, x, y, n, p0, p1); }
+export function clamp_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(CLAMP, x, y, n, p0, p1); }
+/** y = x > 0 ? p0 : p1 (derivative mask of relu / leakyRelu) */
+export function step_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(STEP, x, y, n, p0, p1); }
+export function step_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(STEP, x, y, n, p0, p1); }
+/** y = p0 ≤ x ≤ p1 ? 1 : 0 (derivative mask of clamp, as PyTorch) */
+export function inside_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(INSIDE, x, y, n, p0, p1); }
+export function inside_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(INSIDE, x, y, n, p0, p1); }
+/** y = sign(x) ∈ {-1, 0, 1} (derivative of abs) */
+export function sign_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SIGN, x, y, n, p0, p1); }
+export function sign_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SIGN, x, y, n, p0, p1); }
+/** y = 1 / x */
+export function recip_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(RECIP, x, y, n, p0, p1); }
+export function recip_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(RECIP, x, y, n, p0, p1); }

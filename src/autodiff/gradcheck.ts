@@ -1,0 +1,48 @@
+// Gradient checking: the analytic gradient (reverse mode) against central differences
+// (f(x + h) − f(x − h)) / 2h, all in float64.
+import { ArgumentError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import { fromValues } from '../tensor/create.js';
+import { tidy } from '../memory.js';
+import { grad } from './transforms.js';
+
+export interface GradcheckResult {
+  ok: boolean;
+  maxRelError: number;
+  /** Where the largest error is: input position, flat element index, analytic and numeric values. */
+  worst: { input: number; index: number; analytic: number; numeric: number };
+}
+
+export function gradcheck(
+  f: (...xs: Tensor[]) => Tensor,
+  inputs: readonly Tensor[],
+  { eps = 1e-6, rtol = 1e-7 }: { eps?: number; rtol?: number } = {},
+): GradcheckResult {
+  if (inputs.length === 0) throw new ArgumentError('gradcheck: needs at least one input tensor');
+  return tidy(() => {
+    const xs = inputs.map((x) => x.astype('float64'));
+    const base = xs.map((x) => x.toArray() as Float64Array);
+    const analytic = (grad(f, { argnums: xs.map((_, i) => i) })(...xs) as Tensor[]).map((g) => g.toArray());
+    const evalAt = (i: number, j: number, delta: number): number =>
+      tidy(() => {
+        const v = base[i].slice();
+        v[j] += delta;
+        const args = xs.map((x, k) => (k === i ? fromValues(v, x.shape, 'float64') : x));
+        return f(...args).item();
+      });
+    let worst = { input: 0, index: -1, analytic: 0, numeric: 0 };
+    let maxRelError = 0;
+    xs.forEach((x, i) => {
+      for (let j = 0; j < x.size; j++) {
+        const numeric = (evalAt(i, j, eps) - evalAt(i, j, -eps)) / (2 * eps);
+        const a = analytic[i][j];
+        const rel = Math.abs(a - numeric) / Math.max(Math.abs(a), Math.abs(numeric), 1e-12);
+        if (rel > maxRelError || worst.index < 0) {
+          maxRelError = Math.max(rel, maxRelError);
+          if (rel >= maxRelError) worst = { input: i, index: j, analytic: a, numeric };
+        }
+      }
+    });
+    return { ok: maxRelError < rtol, maxRelError, worst };
+  });
+}

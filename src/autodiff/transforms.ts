@@ -1,0 +1,130 @@
+// Function transforms in the JAX style, built on the tape (grad, valueAndGrad, vjp) and on
+// tangents carried with primals (jvp). Arguments are wrapped in fresh leaf handles, so user
+// tensors' own .grad fields are never touched by a transform.
+import { GradError, ArgumentError } from '../errors.js';
+import { Tensor, isTensor } from '../tensor/tensor.js';
+import { runScoped, exempt } from '../tensor/scope.js';
+import { withMode } from '../graph/modes.js';
+import { apply } from '../graph/record.js';
+import { backward } from './backward.js';
+import { zerosLike } from '../ops/api.js';
+
+type Fn = (...args: any[]) => Tensor;
+
+export interface GradOptions {
+  argnums?: number | readonly number[];
+}
+
+function argnumList(fname: string, args: unknown[], argnums: number | readonly number[] = 0): number[] {
+  const list = typeof argnums === 'number' ? [argnums] : [...argnums];
+  for (const i of list) {
+    if (!Number.isInteger(i) || i < 0 || i >= args.length) throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
+    if (!(args[i] instanceof Tensor)) throw new ArgumentError(`${fname}: argument ${i} must be a Tensor to be differentiated`);
+  }
+  return list;
+}
+
+/** Fresh leaf handles (same memory and tangent) for the differentiated arguments. */
+function leaves(args: unknown[], nums: readonly number[]): { args: unknown[]; leaves: Tensor[] } {
+  const out = [...args];
+  const ls = nums.map((i) => {
+    const t = (args[i] as Tensor).alias();
+    t.requiresGrad = true;
+    out[i] = t;
+    return t;
+  });
+  return { args: out, leaves: ls };
+}
+
+/** The leaf's gradient as a tensor of the caller's scope (zeros where f did not depend on it). */
+function takeGrad(l: Tensor): Tensor {
+  if (l.grad === null) return zerosLike(l);
+  const g = l.grad.alias();
+  l.grad.dispose();
+  l.grad = null;
+  return g;
+}
+
+function scalarOut(fname: string, y: unknown): Tensor {
+  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
+  if (y.size !== 1) throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
+  return y;
+}
+
+/** f's value and its gradient(s) with respect to the argnums arguments. */
+export function valueAndGrad(f: Fn, opts: GradOptions = {}) {
+  return (...args: unknown[]): [Tensor, Tensor | Tensor[]] => {
+    const nums = argnumList('valueAndGrad', args, opts.argnums);
+    return runScoped(() => {
+      const w = leaves(args, nums);
+      const y = scalarOut('valueAndGrad', f(...w.args));
+      if (y.requiresGrad) backward(y);
+      const grads = w.leaves.map(takeGrad);
+      const value = y.view();
+      return [value, typeof opts.argnums === 'object' ? grads : grads[0]] as [Tensor, Tensor | Tensor[]];
+    }, isTensor);
+  };
+}
+
+/** The gradient of scalar f with respect to argument argnums (an array of argnums gives an array). */
+export function grad(f: Fn, opts: GradOptions = {}) {
+  const vg = valueAndGrad(f, opts);
+  return (...args: unknown[]): Tensor | Tensor[] => {
+    const [value, grads] = vg(...args);
+    value.dispose();
+    return grads;
+  };
+}
+
+export type VjpFn = ((cotangent: Tensor) => Tensor[]) & { release(): void };
+
+const graphs = new FinalizationRegistry<() => void>((release) => release());
+
+/**
+ * f's output and a function mapping an output cotangent to the cotangents of every Tensor
+ * argument. The graph is retained for repeated calls until vjpFn.release() (or garbage collection).
+ */
+export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
+  const nums = argnumList('vjp', primals, primals.map((_, i) => i));
+  const w = leaves(primals, nums);
+  const y = runScoped(() => f(...w.args), isTensor);
+  if (!(y instanceof Tensor)) throw new GradError('vjp: the function must return a Tensor');
+  const root = y.alias();
+  exempt(root);
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    root.node?.release();
+    for (const l of w.leaves) l.dispose();
+    root.dispose();
+  };
+  const fn = ((ct: Tensor) => {
+    if (released) throw new GradError('vjp: this vjp function was released');
+    for (const l of w.leaves) {
+      l.grad?.dispose();
+      l.grad = null;
+    }
+    if (root.requiresGrad) backward(root, ct, { retainGraph: true });
+    return w.leaves.map(takeGrad);
+  }) as VjpFn;
+  fn.release = release;
+  graphs.register(fn, release);
+  return [y, fn];
+}
+
+/** Runs fn without recording anything for reverse mode. */
+export function noGrad<T>(fn: () => T): T {
+  return withMode('record', false, fn);
+}
+
+/**
+ * A function with a user-defined gradient: backward(g, inputs, output) returns one cotangent
+ * (or null) per input.
+ */
+export function customVjp(
+  forward: (...xs: Tensor[]) => Tensor,
+  backwardFn: (g: Tensor, xs: readonly Tensor[], y: Tensor) => readonly (Tensor | null)[],
+): (...xs: Tensor[]) => Tensor {
+  return (...xs: Tensor[]) => apply('custom', xs, { name: forward.name || 'anonymous', forward, backward: backwardFn });
+}

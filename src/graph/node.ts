@@ -1,0 +1,45 @@
+// A recorded application of a primitive: the DAG's vertex. Nodes are numbered in creation
+// order; since an op's inputs always exist before it runs, decreasing id is a reverse
+// topological order, and no explicit sort of the graph is needed beyond that.
+import type { Tensor } from '../tensor/tensor.js';
+import type { Saved } from '../ops/table.js';
+
+let nextId = 0;
+
+export class Node {
+  readonly id = nextId++;
+  released = false;
+
+  constructor(
+    readonly prim: string,
+    readonly params: unknown,
+    /** The input tensors (for their shapes, their nodes and leaf gradients; data lives in `saved`). */
+    readonly inputs: readonly Tensor[],
+    readonly saved: Saved,
+  ) {}
+
+  /** Drops what the VJP kept; the memory returns to the arena once no other handle views it. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const t of this.saved.x) t?.dispose();
+    this.saved.y?.dispose();
+  }
+}
+
+/** Every node reachable from `root` through recorded inputs, in reverse topological order. */
+export function reverseTopological(root: Node): Node[] {
+  const seen = new Set<Node>([root]);
+  const stack = [root];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const t of n.inputs) {
+      const m = t.node;
+      if (m !== null && !seen.has(m)) {
+        seen.add(m);
+        stack.push(m);
+      }
+    }
+  }
+  return [...seen].sort((a, b) => b.id - a.id);
+}

@@ -1,0 +1,215 @@
+// The public op functions: argument checking (shapes, dtypes, axes), numbers lifted to
+// scalar tensors, then one call to apply() per primitive. Composite ops live in composite.ts.
+import { ShapeError, DtypeError, ArgumentError } from '../errors.js';
+import { Tensor, type TensorLike } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { checkDtype } from '../tensor/dtype.js';
+import { apply } from '../graph/record.js';
+import { filled, broadcastShapes, sizeOf } from './launch.js';
+import { matmulDims } from './linalg.js';
+
+import { composite } from './composite.js';
+
+export * from './composite.js';
+
+export type Axis = number | readonly number[];
+
+/** Normalised, sorted, distinct axes (all axes when omitted). */
+export function normAxes(op: string, shape: readonly number[], axis?: Axis): number[] {
+  if (axis === undefined) return shape.map((_, i) => i);
+  const list = typeof axis === 'number' ? [axis] : [...axis];
+  const out = list.map((a) => normAxis(op, shape, a));
+  return [...new Set(out)].sort((a, b) => a - b);
+}
+
+export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
+  if (!Number.isInteger(a) || a < -rank || a >= rank) {
+    throw new ShapeError(`${op}: axis ${a} is out of range for shape [${shape}] (rank ${shape.length})`);
+  }
+  return a < 0 ? a + rank : a;
+}
+
+function tensorArg(op: string, x: unknown, pos: string): Tensor {
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${typeof x}`);
+  return x.check(op);
+}
+
+/** Runs a binary primitive; a number operand becomes a scalar of the tensor operand's dtype. */
+function binary(op: 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'gt' | 'ge' | 'eq', a: TensorLike, b: TensorLike): Tensor {
+  if (typeof a === 'number' && typeof b === 'number') throw new ArgumentError(`${op}: at least one operand must be a Tensor`);
+  const ta = typeof a === 'number' ? null : tensorArg(op, a, 'first operand');
+  const tb = typeof b === 'number' ? null : tensorArg(op, b, 'second operand');
+  const dtype = (ta ?? tb)!.dtype;
+  if (ta !== null && tb !== null && ta.dtype !== tb.dtype) {
+    throw new DtypeError(`${op}: dtypes differ: ${ta.dtype} [${ta.shape}] and ${tb.dtype} [${tb.shape}] (cast one with astype)`);
+  }
+  const x = ta ?? filled([], dtype, a as number), y = tb ?? filled([], dtype, b as number);
+  try {
+    return apply(op, [x, y], {});
+  } finally {
+    if (ta === null) x.dispose();
+    if (tb === null) y.dispose();
+  }
+}
+
+export const add = (a: TensorLike, b: TensorLike): Tensor => binary('add', a, b);
+export const sub = (a: TensorLike, b: TensorLike): Tensor => binary('sub', a, b);
+export const mul = (a: TensorLike, b: TensorLike): Tensor => binary('mul', a, b);
+export const div = (a: TensorLike, b: TensorLike): Tensor => binary('div', a, b);
+export const pow = (a: TensorLike, b: TensorLike): Tensor => binary('pow', a, b);
+export const maximum = (a: TensorLike, b: TensorLike): Tensor => binary('maximum', a, b);
+export const minimum = (a: TensorLike, b: TensorLike): Tensor => binary('minimum', a, b);
+/** 0/1 masks (not differentiable). */
+export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
+export const ge = (a: TensorLike, b: TensorLike): Tensor => binary('ge', a, b);
+export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
+
+type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip';
+const unary = (op: Unary) => (x: Tensor): Tensor => apply(op, [tensorArg(op, x, 'x')], {});
+
+export const neg = unary('neg');
+export const exp = unary('exp');
+export const log = unary('log');
+export const sqrt = unary('sqrt');
+export const abs = unary('abs');
+export const square = unary('square');
+export const sin = unary('sin');
+export const cos = unary('cos');
+export const tanh = unary('tanh');
+export const sigmoid = unary('sigmoid');
+export const relu = unary('relu');
+export const softplus = unary('softplus');
+export const sign = unary('sign');
+export const recip = unary('recip');
+export const leakyRelu = (x: Tensor, slope = 0.01): Tensor => apply('leakyRelu', [tensorArg('leakyRelu', x, 'x')], { slope });
+export function clamp(x: Tensor, lo: number, hi: number): Tensor {
+  if (!(lo <= hi)) throw new ArgumentError(`clamp: lo (${lo}) must not exceed hi (${hi})`);
+  return apply('clamp', [tensorArg('clamp', x, 'x')], { lo, hi });
+}
+/** x > 0 ? a : b (not differentiable). */
+export const step = (x: Tensor, a: number, b: number): Tensor => apply('step', [x], { a, b });
+/** lo ≤ x ≤ hi ? 1 : 0 (not differentiable). */
+export const inside = (x: Tensor, lo: number, hi: number): Tensor => apply('inside', [x], { lo, hi });
+
+export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  tensorArg('sum', x, 'x');
+  return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims });
+}
+export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  tensorArg('max', x, 'x');
+  const axes = normAxes('max', x.shape, axis);
+  if (axes.some((a) => x.shape[a] === 0)) throw new ShapeError(`max: cannot reduce an empty axis of shape [${x.shape}]`);
+  return apply('max', [x], { axes, keepdims });
+}
+
+export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+  tensorArg('reshape', x, 'x');
+  const known = shape.filter((d) => d !== -1);
+  const bad = shape.filter((d) => d === -1).length > 1 || known.some((d) => !Number.isInteger(d) || d < 0);
+  const rest = sizeOf(known);
+  const fill = shape.includes(-1) ? (rest === 0 ? 0 : x.size / rest) : 1;
+  if (bad || !Number.isInteger(fill) || (shape.includes(-1) ? rest * fill : rest) !== x.size) {
+    throw new ShapeError(`reshape: cannot reshape [${x.shape}] (${x.size} elements) to [${shape}]`);
+  }
+  return apply('reshape', [x], { shape: shape.map((d) => (d === -1 ? fill : d)) });
+}
+
+export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
+  tensorArg('transpose', x, 'x');
+  const r = x.shape.length;
+  const p = perm === undefined ? x.shape.map((_, i) => r - 1 - i) : perm.map((a) => normAxis('transpose', x.shape, a));
+  if (p.length !== r || new Set(p).size !== r) {
+    throw new ShapeError(`transpose: perm [${perm}] is not a permutation of the ${r} axes of [${x.shape}]`);
+  }
+  return apply('transpose', [x], { perm: p });
+}
+
+export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
+  tensorArg('broadcastTo', x, 'x');
+  const ok = shape.length >= x.shape.length && broadcastShapes('broadcastTo', x.shape, shape).every((d, i) => d === shape[i]);
+  if (!ok) throw new ShapeError(`broadcastTo: cannot broadcast [${x.shape}] to [${shape}]`);
+  return apply('broadcastTo', [x], { shape: [...shape] });
+}
+
+export function slice(x: Tensor, begin: readonly number[], size: readonly number[]): Tensor {
+  tensorArg('slice', x, 'x');
+  const r = x.shape.length;
+  const sz = size.map((s, i) => (s === -1 ? x.shape[i] - begin[i] : s));
+  const bad = begin.length !== r || size.length !== r ||
+    begin.some((b, i) => !Number.isInteger(b) || b < 0 || !Number.isInteger(sz[i]) || sz[i] < 0 || b + sz[i] > x.shape[i]);
+  if (bad) throw new ShapeError(`slice: begin [${begin}] and size [${size}] do not fit in shape [${x.shape}]`);
+  return apply('slice', [x], { begin: [...begin], size: sz });
+}
+
+/** Zeros of `shape` with x written at `begin` (the transpose of slice). */
+export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[]): Tensor => apply('pad', [x], { begin, shape });
+
+export function concat(xs: readonly Tensor[], axis = 0): Tensor {
+  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError('concat: expected a non-empty array of tensors');
+  xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
+  const first = xs[0];
+  const a = normAxis('concat', first.shape, axis);
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i];
+    if (x.dtype !== first.dtype) throw new DtypeError(`concat: tensor ${i} is ${x.dtype}, tensor 0 is ${first.dtype}`);
+    if (x.shape.length !== first.shape.length || x.shape.some((d, j) => j !== a && d !== first.shape[j])) {
+      throw new ShapeError(`concat: tensor ${i} has shape [${x.shape}], incompatible with [${first.shape}] along axis ${a}`);
+    }
+  }
+  return apply('concat', xs, { axis: a });
+}
+
+export function gather(x: Tensor, indices: Int32Array | readonly number[], axis = 0): Tensor {
+  tensorArg('gather', x, 'x');
+  const a = normAxis('gather', x.shape, axis);
+  const idx = Int32Array.from(indices as ArrayLike<number>);
+  for (let i = 0; i < idx.length; i++) {
+    const v = (indices as ArrayLike<number>)[i];
+    if (!Number.isInteger(v) || v < 0 || v >= x.shape[a]) {
+      throw new ShapeError(`gather: index ${v} at position ${i} is out of range [0, ${x.shape[a]}) for axis ${a} of [${x.shape}]`);
+    }
+  }
+  return apply('gather', [x], { indices: idx, axis: a });
+}
+
+/** The transpose of gather: g scattered (and summed) into zeros of `shape`. */
+export const scatterAdd = (g: Tensor, indices: Int32Array, axis: number, shape: readonly number[]): Tensor =>
+  apply('scatterAdd', [g], { indices, axis, shape });
+
+export function astype(x: Tensor, dtype: DType): Tensor {
+  tensorArg('astype', x, 'x');
+  return cast(x, checkDtype('astype', dtype));
+}
+export const cast = (x: Tensor, dtype: DType): Tensor => apply('cast', [x], { dtype, from: x.dtype });
+
+/** op(A)·op(B) on rank ≥ 2 operands (batch axes broadcast). */
+export const matmulT = (a: Tensor, b: Tensor, ta: boolean, tb: boolean): Tensor => apply('matmul', [a, b], { ta, tb });
+
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  tensorArg('matmul', a, 'first operand');
+  tensorArg('matmul', b, 'second operand');
+  if (a.dtype !== b.dtype) throw new DtypeError(`matmul: dtypes differ: ${a.dtype} [${a.shape}] and ${b.dtype} [${b.shape}]`);
+  if (a.shape.length === 0 || b.shape.length === 0) throw new ShapeError(`matmul: operands must be at least 1-D, got [${a.shape}] x [${b.shape}]`);
+  if (a.shape.length >= 2 && b.shape.length >= 2) {
+    matmulDims(a.shape, b.shape, { ta: false, tb: false });
+    return matmulT(a, b, false, false);
+  }
+  // 1-D operands: a vector is a row (left) or a column (right), removed again afterwards.
+  return composite(() => {
+    const a2 = a.shape.length === 1 ? reshape(a, [1, a.shape[0]]) : a;
+    const b2 = b.shape.length === 1 ? reshape(b, [b.shape[0], 1]) : b;
+    matmulDims(a2.shape, b2.shape, { ta: false, tb: false });
+    const y = matmulT(a2, b2, false, false);
+    const shape = y.shape.slice(0, -2);
+    if (a.shape.length > 1) shape.push(y.shape[y.shape.length - 2]);
+    if (b.shape.length > 1) shape.push(y.shape[y.shape.length - 1]);
+    return reshape(y, shape);
+  });
+}
+
+/** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */
+export function detach(x: Tensor): Tensor {
+  return tensorArg('detach', x, 'x').view();
+}
+export const stopGradient = detach;
+

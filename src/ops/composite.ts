@@ -1,0 +1,124 @@
+// Composite ops: plain compositions of primitives, with no rules of their own (their
+// gradients, JVPs and Hessians come from the primitives). Each runs in a scope so its
+// temporaries are freed at once; the graph keeps only what primitives saved.
+import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
+import { Tensor, isTensor } from '../tensor/tensor.js';
+import { runScoped } from '../tensor/scope.js';
+import { filled, sizeOf } from './launch.js';
+import { apply } from '../graph/record.js';
+import {
+  add, sub, mul, div, exp, log, sqrt, square, tanh, sum, max, reshape, transpose, gather, detach, normAxes, normAxis,
+  type Axis,
+} from './api.js';
+
+/** Runs fn and frees every tensor it created except its result. */
+export function composite<T>(fn: () => T): T {
+  return runScoped(fn, isTensor);
+}
+
+export const zerosLike = (x: Tensor): Tensor => filled(x.shape, x.dtype, 0);
+
+/** Sums g over the axes along which `shape` was broadcast to g's shape (the VJP of broadcasting). */
+export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
+  if (g.size === sizeOf(shape) && g.shape.length <= shape.length) return reshape(g, shape);
+  const lead = g.shape.length - shape.length;
+  const axes = g.shape.map((_, i) => i).filter((i) => i < lead || (shape[i - lead] === 1 && g.shape[i] !== 1));
+  return composite(() => reshape(sum(g, axes, true), shape));
+}
+
+export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  const axes = normAxes('mean', x.shape, axis);
+  const n = sizeOf(axes.map((a) => x.shape[a]));
+  return composite(() => div(sum(x, axes, keepdims), n));
+}
+
+/** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
+export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  const axes = normAxes('logsumexp', x.shape, axis);
+  return composite(() => {
+    const m = detach(max(x, axes, true));
+    const r = add(log(sum(exp(sub(x, m)), axes, true)), m);
+    return keepdims ? r : reshape(r, r.shape.filter((_, i) => !axes.includes(i)));
+  });
+}
+
+/** Moves `axis` last, applies f, and moves it back (the softmax kernels work on the last axis). */
+function alongLast(x: Tensor, axis: number, f: (x: Tensor) => Tensor): Tensor {
+  const r = x.shape.length;
+  if (axis === r - 1) return f(x);
+  const perm = x.shape.map((_, i) => i).filter((i) => i !== axis).concat(axis);
+  const inv = perm.map((_, i) => perm.indexOf(i));
+  return composite(() => transpose(f(transpose(x, perm)), inv));
+}
+
+export function softmax(x: Tensor, axis = -1): Tensor {
+  if (x.shape.length === 0) throw new ShapeError('softmax: input must be at least 1-D, got a scalar');
+  return alongLast(x, normAxis('softmax', x.shape, axis), (v) => apply('softmax', [v], {}));
+}
+
+export function logSoftmax(x: Tensor, axis = -1): Tensor {
+  if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
+  const a = normAxis('logSoftmax', x.shape, axis);
+  return composite(() => sub(x, logsumexp(x, a, true)));
+}
+
+type Reduction = 'mean' | 'sum' | 'none';
+function reduce(op: string, v: Tensor, reduction: Reduction): Tensor {
+  if (reduction === 'mean') return div(sum(v), Math.max(1, v.size));
+  if (reduction === 'sum') return sum(v);
+  if (reduction === 'none') return v;
+  throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+}
+
+/** Softmax cross-entropy of logits [N, C] against integer labels in [0, C). */
+export function crossEntropy(logits: Tensor, labels: Int32Array | readonly number[], { reduction = 'mean' as Reduction } = {}): Tensor {
+  if (logits.shape.length !== 2) throw new ShapeError(`crossEntropy: logits must be [N, C], got [${logits.shape}]`);
+  const [n, c] = logits.shape;
+  if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
+  const flat = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const l = labels[i];
+    if (!Number.isInteger(l) || l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})`);
+    flat[i] = i * c + l;
+  }
+  return composite(() => {
+    const picked = gather(reshape(logSoftmax(logits, -1), [n * c]), flat, 0);
+    return reduce('crossEntropy', mul(picked, -1), reduction);
+  });
+}
+
+export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
+  if (pred.shape.length !== target.shape.length || pred.shape.some((d, i) => d !== target.shape[i])) {
+    throw new ShapeError(`mseLoss: pred [${pred.shape}] and target [${target.shape}] must have the same shape`);
+  }
+  if (pred.dtype !== target.dtype) throw new DtypeError(`mseLoss: dtypes differ: ${pred.dtype} and ${target.dtype}`);
+  return composite(() => reduce('mseLoss', square(sub(pred, target)), reduction));
+}
+
+/** (x − mean) / √(var + eps) over the last axis, then · weight + bias (biased variance, as PyTorch). */
+export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
+  const d = x.shape[x.shape.length - 1];
+  for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {
+    if (t && (t.shape.length !== 1 || t.shape[0] !== d)) throw new ShapeError(`layerNorm: ${name} must be [${d}] for input [${x.shape}], got [${t.shape}]`);
+  }
+  return composite(() => {
+    const last = x.shape.length - 1;
+    const xc = sub(x, div(sum(x, last, true), d));
+    const variance = div(sum(square(xc), last, true), d);
+    let y = div(xc, sqrt(add(variance, eps)));
+    if (weight) y = mul(y, weight);
+    if (bias) y = add(y, bias);
+    return y;
+  });
+}
+
+const SQRT_2_OVER_PI = 0.7978845608028654;
+
+/** GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
+export function gelu(x: Tensor): Tensor {
+  return composite(() => {
+    const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
+    return mul(mul(x, 0.5), add(tanh(inner), 1));
+  });
+}

@@ -1,0 +1,146 @@
+// Launching kernels on tensors: output allocation, broadcast collapsing, reduction views and
+// strided copies. Everything that turns shapes into kernel arguments lives here, once.
+import { ShapeError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import { SUFFIX, type DType } from '../tensor/dtype.js';
+import { kernel, writeArgs } from '../wasm/module.js';
+
+export const sizeOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
+
+/** Row-major (C-contiguous) strides in elements. */
+export function stridesOf(shape: readonly number[]): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+/** NumPy broadcast of two shapes, or a ShapeError naming the op. */
+export function broadcastShapes(op: string, a: readonly number[], b: readonly number[]): number[] {
+  const n = Math.max(a.length, b.length);
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const da = a[a.length - n + i] ?? 1, db = b[b.length - n + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) {
+      throw new ShapeError(`${op}: shapes [${a}] and [${b}] cannot be broadcast together (axis ${i - n}: ${da} vs ${db})`);
+    }
+    out[i] = da === 1 ? db : da;
+  }
+  return out;
+}
+
+/** Strides of `shape` read as if broadcast to `out` (0 along broadcast axes). */
+export function broadcastStrides(shape: readonly number[], out: readonly number[]): number[] {
+  const own = stridesOf(shape);
+  const off = out.length - shape.length;
+  return out.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : own[i - off]));
+}
+
+export function k(name: string, dtype: DType) {
+  return kernel(`${name}_${SUFFIX[dtype]}`);
+}
+
+/** y = f(x) elementwise with the unary kernel `name`. */
+export function launchUnary(name: string, x: Tensor, p0 = 0, p1 = 0): Tensor {
+  const y = Tensor.empty(x.shape, x.dtype);
+  k(name, x.dtype)(x.ptr, y.ptr, x.size, p0, p1);
+  return y;
+}
+
+/**
+ * Merges adjacent axes along which every operand's strides stay contiguous-compatible, so
+ * a [64, 256] + [256] bias add becomes one 2-D kernel call and same-shape ops one row.
+ */
+function collapse(shape: readonly number[], strides: number[][]): { shape: number[]; strides: number[][] } {
+  const outShape: number[] = [];
+  const out: number[][] = strides.map(() => []);
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 1) continue;
+    const last = outShape.length - 1;
+    if (last >= 0 && strides.every((s, j) => out[j][last] === s[i] * shape[i])) {
+      outShape[last] *= shape[i];
+      strides.forEach((s, j) => (out[j][last] = s[i]));
+    } else {
+      outShape.push(shape[i]);
+      strides.forEach((s, j) => out[j].push(s[i]));
+    }
+  }
+  return { shape: outShape, strides: out };
+}
+
+/** y = a ∘ b with broadcasting, using the binary kernel `name`. */
+export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Tensor {
+  const shape = broadcastShapes(op, a.shape, b.shape);
+  const y = Tensor.empty(shape, a.dtype);
+  if (y.size === 0) return y;
+  const c = collapse(shape, [broadcastStrides(a.shape, shape), broadcastStrides(b.shape, shape)]);
+  const [sa, sb] = c.strides;
+  const dims = c.shape.length;
+  const cols = dims > 0 ? c.shape[dims - 1] : 1;
+  const rows = dims > 1 ? c.shape[dims - 2] : 1;
+  const f = k(name, a.dtype);
+  const col = (s: number[]) => (dims > 0 ? s[dims - 1] : 0);
+  const row = (s: number[]) => (dims > 1 ? s[dims - 2] : 0);
+  // Axes beyond the last two (rare after collapsing) are looped here, one 2-D call each.
+  const outer = c.shape.slice(0, Math.max(0, dims - 2));
+  const blocks = sizeOf(outer);
+  const bytes = a.dtype === 'float32' ? 4 : 8;
+  for (let blk = 0; blk < blocks; blk++) {
+    let rem = blk, oa = 0, ob = 0;
+    for (let d = outer.length - 1; d >= 0; d--) {
+      const i = rem % outer[d];
+      rem = Math.floor(rem / outer[d]);
+      oa += i * sa[d];
+      ob += i * sb[d];
+    }
+    f(a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb));
+  }
+  return y;
+}
+
+/** Reduces the sorted, distinct `axes` of x with the reduce kernel `name` ('sum' or 'max'). */
+export function launchReduce(name: string, x: Tensor, axes: readonly number[], outShape: readonly number[]): Tensor {
+  let cur = x, shape = x.shape.slice();
+  // Reduce runs of adjacent axes from the last run to the first; each run is one kernel call.
+  let i = axes.length - 1;
+  while (i >= 0) {
+    let j = i;
+    while (j > 0 && axes[j - 1] === axes[j] - 1) j--;
+    const lo = axes[j], hi = axes[i];
+    const outer = sizeOf(shape.slice(0, lo)), r = sizeOf(shape.slice(lo, hi + 1)), inner = sizeOf(shape.slice(hi + 1));
+    shape = [...shape.slice(0, lo), ...shape.slice(hi + 1)];
+    const last = j === 0;
+    const y = Tensor.empty(last ? outShape : shape, x.dtype);
+    k(name, x.dtype)(cur.ptr, y.ptr, outer, r, inner);
+    if (cur !== x) cur.dispose();
+    cur = y;
+    i = j - 1;
+  }
+  return cur === x ? copyAs(x, outShape) : cur;
+}
+
+/** A fresh contiguous copy of x with another (same-size) shape. */
+export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
+  const y = Tensor.empty(shape, x.dtype);
+  if (x.size > 0) stridedCopy(x, 0, y, 0, x.shape.length ? x.shape : [1], stridesOf(x.shape.length ? x.shape : [1]), stridesOf(x.shape.length ? x.shape : [1]));
+  return y;
+}
+
+/** y[yOff + Σ i·ys] = x[xOff + Σ i·xs] over `shape` (offsets and strides in elements). */
+export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, shape: readonly number[], xs: readonly number[], ys: readonly number[]): void {
+  if (sizeOf(shape) === 0) return;
+  const n = shape.length;
+  const bytes = x.dtype === 'float32' ? 4 : 8;
+  const ps = writeArgs(0, shape), pxs = writeArgs(n, xs), pys = writeArgs(2 * n, ys);
+  k('strided_copy', x.dtype)(x.ptr + xOff * bytes, y.ptr + yOff * bytes, n, ps, pxs, pys);
+}
+
+/** A tensor of `shape` filled with v. */
+export function filled(shape: readonly number[], dtype: DType, v: number): Tensor {
+  const y = Tensor.empty(shape, dtype);
+  k('fill', dtype)(y.ptr, y.size, v);
+  return y;
+}

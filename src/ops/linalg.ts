@@ -1,0 +1,69 @@
+// Matrix multiplication, batched with broadcast batch axes. The primitive carries transpose
+// flags so the VJP (g·Bᵀ and Aᵀ·g) runs the GEMM kernels directly on the stored operands,
+// never materialising a transpose. Bilinear: the JVP is matmul(ta, b) + matmul(a, tb).
+import { ShapeError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import type { Rule } from './table.js';
+import { broadcastShapes, broadcastStrides, filled, k, sizeOf } from './launch.js';
+import { matmulT, add } from './api.js';
+
+export interface MatmulParams {
+  /** Use the stored A as transposed (A is [..., K, M]) / B likewise ([..., N, K]). */
+  readonly ta: boolean;
+  readonly tb: boolean;
+}
+
+/** [M, K, N] of op(A)·op(B), or a ShapeError naming both shapes. */
+export function matmulDims(a: readonly number[], b: readonly number[], p: MatmulParams): [number, number, number] {
+  const [ar, ac] = a.slice(-2), [br, bc] = b.slice(-2);
+  const [M, K] = p.ta ? [ac, ar] : [ar, ac];
+  const [K2, N] = p.tb ? [bc, br] : [br, bc];
+  if (K !== K2) {
+    const show = (s: readonly number[], t: boolean) => `[${s}]${t ? 'ᵀ' : ''}`;
+    throw new ShapeError(`matmul: inner dimensions differ: ${show(a, p.ta)} x ${show(b, p.tb)} (${K} vs ${K2})`);
+  }
+  return [M, K, N];
+}
+
+function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
+  const [M, K, N] = matmulDims(a.shape, b.shape, p);
+  const batch = broadcastShapes('matmul', a.shape.slice(0, -2), b.shape.slice(0, -2));
+  const y = K === 0 ? filled([...batch, M, N], a.dtype, 0) : Tensor.empty([...batch, M, N], a.dtype);
+  if (K === 0 || y.size === 0) return y;
+  const gemm = k('gemm', a.dtype);
+  const bytes = a.dtype === 'float32' ? 4 : 8;
+  const sa = broadcastStrides(a.shape.slice(0, -2), batch), sb = broadcastStrides(b.shape.slice(0, -2), batch);
+  const lda = a.shape[a.shape.length - 1], ldb = b.shape[b.shape.length - 1];
+  const n = sizeOf(batch);
+  for (let i = 0; i < n; i++) {
+    // Batch offsets from the broadcast strides (in matrices), one GEMM per batch entry.
+    let rem = i, oa = 0, ob = 0;
+    for (let d = batch.length - 1; d >= 0; d--) {
+      const ix = rem % batch[d];
+      rem = Math.floor(rem / batch[d]);
+      oa += ix * sa[d];
+      ob += ix * sb[d];
+    }
+    gemm(a.ptr + oa * M * K * bytes, b.ptr + ob * K * N * bytes, y.ptr + i * M * N * bytes,
+      M, N, K, lda, ldb, N, p.ta ? 1 : 0, p.tb ? 1 : 0, 0);
+  }
+  return y;
+}
+
+export const linalgRules = {
+  matmul: {
+    saves: { inputs: [0, 1], output: false },
+    forward: ([a, b], p) => forward(a, b, p),
+    vjp: (g, s, { ta, tb }, needs) => {
+      const a = s.x[0]!, b = s.x[1]!;
+      return [
+        needs[0] ? (ta ? matmulT(b, g, tb, true) : matmulT(g, b, false, !tb)) : null,
+        needs[1] ? (tb ? matmulT(g, a, true, ta) : matmulT(a, g, !ta, false)) : null,
+      ];
+    },
+    jvp: ([ta_, tb_], [a, b], _y, { ta, tb }) => {
+      const u = ta_ && matmulT(ta_, b, ta, tb), v = tb_ && matmulT(a, tb_, ta, tb);
+      return u === null ? v! : v === null ? u : add(u, v);
+    },
+  } satisfies Rule<MatmulParams>,
+};

@@ -1,0 +1,23 @@
+// Neural-network primitives with kernels of their own: softmax over the last axis (one pass
+// per row, max-subtracted). Its VJP y·(g − Σ g·y) and JVP have the same form.
+import { Tensor } from '../tensor/tensor.js';
+import type { Rule } from './table.js';
+import { k } from './launch.js';
+import { mul, sub, sum } from './api.js';
+
+/** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
+const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
+
+export const nnRules = {
+  softmax: {
+    saves: { inputs: [], output: true },
+    forward: ([x]) => {
+      const y = Tensor.empty(x.shape, x.dtype);
+      const cols = x.shape[x.shape.length - 1];
+      if (x.size > 0) k('softmax', x.dtype)(x.ptr, y.ptr, x.size / cols, cols);
+      return y;
+    },
+    vjp: (g, s) => [softmaxJ(s.y!, g)],
+    jvp: ([t], _x, y) => softmaxJ(y, t!),
+  } satisfies Rule<Record<string, never>>,
+};

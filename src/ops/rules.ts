@@ -1,0 +1,14 @@
+// The table of every primitive. Prim is the closed union of their names; ParamsOf gives each
+// one's parameter type, so apply('matmul', xs, params) is checked at compile time.
+import type { Rule } from './table.js';
+import { unaryRules, binaryRules } from './elementwise.js';
+import { reduceRules } from './reduce.js';
+import { shapeRules } from './shape.js';
+import { linalgRules } from './linalg.js';
+import { nnRules } from './nn.js';
+import { customRules } from './custom.js';
+
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules };
+
+export type Prim = keyof typeof rules;
+export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

@@ -1,0 +1,160 @@
+// Data-movement primitives. All are linear, so each JVP is the op applied to the tangent and
+// each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
+import { Tensor } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { runtime, views, kernel } from '../wasm/module.js';
+import type { Rule } from './table.js';
+import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
+import { reshape, transpose, broadcastTo, sumTo, slice, pad, concat, gather, scatterAdd, cast, zerosLike } from './api.js';
+
+const NONE = { inputs: [], output: false } as const;
+
+export const invertPerm = (perm: readonly number[]): number[] => {
+  const inv = new Array<number>(perm.length);
+  perm.forEach((p, i) => (inv[p] = i));
+  return inv;
+};
+
+/** Copies the region of x at `begin` of extent `size` into a new tensor. */
+function sliceForward(x: Tensor, begin: readonly number[], size: readonly number[]): Tensor {
+  const y = Tensor.empty(size, x.dtype);
+  const xs = stridesOf(x.shape);
+  const off = begin.reduce((acc, b, i) => acc + b * xs[i], 0);
+  stridedCopy(x, off, y, 0, size, xs, stridesOf(size));
+  return y;
+}
+
+/** Zeros of `shape` with x written at `begin`. */
+function padForward(x: Tensor, begin: readonly number[], shape: readonly number[]): Tensor {
+  const y = filled(shape, x.dtype, 0);
+  const ys = stridesOf(shape);
+  const off = begin.reduce((acc, b, i) => acc + b * ys[i], 0);
+  stridedCopy(x, 0, y, off, x.shape, stridesOf(x.shape), ys);
+  return y;
+}
+
+/** Splits a shape around `axis` into the [outer, axis, inner] view the gather kernels use. */
+function around(shape: readonly number[], axis: number): [number, number, number] {
+  return [sizeOf(shape.slice(0, axis)), shape[axis], sizeOf(shape.slice(axis + 1))];
+}
+
+/** Runs a gather-family kernel with the indices copied into a temporary wasm block. */
+function withIndices(indices: Int32Array, f: (ptr: number) => void): void {
+  const arena = runtime().arena;
+  const bytes = Math.max(4, indices.length * 4);
+  const ptr = arena.alloc(bytes);
+  try {
+    views().i32.set(indices, ptr >> 2);
+    f(ptr);
+  } finally {
+    arena.free(ptr, bytes);
+  }
+}
+
+function gatherForward(x: Tensor, indices: Int32Array, axis: number): Tensor {
+  const [outer, len, inner] = around(x.shape, axis);
+  const y = Tensor.empty([...x.shape.slice(0, axis), indices.length, ...x.shape.slice(axis + 1)], x.dtype);
+  if (y.size > 0) withIndices(indices, (p) => k('gather', x.dtype)(x.ptr, p, y.ptr, outer, indices.length, len, inner));
+  return y;
+}
+
+function scatterAddForward(g: Tensor, indices: Int32Array, axis: number, shape: readonly number[]): Tensor {
+  const y = filled(shape, g.dtype, 0);
+  const [outer, len, inner] = around(shape, axis);
+  if (g.size > 0) withIndices(indices, (p) => k('scatter_add', g.dtype)(g.ptr, p, y.ptr, outer, indices.length, len, inner));
+  return y;
+}
+
+function castForward(x: Tensor, dtype: DType): Tensor {
+  if (x.dtype === dtype) return x.view();
+  const y = Tensor.empty(x.shape, dtype);
+  kernel(x.dtype === 'float32' ? 'cast_f32_f64' : 'cast_f64_f32')(x.ptr, y.ptr, x.size);
+  return y;
+}
+
+export const shapeRules = {
+  reshape: {
+    saves: NONE,
+    forward: ([x], p) => x.view(p.shape),
+    vjp: (g, s) => [reshape(g, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => reshape(t!, p.shape),
+  } satisfies Rule<{ shape: readonly number[] }>,
+  transpose: {
+    saves: NONE,
+    forward: ([x], { perm }) => {
+      const shape = perm.map((i) => x.shape[i]);
+      const y = Tensor.empty(shape, x.dtype);
+      const xs = stridesOf(x.shape);
+      if (shape.length > 0) stridedCopy(x, 0, y, 0, shape, perm.map((i) => xs[i]), stridesOf(shape));
+      else stridedCopy(x, 0, y, 0, [1], [1], [1]);
+      return y;
+    },
+    vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
+    jvp: ([t], _x, _y, p) => transpose(t!, p.perm),
+  } satisfies Rule<{ perm: readonly number[] }>,
+  broadcastTo: {
+    saves: NONE,
+    forward: ([x], { shape }) => {
+      const y = Tensor.empty(shape, x.dtype);
+      if (shape.length > 0) stridedCopy(x, 0, y, 0, shape, broadcastStrides(x.shape, shape), stridesOf(shape));
+      else stridedCopy(x, 0, y, 0, [1], [1], [1]);
+      return y;
+    },
+    vjp: (g, s) => [sumTo(g, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => broadcastTo(t!, p.shape),
+  } satisfies Rule<{ shape: readonly number[] }>,
+  slice: {
+    saves: NONE,
+    forward: ([x], p) => sliceForward(x, p.begin, p.size),
+    vjp: (g, s, p) => [pad(g, p.begin, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => slice(t!, p.begin, p.size),
+  } satisfies Rule<{ begin: readonly number[]; size: readonly number[] }>,
+  pad: {
+    saves: NONE,
+    forward: ([x], p) => padForward(x, p.begin, p.shape),
+    vjp: (g, s, p) => [slice(g, p.begin, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => pad(t!, p.begin, p.shape),
+  } satisfies Rule<{ begin: readonly number[]; shape: readonly number[] }>,
+  concat: {
+    saves: NONE,
+    forward: (xs, { axis }) => {
+      const shape = xs[0].shape.slice();
+      shape[axis] = xs.reduce((acc, x) => acc + x.shape[axis], 0);
+      const y = Tensor.empty(shape, xs[0].dtype);
+      const ys = stridesOf(shape);
+      let at = 0;
+      for (const x of xs) {
+        stridedCopy(x, 0, y, at * ys[axis], x.shape, stridesOf(x.shape), ys);
+        at += x.shape[axis];
+      }
+      return y;
+    },
+    vjp: (g, s, { axis }, needs) => {
+      let at = 0;
+      return s.shapes.map((shape, i) => {
+        const begin = shape.map((_, d) => (d === axis ? at : 0));
+        at += shape[axis];
+        return needs[i] ? slice(g, begin, shape) : null;
+      });
+    },
+    jvp: (ts, xs, _y, { axis }) => concat(ts.map((t, i) => t ?? zerosLike(xs[i])), axis),
+  } satisfies Rule<{ axis: number }>,
+  gather: {
+    saves: NONE,
+    forward: ([x], p) => gatherForward(x, p.indices, p.axis),
+    vjp: (g, s, p) => [scatterAdd(g, p.indices, p.axis, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => gather(t!, p.indices, p.axis),
+  } satisfies Rule<{ indices: Int32Array; axis: number }>,
+  scatterAdd: {
+    saves: NONE,
+    forward: ([g], p) => scatterAddForward(g, p.indices, p.axis, p.shape),
+    vjp: (g, _s, p) => [gather(g, p.indices, p.axis)],
+    jvp: ([t], _x, _y, p) => scatterAdd(t!, p.indices, p.axis, p.shape),
+  } satisfies Rule<{ indices: Int32Array; axis: number; shape: readonly number[] }>,
+  cast: {
+    saves: NONE,
+    forward: ([x], p) => castForward(x, p.dtype),
+    vjp: (g, _s, p) => [cast(g, p.from)],
+    jvp: ([t], _x, _y, p) => cast(t!, p.dtype),
+  } satisfies Rule<{ dtype: DType; from: DType }>,
+};

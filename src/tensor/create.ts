@@ -1,0 +1,104 @@
+// Creating tensors: from JS data, constants, ranges and seeded random streams (generated in
+// wasm by a counter-based generator, so a seed gives the same numbers in every runtime).
+import { ShapeError, ArgumentError } from '../errors.js';
+import { views, kernel } from '../wasm/module.js';
+import { Tensor } from './tensor.js';
+import { checkDtype, SUFFIX, type DType } from './dtype.js';
+import { filled } from '../ops/launch.js';
+
+export interface TensorOptions {
+  shape?: readonly number[];
+  dtype?: DType;
+  requiresGrad?: boolean;
+}
+export interface RandomOptions {
+  seed?: number;
+  dtype?: DType;
+  requiresGrad?: boolean;
+}
+type Nested = number | readonly Nested[];
+
+function checkShape(op: string, shape: readonly number[]): void {
+  if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+  }
+}
+
+/** Shape of nested arrays, checking that they are not ragged. */
+function inferShape(data: Nested, path = 'data'): number[] {
+  if (typeof data === 'number') return [];
+  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${typeof data}`);
+  if (data.length === 0) return [0];
+  const inner = inferShape(data[0], `${path}[0]`);
+  for (let i = 1; i < data.length; i++) {
+    const s = inferShape(data[i], `${path}[${i}]`);
+    if (s.length !== inner.length || s.some((d, j) => d !== inner[j])) {
+      throw new ShapeError(`tensor: ragged nested array: ${path}[${i}] has shape [${s}], ${path}[0] has [${inner}]`);
+    }
+  }
+  return [data.length, ...inner];
+}
+
+function finish(t: Tensor, requiresGrad = false): Tensor {
+  t.requiresGrad = requiresGrad;
+  return t;
+}
+
+/** Writes JS numbers into a new tensor of the given shape. */
+export function fromValues(values: ArrayLike<number>, shape: readonly number[], dtype: DType): Tensor {
+  const t = Tensor.empty(shape, dtype);
+  const v = views();
+  if (dtype === 'float32') v.f32.set(values, t.ptr >> 2);
+  else v.f64.set(values, t.ptr >> 3);
+  return t;
+}
+
+export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
+  const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
+  const flat: ArrayLike<number> = ArrayBuffer.isView(data)
+    ? (data as unknown as ArrayLike<number>)
+    : typeof data === 'number' ? [data] : (data as Nested[]).flat(Infinity as 1) as number[];
+  const shape = opts.shape ?? (ArrayBuffer.isView(data) ? [flat.length] : inferShape(data as Nested));
+  checkShape('tensor', shape);
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n !== flat.length) throw new ShapeError(`tensor: ${flat.length} values do not fill shape [${shape}] (${n} elements)`);
+  for (let i = 0; i < flat.length; i++) {
+    if (typeof flat[i] !== 'number') throw new ArgumentError(`tensor: element ${i} is ${typeof flat[i]}, expected a number`);
+  }
+  return finish(fromValues(flat, shape, dtype), opts.requiresGrad);
+}
+
+export function full(shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor {
+  checkShape('full', shape);
+  return finish(filled(shape, checkDtype('full', opts.dtype ?? 'float32'), value), opts.requiresGrad);
+}
+export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => full(shape, 0, opts);
+export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => full(shape, 1, opts);
+
+export function arange(n: number, opts: TensorOptions = {}): Tensor {
+  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
+  return finish(fromValues(Array.from({ length: n }, (_, i) => i), [n], checkDtype('arange', opts.dtype ?? 'float32')), opts.requiresGrad);
+}
+
+let autoSeed = 0x5eed;
+/** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
+export function seedOf(seed: number | undefined): [number, number] {
+  const s = seed ?? autoSeed++;
+  if (!Number.isSafeInteger(s)) throw new ArgumentError(`seed must be a safe integer, got ${s}`);
+  return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
+}
+
+function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], opts: RandomOptions, a: number, b: number): Tensor {
+  checkShape(op === 'rand_uniform' ? 'rand' : 'randn', shape);
+  const dtype = checkDtype('random', opts.dtype ?? 'float32');
+  const t = Tensor.empty(shape, dtype);
+  const [lo, hi] = seedOf(opts.seed);
+  kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, lo, hi, 0, a, b);
+  return finish(t, opts.requiresGrad);
+}
+/** Standard normal samples. */
+export const randn = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_normal', shape, opts, 0, 1);
+/** Uniform samples in [0, 1). */
+export const rand = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, 0, 1);
+/** Uniform samples in [lo, hi) (layer initialisation). */
+export const uniform = (shape: readonly number[], lo: number, hi: number, opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, lo, hi);

@@ -1,0 +1,61 @@
+// Tensor lifetimes: tidy() scopes collect the tensors created inside them and dispose all but
+// what the function returns; keep() exempts a tensor. Live counts feed memory().
+import type { Tensor } from './tensor.js';
+
+const scopes: Set<Tensor>[] = [];
+let live = 0;
+
+/** Called by every new tensor: count it and hand it to the innermost scope. */
+export function track(t: Tensor): void {
+  live++;
+  if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+}
+
+/** Called by dispose(). */
+export function untrack(t: Tensor): void {
+  live--;
+  if (scopes.length > 0) scopes[scopes.length - 1].delete(t);
+}
+
+/** Removes t from every scope, so no tidy() will dispose it (gradients, saved tensors, keep()). */
+export function exempt(t: Tensor): void {
+  for (const s of scopes) s.delete(t);
+}
+
+export function liveTensors(): number {
+  return live;
+}
+
+/** Tensors (at any depth) in a tidy() result: a tensor, or arrays/objects of them. */
+function collect(value: unknown, out: Set<Tensor>, isTensor: (v: unknown) => v is Tensor, depth = 0): void {
+  if (isTensor(value)) out.add(value);
+  else if (depth < 8 && Array.isArray(value)) for (const v of value) collect(v, out, isTensor, depth + 1);
+  else if (depth < 8 && value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    for (const v of Object.values(value)) collect(v, out, isTensor, depth + 1);
+  }
+}
+
+/**
+ * Runs fn in a scope, then disposes every tensor created inside that is neither returned nor
+ * kept; returned tensors move to the enclosing scope. If fn throws, everything it created is
+ * disposed. Async functions are not supported (the scope would close before they finish).
+ */
+export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor): T {
+  const scope = new Set<Tensor>();
+  scopes.push(scope);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    for (const t of scope) t.dispose();
+    throw e;
+  }
+  scopes.pop();
+  const keepers = new Set<Tensor>();
+  collect(result, keepers, isTensor);
+  for (const t of scope) if (!keepers.has(t)) t.dispose();
+  const parent = scopes[scopes.length - 1];
+  if (parent !== undefined) for (const t of keepers) if (scope.has(t)) parent.add(t);
+  return result;
+}
