@@ -5,6 +5,7 @@ import { GradError, ArgumentError } from '../errors.js';
 import { Tensor, isTensor } from '../tensor/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
 import { withMode } from '../graph/modes.js';
+import { reverseTopological } from '../graph/node.js';
 import { apply } from '../graph/record.js';
 import { backward } from './backward.js';
 import { zerosLike } from '../ops/api.js';
@@ -13,6 +14,10 @@ type Fn = (...args: any[]) => Tensor;
 
 export interface GradOptions {
   argnums?: number | readonly number[];
+}
+
+function fnArg(fname: string, name: string, f: unknown): void {
+  if (typeof f !== 'function') throw new ArgumentError(`${fname}: ${name} must be a function, got ${typeof f}`);
 }
 
 function argnumList(fname: string, args: unknown[], argnums: number | readonly number[] = 0): number[] {
@@ -26,7 +31,9 @@ function argnumList(fname: string, args: unknown[], argnums: number | readonly n
 
 /** Fresh leaf handles (same memory and tangent) for the differentiated arguments. */
 function leaves(args: unknown[], nums: readonly number[]): { args: unknown[]; leaves: Tensor[] } {
-  const out = [...args];
+  // The other Tensor arguments are constants (as in JAX): fresh handles with no tape, so the
+  // sweep neither writes their .grad nor releases a graph they came from.
+  const out = args.map((a, i) => (a instanceof Tensor && !nums.includes(i) ? a.alias() : a));
   const ls = nums.map((i) => {
     const t = (args[i] as Tensor).alias();
     t.requiresGrad = true;
@@ -47,17 +54,31 @@ function takeGrad(l: Tensor): Tensor {
 
 function scalarOut(fname: string, y: unknown): Tensor {
   if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
-  if (y.size !== 1) throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
+  if (y.size !== 1) {
+    if (y.node !== null) for (const n of reverseTopological(y.node)) n.release(); // the tape will never be swept
+    throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
+  }
   return y;
 }
 
+/**
+ * f run on the leaves with recording on: a transform asks for a tape explicitly, so it records
+ * even inside noGrad or jvp (as torch.func.grad does), which hessian = jacfwd(grad(f)) needs.
+ */
+const recorded = <T>(f: () => T): T => withMode('record', true, f);
+
 /** f's value and its gradient(s) with respect to the argnums arguments. */
 export function valueAndGrad(f: Fn, opts: GradOptions = {}) {
+  return valueAndGradAs('valueAndGrad', f, opts);
+}
+
+function valueAndGradAs(fname: string, f: Fn, opts: GradOptions) {
+  fnArg(fname, 'f', f);
   return (...args: unknown[]): [Tensor, Tensor | Tensor[]] => {
-    const nums = argnumList('valueAndGrad', args, opts.argnums);
+    const nums = argnumList(fname, args, opts.argnums);
     return runScoped(() => {
       const w = leaves(args, nums);
-      const y = scalarOut('valueAndGrad', f(...w.args));
+      const y = scalarOut(fname, recorded(() => f(...w.args)));
       if (y.requiresGrad) backward(y);
       const grads = w.leaves.map(takeGrad);
       const value = y.view();
@@ -68,7 +89,7 @@ export function valueAndGrad(f: Fn, opts: GradOptions = {}) {
 
 /** The gradient of scalar f with respect to argument argnums (an array of argnums gives an array). */
 export function grad(f: Fn, opts: GradOptions = {}) {
-  const vg = valueAndGrad(f, opts);
+  const vg = valueAndGradAs('grad', f, opts);
   return (...args: unknown[]): Tensor | Tensor[] => {
     const [value, grads] = vg(...args);
     value.dispose();
@@ -85,17 +106,20 @@ const graphs = new FinalizationRegistry<() => void>((release) => release());
  * argument. The graph is retained for repeated calls until vjpFn.release() (or garbage collection).
  */
 export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
+  fnArg('vjp', 'f', f);
   const nums = argnumList('vjp', primals, primals.map((_, i) => i));
   const w = leaves(primals, nums);
-  const y = runScoped(() => f(...w.args), isTensor);
+  const y = runScoped(() => recorded(() => f(...w.args)), isTensor);
   if (!(y instanceof Tensor)) throw new GradError('vjp: the function must return a Tensor');
   const root = y.alias();
+  root.requiresGrad = y.requiresGrad; // alias() is a fresh handle: carry the tape over
+  root.node = y.node;
   exempt(root);
   let released = false;
   const release = () => {
     if (released) return;
     released = true;
-    root.node?.release();
+    if (root.node !== null) for (const n of reverseTopological(root.node)) n.release(); // the whole retained tape
     for (const l of w.leaves) l.dispose();
     root.dispose();
   };
@@ -115,6 +139,7 @@ export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
 
 /** Runs fn without recording anything for reverse mode. */
 export function noGrad<T>(fn: () => T): T {
+  fnArg('noGrad', 'fn', fn);
   return withMode('record', false, fn);
 }
 
@@ -126,5 +151,13 @@ export function customVjp(
   forward: (...xs: Tensor[]) => Tensor,
   backwardFn: (g: Tensor, xs: readonly Tensor[], y: Tensor) => readonly (Tensor | null)[],
 ): (...xs: Tensor[]) => Tensor {
-  return (...xs: Tensor[]) => apply('custom', xs, { name: forward.name || 'anonymous', forward, backward: backwardFn });
+  fnArg('customVjp', 'forward', forward);
+  fnArg('customVjp', 'backward', backwardFn);
+  const name = forward.name || 'anonymous';
+  return (...xs: Tensor[]) => {
+    xs.forEach((x, i) => {
+      if (!(x instanceof Tensor)) throw new ArgumentError(`customVjp(${name}): argument ${i} must be a Tensor, got ${typeof x}`);
+    });
+    return apply('custom', xs, { name, forward, backward: backwardFn });
+  };
 }

@@ -3,6 +3,7 @@
 import type { Tensor } from '../tensor/tensor.js';
 import type { Rule } from './table.js';
 import { launchReduce } from './launch.js';
+import { linearJvp } from './linear.js';
 import { sum, mul, div, eq, reshape, broadcastTo } from './api.js';
 
 /** Axes sorted, distinct and non-negative (the API layer normalises them). */
@@ -36,7 +37,7 @@ export const reduceRules = {
     saves: { inputs: [], output: false },
     forward: ([x], p) => launchReduce('sum', x, p.axes, reducedShape(x.shape, p)),
     vjp: (g, s, p) => [spread(g, s.shapes[0], p.axes)],
-    jvp: ([t], _xs, _y, p) => sum(t!, p.axes, p.keepdims),
+    jvp: linearJvp('sum'),
   } satisfies Rule<ReduceParams>,
   max: {
     saves: { inputs: [0], output: true },

@@ -1,11 +1,12 @@
-// Data-movement primitives. All are linear, so each JVP is the op applied to the tangent and
-// each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
+// Data-movement primitives. All are linear, so each JVP is the op applied to the tangent
+// (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
 import { Tensor } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { runtime, views, kernel } from '../wasm/module.js';
 import type { Rule } from './table.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
-import { reshape, transpose, broadcastTo, sumTo, slice, pad, concat, gather, scatterAdd, cast, zerosLike } from './api.js';
+import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
+import { linearJvp } from './linear.js';
 
 const NONE = { inputs: [], output: false } as const;
 
@@ -77,7 +78,7 @@ export const shapeRules = {
     saves: NONE,
     forward: ([x], p) => x.view(p.shape),
     vjp: (g, s) => [reshape(g, s.shapes[0])],
-    jvp: ([t], _x, _y, p) => reshape(t!, p.shape),
+    jvp: linearJvp('reshape'),
   } satisfies Rule<{ shape: readonly number[] }>,
   transpose: {
     saves: NONE,
@@ -90,7 +91,7 @@ export const shapeRules = {
       return y;
     },
     vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
-    jvp: ([t], _x, _y, p) => transpose(t!, p.perm),
+    jvp: linearJvp('transpose'),
   } satisfies Rule<{ perm: readonly number[] }>,
   broadcastTo: {
     saves: NONE,
@@ -101,19 +102,19 @@ export const shapeRules = {
       return y;
     },
     vjp: (g, s) => [sumTo(g, s.shapes[0])],
-    jvp: ([t], _x, _y, p) => broadcastTo(t!, p.shape),
+    jvp: linearJvp('broadcastTo'),
   } satisfies Rule<{ shape: readonly number[] }>,
   slice: {
     saves: NONE,
     forward: ([x], p) => sliceForward(x, p.begin, p.size),
     vjp: (g, s, p) => [pad(g, p.begin, s.shapes[0])],
-    jvp: ([t], _x, _y, p) => slice(t!, p.begin, p.size),
+    jvp: linearJvp('slice'),
   } satisfies Rule<{ begin: readonly number[]; size: readonly number[] }>,
   pad: {
     saves: NONE,
     forward: ([x], p) => padForward(x, p.begin, p.shape),
     vjp: (g, s, p) => [slice(g, p.begin, s.shapes[0])],
-    jvp: ([t], _x, _y, p) => pad(t!, p.begin, p.shape),
+    jvp: linearJvp('pad'),
   } satisfies Rule<{ begin: readonly number[]; shape: readonly number[] }>,
   concat: {
     saves: NONE,
@@ -137,24 +138,24 @@ export const shapeRules = {
         return needs[i] ? slice(g, begin, shape) : null;
       });
     },
-    jvp: (ts, xs, _y, { axis }) => concat(ts.map((t, i) => t ?? zerosLike(xs[i])), axis),
+    jvp: linearJvp('concat'),
   } satisfies Rule<{ axis: number }>,
   gather: {
     saves: NONE,
     forward: ([x], p) => gatherForward(x, p.indices, p.axis),
     vjp: (g, s, p) => [scatterAdd(g, p.indices, p.axis, s.shapes[0])],
-    jvp: ([t], _x, _y, p) => gather(t!, p.indices, p.axis),
+    jvp: linearJvp('gather'),
   } satisfies Rule<{ indices: Int32Array; axis: number }>,
   scatterAdd: {
     saves: NONE,
     forward: ([g], p) => scatterAddForward(g, p.indices, p.axis, p.shape),
     vjp: (g, _s, p) => [gather(g, p.indices, p.axis)],
-    jvp: ([t], _x, _y, p) => scatterAdd(t!, p.indices, p.axis, p.shape),
+    jvp: linearJvp('scatterAdd'),
   } satisfies Rule<{ indices: Int32Array; axis: number; shape: readonly number[] }>,
   cast: {
     saves: NONE,
     forward: ([x], p) => castForward(x, p.dtype),
     vjp: (g, _s, p) => [cast(g, p.from)],
-    jvp: ([t], _x, _y, p) => cast(t!, p.dtype),
+    jvp: linearJvp('cast'),
   } satisfies Rule<{ dtype: DType; from: DType }>,
 };

@@ -1,0 +1,136 @@
+// Forward mode and the Jacobian/Hessian transforms built on it. jvp carries a tangent with
+// each primal through f in one pass: apply() runs every primitive's JVP rule when an input
+// holds a tangent, so no tape is recorded and no backward pass runs. Because VJP rules are
+// written with differentiable ops, a tangent also flows through a backward pass: hvp is the
+// JVP of grad (forward-over-reverse, Pearlmutter 1994), and hessian stacks hvp columns.
+import { ArgumentError, DtypeError, GradError, ShapeError } from '../errors.js';
+import { Tensor, isTensor } from '../tensor/tensor.js';
+import { runScoped } from '../tensor/scope.js';
+import { withMode } from '../graph/modes.js';
+import { filled } from '../ops/launch.js';
+import { views } from '../wasm/module.js';
+import { concat, reshape, zerosLike } from '../ops/api.js';
+import { grad, vjp } from './transforms.js';
+
+type Fn = (...args: Tensor[]) => Tensor;
+
+const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);
+
+/** Checks a tangent against its primal; the names say which argument position is wrong. */
+function checkTangent(fname: string, pname: string, tname: string, primal: unknown, t: unknown): void {
+  if (!(primal instanceof Tensor)) throw new ArgumentError(`${fname}: ${pname} must be a Tensor, got ${typeof primal}`);
+  if (!(t instanceof Tensor)) throw new ArgumentError(`${fname}: ${tname} must be a Tensor, got ${typeof t}`);
+  primal.check(fname);
+  t.check(fname);
+  if (!sameShape(t.shape, primal.shape)) {
+    throw new ShapeError(`${fname}: ${tname} has shape [${t.shape}], expected the shape of ${pname} [${primal.shape}]`);
+  }
+  if (t.dtype !== primal.dtype) throw new DtypeError(`${fname}: ${tname} is ${t.dtype}, expected the dtype of ${pname} (${primal.dtype})`);
+}
+
+function output(fname: string, y: unknown): Tensor {
+  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
+  return y;
+}
+
+/**
+ * f(...primals) and its directional derivative along `tangents`: [out, tangentOut]. f runs
+ * with recording off (a grad inside f records its own tape), on fresh handles of the primals
+ * that carry the tangents, so the caller's tensors are untouched.
+ */
+export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+  if (!Array.isArray(primals) || !Array.isArray(tangents)) throw new ArgumentError('jvp: primals and tangents must be arrays of tensors');
+  if (primals.length !== tangents.length) {
+    throw new ArgumentError(`jvp: got ${tangents.length} tangent(s) for ${primals.length} primal(s); give one tangent per primal`);
+  }
+  primals.forEach((p, i) => checkTangent('jvp', `primal ${i}`, `tangent ${i}`, p, tangents[i]));
+  return runScoped(() => {
+    const args = primals.map((p, i) => {
+      const h = p.view();
+      h.tangent = tangents[i].save(); // owned by h, freed with it
+      return h;
+    });
+    const y = output('jvp', withMode('record', false, () => withMode('forward', true, () => f(...args))));
+    const t = y.tangent === null ? zerosLike(y) : y.tangent.view();
+    return [y.view(), t] as [Tensor, Tensor];
+  }, isTensor);
+}
+
+/** A one-hot tensor of `shape` (1 at flat index i): the i-th basis direction. */
+function basis(shape: readonly number[], dtype: Tensor['dtype'], i: number): Tensor {
+  const e = filled(shape, dtype, 0);
+  const v = views();
+  if (dtype === 'float32') v.f32[(e.ptr >> 2) + i] = 1;
+  else v.f64[(e.ptr >> 3) + i] = 1;
+  return e;
+}
+
+function singleArg(fname: string, x: unknown): Tensor {
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${typeof x}`);
+  return x.check(fname);
+}
+
+/**
+ * The Jacobian by forward mode: one JVP per input basis direction (n passes), each a column.
+ * Shape [...out.shape, ...x.shape]. Cheaper than jacrev when x has fewer elements than f(x).
+ */
+export function jacfwd(f: Fn): (x: Tensor) => Tensor {
+  return (x) => {
+    singleArg('jacfwd', x);
+    return runScoped(() => {
+      const cols: Tensor[] = [];
+      let outShape: readonly number[] = [];
+      for (let i = 0; i < x.size; i++) {
+        const [y, t] = jvp(f, [x], [basis(x.shape, x.dtype, i)]);
+        outShape = y.shape;
+        cols.push(reshape(t, [t.size, 1]));
+      }
+      if (x.size === 0) outShape = output('jacfwd', withMode('record', false, () => f(x))).shape;
+      const m = outShape.reduce((a, b) => a * b, 1);
+      const jac = cols.length > 0 ? concat(cols, 1) : filled([m, 0], x.dtype, 0);
+      return reshape(jac, [...outShape, ...x.shape]);
+    }, isTensor);
+  };
+}
+
+/**
+ * The Jacobian by reverse mode: one VJP per output basis direction (m passes over one retained
+ * tape), each a row. Shape [...out.shape, ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
+ */
+export function jacrev(f: Fn): (x: Tensor) => Tensor {
+  return (x) => {
+    singleArg('jacrev', x);
+    return runScoped(() => {
+      const [y, back] = vjp(f, x);
+      try {
+        const rows: Tensor[] = [];
+        for (let j = 0; j < y.size; j++) rows.push(reshape(back(basis(y.shape, y.dtype, j))[0], [1, x.size]));
+        const jac = rows.length > 0 ? concat(rows, 0) : filled([0, x.size], x.dtype, 0);
+        return reshape(jac, [...y.shape, ...x.shape]);
+      } finally {
+        back.release();
+      }
+    }, isTensor);
+  };
+}
+
+/** f wrapped so that a non-scalar result is a GradError naming the transform. */
+function scalarFn(fname: string, f: Fn): Fn {
+  return (...xs) => {
+    const y = output(fname, f(...xs));
+    if (y.size !== 1) throw new GradError(`${fname}: f must return a scalar, got shape [${y.shape}]`);
+    return y;
+  };
+}
+
+/** H·v for scalar f at x: the JVP of grad(f) along v (forward-over-reverse). */
+export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
+  checkTangent('hvp', 'x', 'v', x, v);
+  const g = grad(scalarFn('hvp', f)) as (x: Tensor) => Tensor;
+  return runScoped(() => jvp(g, [x], [v])[1], isTensor);
+}
+
+/** The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are hvp's). */
+export function hessian(f: Fn): (x: Tensor) => Tensor {
+  return (x) => jacfwd(grad(scalarFn('hessian', f)) as (x: Tensor) => Tensor)(singleArg('hessian', x));
+}
