@@ -6,6 +6,9 @@ export * from './shape';
 export * from './softmax';
 export * from './random';
 export * from './matmul';
+export * from './conv';
+export * from './pool';
+export * from './optim';
 
 /** First byte past the module's static data; JS places its arena above it. */
 export function heap_base(): usize { return __heap_base; }

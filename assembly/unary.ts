@@ -51,7 +51,7 @@ import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './sca
 
 /** Whether op has a v128 form (the rest run the scalar loop over all n). */
 @inline function simd(op: i32): bool {
-  return op == NEG || op == SQRT || op == ABS || op == SQUARE || op == RELU || op == CLAMP || op == RECIP;
+  return op == NEG || op == SQRT || op == ABS || op == SQUARE || op == RELU || op == CLAMP || op == RECIP || op == STEP;
 }
 
 /** f(x) for one vector of lanes; only called when simd(op). */
@@ -63,6 +63,7 @@ import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './sca
     case SQUARE: return v128.mul<T>(x, x);
     case RELU: return v128.and(x, v128.gt<T>(x, v128.splat<T>(<T>0)));
     case CLAMP: return v128.min<T>(v128.max<T>(x, p0), p1);
+    case STEP: return v128.bitselect(p0, p1, v128.gt<T>(x, v128.splat<T>(<T>0))); // relu's VJP mask: branch-free
     case RECIP: return v128.div<T>(v128.splat<T>(<T>1), x);
   }
   return x;

@@ -10,11 +10,19 @@ export {
   sum, mean, max, logsumexp,
   reshape, transpose, broadcastTo, concat, slice, gather,
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,
+  conv2d, maxPool2d, avgPool2d, dropout, type Conv2dOptions, type DropoutOptions,
   astype, detach, stopGradient,
 } from './ops/api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
+export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
-export { detectAnomaly } from './graph/anomaly.js';
+export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
+export { detectAnomaly, withAnomalyDetection } from './graph/anomaly.js';
+export * as nn from './nn/index.js';
+export * as optim from './optim/index.js';
+export { clipGradNorm, clipGradValue } from './optim/clip.js';
+export * as io from './io/index.js';
+export * as data from './data/index.js';
 export {
-  AdjointError, ShapeError, DtypeError, DisposedError, GradError, OutOfMemoryError, FormatError, ArgumentError,
+  AdjointError, ShapeError, DtypeError, DisposedError, GradError, OutOfMemoryError, FormatError, ArgumentError, AnomalyError,
 } from './errors.js';

@@ -3,7 +3,7 @@
  * the dimensions as big-endian u32, then the data. Only unsigned bytes (type 0x08) are supported,
  * which is what every MNIST-style image and label file uses.
  */
-import { FormatError } from '../errors.js';
+import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
 
 export interface IdxData {
@@ -25,6 +25,7 @@ const TYPE_NAMES: Record<number, string> = {
 
 /** Parses an IDX file, gzipped or not; `data` is a fresh copy that does not alias `bytes`. */
 export function loadIdx(bytes: Uint8Array): IdxData {
+  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadIdx: expected the file's bytes as a Uint8Array, got ${typeof bytes}`);
   const gzipped = isGzip(bytes);
   const raw = gzipped ? inflate(bytes) : bytes;
   const shape = readShape(raw);

@@ -11,12 +11,14 @@ import { matmulDims } from './linalg.js';
 import { composite } from './composite.js';
 
 export * from './composite.js';
+export * from './conv-api.js';
 
 export type Axis = number | readonly number[];
 
 /** Normalised, sorted, distinct axes (all axes when omitted). */
 export function normAxes(op: string, shape: readonly number[], axis?: Axis): number[] {
   if (axis === undefined) return shape.map((_, i) => i);
+  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${typeof axis}`);
   const list = typeof axis === 'number' ? [axis] : [...axis];
   const out = list.map((a) => normAxis(op, shape, a));
   return [...new Set(out)].sort((a, b) => a - b);
@@ -29,7 +31,12 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
   return a < 0 ? a + rank : a;
 }
 
-function tensorArg(op: string, x: unknown, pos: string): Tensor {
+/** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
+function shapeArg(op: string, name: string, v: unknown): void {
+  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${typeof v}`);
+}
+
+export function tensorArg(op: string, x: unknown, pos: string): Tensor {
   if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${typeof x}`);
   return x.check(op);
 }
@@ -81,8 +88,16 @@ export const relu = unary('relu');
 export const softplus = unary('softplus');
 export const sign = unary('sign');
 export const recip = unary('recip');
-export const leakyRelu = (x: Tensor, slope = 0.01): Tensor => apply('leakyRelu', [tensorArg('leakyRelu', x, 'x')], { slope });
+export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
+  tensorArg('leakyRelu', x, 'x');
+  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${slope}`);
+  return apply('leakyRelu', [x], { slope });
+}
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
+  tensorArg('clamp', x, 'x');
+  for (const [name, v] of [['lo', lo], ['hi', hi]] as const) {
+    if (typeof v !== 'number' || Number.isNaN(v)) throw new ArgumentError(`clamp: ${name} must be a number (not NaN), got ${typeof v === 'number' ? v : typeof v}`);
+  }
   if (!(lo <= hi)) throw new ArgumentError(`clamp: lo (${lo}) must not exceed hi (${hi})`);
   return apply('clamp', [tensorArg('clamp', x, 'x')], { lo, hi });
 }
@@ -104,6 +119,7 @@ export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   tensorArg('reshape', x, 'x');
+  shapeArg('reshape', 'shape', shape);
   const known = shape.filter((d) => d !== -1);
   const bad = shape.filter((d) => d === -1).length > 1 || known.some((d) => !Number.isInteger(d) || d < 0);
   const rest = sizeOf(known);
@@ -117,6 +133,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
 export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
   tensorArg('transpose', x, 'x');
   const r = x.shape.length;
+  if (perm !== undefined) shapeArg('transpose', 'perm', perm);
   const p = perm === undefined ? x.shape.map((_, i) => r - 1 - i) : perm.map((a) => normAxis('transpose', x.shape, a));
   if (p.length !== r || new Set(p).size !== r) {
     throw new ShapeError(`transpose: perm [${perm}] is not a permutation of the ${r} axes of [${x.shape}]`);
@@ -126,6 +143,8 @@ export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
 
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   tensorArg('broadcastTo', x, 'x');
+  shapeArg('broadcastTo', 'shape', shape);
+  if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new ShapeError(`broadcastTo: shape must hold non-negative integers, got [${shape}]`);
   const ok = shape.length >= x.shape.length && broadcastShapes('broadcastTo', x.shape, shape).every((d, i) => d === shape[i]);
   if (!ok) throw new ShapeError(`broadcastTo: cannot broadcast [${x.shape}] to [${shape}]`);
   return apply('broadcastTo', [x], { shape: [...shape] });
@@ -133,6 +152,8 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
 
 export function slice(x: Tensor, begin: readonly number[], size: readonly number[]): Tensor {
   tensorArg('slice', x, 'x');
+  shapeArg('slice', 'begin', begin);
+  shapeArg('slice', 'size', size);
   const r = x.shape.length;
   const sz = size.map((s, i) => (s === -1 ? x.shape[i] - begin[i] : s));
   const bad = begin.length !== r || size.length !== r ||
@@ -162,6 +183,9 @@ export function concat(xs: readonly Tensor[], axis = 0): Tensor {
 export function gather(x: Tensor, indices: Int32Array | readonly number[], axis = 0): Tensor {
   tensorArg('gather', x, 'x');
   const a = normAxis('gather', x.shape, axis);
+  if (!(indices instanceof Int32Array) && !Array.isArray(indices)) {
+    throw new ArgumentError(`gather: indices must be an Int32Array or an array of integers, got ${typeof indices}`);
+  }
   const idx = Int32Array.from(indices as ArrayLike<number>);
   for (let i = 0; i < idx.length; i++) {
     const v = (indices as ArrayLike<number>)[i];
@@ -211,5 +235,7 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
 export function detach(x: Tensor): Tensor {
   return tensorArg('detach', x, 'x').view();
 }
-export const stopGradient = detach;
+export function stopGradient(x: Tensor): Tensor {
+  return tensorArg('stopGradient', x, 'x').view();
+}
 

@@ -7,8 +7,9 @@ import { shapeRules } from './shape.js';
 import { linalgRules } from './linalg.js';
 import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
+import { convRules } from './conv.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

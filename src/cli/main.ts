@@ -1,0 +1,72 @@
+// `adjoint <command>`: today one command, `train`. Errors end in one line on stderr and an
+// exit code (2: a mistake on the command line or a missing data directory; 1: anything else),
+// never a stack trace.
+import { realpathSync } from 'node:fs';
+import { access, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AdjointError, ArgumentError } from '../errors.js';
+import { init } from '../wasm/module.js';
+import { saveSafetensors } from '../io/safetensors.js';
+import { parseTrainArgs, UsageError, USAGE, type TrainArgs } from './args.js';
+import { train } from './train.js';
+import { percent, type Sink } from './progress.js';
+
+export interface MainIO {
+  stdout: Sink;
+  stderr: Sink;
+}
+
+/** Runs the CLI with `argv` (the words after `adjoint`); resolves to the exit code. */
+export async function main(argv: readonly string[], io: MainIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  try {
+    if (argv.includes('--help') || argv.includes('-h')) {
+      io.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    const [command, ...rest] = argv;
+    if (command !== 'train') throw new UsageError(command === undefined ? 'missing command (try: adjoint train)' : `unknown command ${JSON.stringify(command)} (try: adjoint train)`);
+    const args = parseTrainArgs(rest);
+    await preflight(args, io.stderr);
+    await init();
+    const result = await train(args, io.stdout);
+    if (args.save !== null) {
+      await writeFile(args.save, saveSafetensors(result.model.stateDict(), { format: 'pt', producer: 'adjoint' }));
+      io.stdout.write(`saved ${result.model.parameters().length} tensors to ${args.save}\n`);
+    }
+    io.stdout.write(`done in ${result.seconds.toFixed(1)} s\n`);
+    io.stdout.write(`test accuracy: ${percent(result.testAccuracy)}\n`);
+    result.model.dispose();
+    return 0;
+  } catch (e) {
+    const usage = e instanceof ArgumentError;
+    const message = e instanceof AdjointError ? e.message : `${(e as Error)?.message ?? String(e)}`;
+    io.stderr.write(`adjoint: ${message.split('\n')[0]}${e instanceof UsageError ? ' (see adjoint train --help)' : ''}\n`);
+    return usage ? 2 : 1;
+  }
+}
+
+/** Checks what would otherwise fail only after training: the flags not implemented yet and the --save directory. */
+async function preflight(args: TrainArgs, err: Sink): Promise<void> {
+  if (args.feedback === 'alignment') throw new UsageError('--feedback alignment is not available yet; only bp is');
+  // HOOK(plot, diagnostics): the issues adding loss curves and gradient statistics read these flags.
+  if (args.plot !== null) err.write('adjoint: --plot is not implemented yet; ignoring it\n');
+  if (args.diagnostics) err.write('adjoint: --diagnostics is not implemented yet; ignoring it\n');
+  if (args.save !== null) {
+    if (!args.save.endsWith('.safetensors')) throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(args.save)}`);
+    await access(dirname(resolve(args.save))).catch(() => {
+      throw new UsageError(`--save: directory ${dirname(resolve(args.save!))} does not exist`);
+    });
+  }
+}
+
+/** True when this module is the program being run (not imported by tests). */
+function isEntry(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntry()) process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,54 @@
+// Mini-batches with a seeded shuffle. Each batch's x is gathered into a fresh tensor that
+// lives until the next batch is drawn (or the loop ends), so a training loop's memory stays
+// flat without the caller disposing anything.
+import { ArgumentError, ShapeError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import { gather } from '../ops/api.js';
+import { noGrad } from '../autodiff/transforms.js';
+import { permutation } from './shuffle.js';
+
+export interface BatchOptions {
+  batchSize: number;
+  /** Shuffle the rows first (default true). */
+  shuffle?: boolean;
+  /** Seed of the shuffle; pass e.g. seed + epoch for a new order each epoch (default 0). */
+  seed?: number;
+  /** Skip a final batch smaller than batchSize (default false). */
+  dropLast?: boolean;
+}
+
+export interface Batch {
+  x: Tensor;
+  y: Int32Array;
+  /** Rows of the full data set in this batch. */
+  indices: Int32Array;
+}
+
+/** Number of batches batches() yields for n rows. */
+export function batchCount(n: number, batchSize: number, dropLast = false): number {
+  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`batchCount: n must be a non-negative integer, got ${String(n)}`);
+  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new ArgumentError(`batchCount: batchSize must be a positive integer, got ${String(batchSize)}`);
+  return dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
+}
+
+/** Yields { x, y, indices } batches of rows of x [N, ...] and labels y [N]. */
+export function* batches(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
+  if (!(x instanceof Tensor) || x.shape.length === 0) throw new ArgumentError('batches: x must be a Tensor with a leading batch axis');
+  const { batchSize, shuffle = true, seed = 0, dropLast = false } = opts ?? ({} as BatchOptions);
+  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new ArgumentError(`batches: batchSize must be a positive integer, got ${String(batchSize)}`);
+  const n = x.shape[0];
+  if (y.length !== n) throw new ShapeError(`batches: ${y.length} labels for ${n} rows of x [${x.shape}]`);
+  const order = shuffle ? permutation(n, seed) : Int32Array.from({ length: n }, (_, i) => i);
+  const count = batchCount(n, batchSize, dropLast);
+  let current: Tensor | null = null;
+  try {
+    for (let b = 0; b < count; b++) {
+      const indices = order.subarray(b * batchSize, Math.min(n, (b + 1) * batchSize));
+      current?.dispose();
+      current = noGrad(() => gather(x, indices, 0));
+      yield { x: current, y: Int32Array.from(indices, (i) => y[i]), indices };
+    }
+  } finally {
+    current?.dispose();
+  }
+}

@@ -1,0 +1,2 @@
+// The io namespace: reading and writing weights.
+export { saveSafetensors, loadSafetensors } from './safetensors.js';

@@ -1,0 +1,73 @@
+// nn.Conv2d (NCHW, weight [out, in, kh, kw]) with PyTorch's default initialisation:
+// U(−1/√fanIn, 1/√fanIn) for weight and bias, fanIn = in·kh·kw. Pooling layers wrap the ops.
+import { ArgumentError } from '../errors.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
+import { Module, checkInput } from './module.js';
+import { Stream, count, dtypeOf, fanInBound } from './init.js';
+
+type Size = number | readonly [number, number];
+
+export interface Conv2dOptions {
+  stride?: Size;
+  padding?: Size;
+  bias?: boolean;
+  seed?: number;
+  dtype?: DType;
+}
+
+function pair(op: string, name: string, v: Size, min: number): [number, number] {
+  const p: [number, number] = typeof v === 'number' ? [v, v] : [v[0], v[1]];
+  if (!p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(v)}`);
+  return p;
+}
+
+export class Conv2d extends Module {
+  readonly weight: Tensor;
+  readonly bias: Tensor | null;
+  readonly kernelSize: [number, number];
+  readonly stride: [number, number];
+  readonly padding: [number, number];
+  readonly dtype: DType;
+
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, opts: Conv2dOptions = {}) {
+    super();
+    count('Conv2d', 'inChannels', inChannels);
+    count('Conv2d', 'outChannels', outChannels);
+    this.kernelSize = pair('Conv2d', 'kernelSize', kernelSize, 1);
+    this.stride = pair('Conv2d', 'stride', opts.stride ?? 1, 1);
+    this.padding = pair('Conv2d', 'padding', opts.padding ?? 0, 0);
+    this.dtype = dtypeOf('Conv2d', opts.dtype);
+    const [kh, kw] = this.kernelSize;
+    const bound = fanInBound(inChannels * kh * kw);
+    const rng = new Stream(opts.seed, 'Conv2d');
+    this.weight = this.registerParameter('weight', rng.uniform([outChannels, inChannels, kh, kw], bound, this.dtype));
+    this.bias = (opts.bias ?? true) ? this.registerParameter('bias', rng.uniform([outChannels], bound, this.dtype)) : null;
+  }
+
+  forward(x: Tensor): Tensor {
+    checkInput('Conv2d', x, this.dtype, 1, this.inChannels, 'channels (axis 1 of NCHW)');
+    return conv2d(x, this.weight, this.bias ?? undefined, { stride: this.stride, padding: this.padding });
+  }
+}
+
+/** Max pooling over k×k windows (stride defaults to k). */
+export class MaxPool2d extends Module {
+  constructor(readonly kernelSize: Size, readonly stride?: Size) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return maxPool2d(x, this.kernelSize, this.stride);
+  }
+}
+
+/** Average pooling over k×k windows (stride defaults to k). */
+export class AvgPool2d extends Module {
+  constructor(readonly kernelSize: Size, readonly stride?: Size) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    return avgPool2d(x, this.kernelSize, this.stride);
+  }
+}

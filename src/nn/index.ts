@@ -1,0 +1,6 @@
+// The nn namespace: PyTorch-style modules with PyTorch's parameter names, layouts and inits.
+export { Module } from './module.js';
+export { Linear, type LinearOptions, type Feedback } from './linear.js';
+export { Sequential, type SequentialOptions } from './sequential.js';
+export { ReLU, Tanh, GELU, Flatten, Unflatten, Dropout, LayerNorm, Embedding, Residual } from './layers.js';
+export { Conv2d, MaxPool2d, AvgPool2d, type Conv2dOptions } from './conv.js';

@@ -1,0 +1,134 @@
+// Parameter-free layers and the small ones: activations, Flatten, Dropout, LayerNorm,
+// Embedding and Residual. Each forward is one op (or a short composite) from src/ops.
+import { ArgumentError, ShapeError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { relu, tanh, gelu, layerNorm, reshape, gather, add, composite } from '../ops/api.js';
+import { seedOf, ones, zeros } from '../tensor/create.js';
+import { dropout } from '../ops/conv-api.js';
+import { replayable } from '../autodiff/replay.js';
+import { Module, checkInput } from './module.js';
+import { Stream, count, dtypeOf } from './init.js';
+
+function tensorInput(op: string, x: unknown): Tensor {
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${typeof x}`);
+  return x.check(op);
+}
+
+export class ReLU extends Module {
+  forward(x: Tensor): Tensor { return relu(tensorInput('ReLU', x)); }
+}
+export class Tanh extends Module {
+  forward(x: Tensor): Tensor { return tanh(tensorInput('Tanh', x)); }
+}
+/** GELU, tanh approximation (PyTorch's nn.GELU(approximate='tanh')). */
+export class GELU extends Module {
+  forward(x: Tensor): Tensor { return gelu(tensorInput('GELU', x)); }
+}
+
+/** Flattens axes startDim..endDim into one (default: everything but the batch axis). */
+export class Flatten extends Module {
+  constructor(readonly startDim = 1, readonly endDim = -1) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    const r = tensorInput('Flatten', x).shape.length;
+    const s = this.startDim < 0 ? this.startDim + r : this.startDim, e = this.endDim < 0 ? this.endDim + r : this.endDim;
+    if (!(0 <= s && s <= e && e < r)) throw new ShapeError(`Flatten: dims ${this.startDim}..${this.endDim} do not fit input shape [${x.shape}]`);
+    const merged = x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1);
+    return reshape(x, [...x.shape.slice(0, s), merged, ...x.shape.slice(e + 1)]);
+  }
+}
+
+/** Splits axis `dim` into `sizes` (PyTorch's nn.Unflatten), e.g. [N, 784] → [N, 1, 28, 28]. */
+export class Unflatten extends Module {
+  constructor(readonly dim: number, readonly sizes: readonly number[]) {
+    super();
+  }
+  forward(x: Tensor): Tensor {
+    const r = tensorInput('Unflatten', x).shape.length;
+    const d = this.dim < 0 ? this.dim + r : this.dim;
+    if (!(0 <= d && d < r)) throw new ShapeError(`Unflatten: dim ${this.dim} is out of range for input shape [${x.shape}]`);
+    if (this.sizes.reduce((a, b) => a * b, 1) !== x.shape[d]) {
+      throw new ShapeError(`Unflatten: sizes [${this.sizes}] do not multiply to axis ${d} (${x.shape[d]}) of input shape [${x.shape}]`);
+    }
+    return reshape(x, [...x.shape.slice(0, d), ...this.sizes, ...x.shape.slice(d + 1)]);
+  }
+}
+
+/**
+ * Inverted dropout: in training mode zeroes each element with probability p and scales the
+ * rest by 1/(1 − p); identity in eval mode. Each call draws a fresh mask from a seeded
+ * counter (seed, seed + 1, ...), so a seeded run is reproducible.
+ */
+export class Dropout extends Module {
+  private readonly seed: number;
+  private calls = 0;
+  constructor(readonly p = 0.5, opts: { seed?: number } = {}) {
+    super();
+    if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${String(p)}`);
+    const [lo, hi] = seedOf(opts.seed, 'Dropout');
+    this.seed = hi * 2 ** 32 + lo;
+  }
+  forward(x: Tensor): Tensor {
+    tensorInput('Dropout', x);
+    if (!this.training || this.p === 0) return x;
+    // replayable: a checkpointed segment's recompute must draw this call's mask again, not the next one.
+    return dropout(x, this.p, { seed: replayable(() => (this.seed + this.calls++) % Number.MAX_SAFE_INTEGER), training: true });
+  }
+}
+
+/** Layer normalisation over the last axis (Ba et al. 2016); weight ones, bias zeros, as PyTorch. */
+export class LayerNorm extends Module {
+  readonly dim: number;
+  readonly weight: Tensor | null;
+  readonly bias: Tensor | null;
+  readonly dtype: DType;
+  constructor(dim: number | readonly [number], readonly opts: { eps?: number; elementwiseAffine?: boolean; dtype?: DType } = {}) {
+    super();
+    const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
+    this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
+    this.dtype = dtypeOf('LayerNorm', opts.dtype);
+    const affine = opts.elementwiseAffine ?? true;
+    this.weight = affine ? this.registerParameter('weight', ones([this.dim], { dtype: this.dtype })) : null;
+    this.bias = affine ? this.registerParameter('bias', zeros([this.dim], { dtype: this.dtype })) : null;
+  }
+  forward(x: Tensor): Tensor {
+    checkInput('LayerNorm', x, this.dtype, -1, this.dim, 'last axis');
+    return layerNorm(x, this.weight, this.bias, this.opts.eps ?? 1e-5);
+  }
+}
+
+/** A lookup table [n, dim] initialised N(0, 1); forward(indices) gathers rows → [...indices.shape, dim]. */
+export class Embedding extends Module {
+  readonly weight: Tensor;
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, opts: { seed?: number; dtype?: DType } = {}) {
+    super();
+    count('Embedding', 'numEmbeddings', numEmbeddings);
+    count('Embedding', 'embeddingDim', embeddingDim);
+    this.weight = this.registerParameter('weight', new Stream(opts.seed, 'Embedding').normal([numEmbeddings, embeddingDim], dtypeOf('Embedding', opts.dtype)));
+  }
+  forward(indices: Tensor | Int32Array | readonly number[]): Tensor {
+    const shape = indices instanceof Tensor ? indices.shape : [indices.length];
+    const flat = indices instanceof Tensor ? Array.from(indices.check('Embedding').toArray()) : indices;
+    for (let i = 0; i < flat.length; i++) {
+      const v = flat[i];
+      if (!Number.isInteger(v) || v < 0 || v >= this.numEmbeddings) {
+        throw new ShapeError(`Embedding: index ${v} at position ${i} is out of range [0, ${this.numEmbeddings})`);
+      }
+    }
+    return composite(() => reshape(gather(this.weight, flat, 0), [...shape, this.embeddingDim]));
+  }
+}
+
+/** x + module(x) (He et al. 2016); the wrapped module's parameters are named `module.*`. */
+export class Residual extends Module {
+  readonly module: Module;
+  constructor(module: Module) {
+    super();
+    this.module = this.registerModule('module', module);
+  }
+  forward(x: Tensor): Tensor {
+    return composite(() => add(tensorInput('Residual', x), this.module.forward(x)));
+  }
+}

@@ -1,0 +1,148 @@
+// The Module base class, as torch.nn.Module: parameters and submodules are registered by
+// name (in order), so namedParameters() gives PyTorch's dotted names ("0.weight",
+// "block.1.bias") and a stateDict moves to and from PyTorch through safetensors.
+import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
+import { Tensor } from '../tensor/tensor.js';
+import { keep } from '../memory.js';
+import { views } from '../wasm/module.js';
+import { BYTES, type DType } from '../tensor/dtype.js';
+import { cast } from '../ops/api.js';
+import { noGrad } from '../autodiff/transforms.js';
+
+/** Checks a module's input: a live Tensor of the module's dtype whose axis `axis` is `size`. */
+export function checkInput(op: string, x: unknown, dtype: DType, axis: number, size: number, what: string): Tensor {
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${typeof x}`);
+  x.check(op);
+  const a = axis < 0 ? x.shape.length + axis : axis;
+  if (a < 0 || a >= x.shape.length || x.shape[a] !== size) throw new ShapeError(`${op}: expected input with ${what} = ${size}, got shape [${x.shape}]`);
+  if (x.dtype !== dtype) throw new DtypeError(`${op}: input is ${x.dtype} but the layer's parameters are ${dtype} (cast with astype)`);
+  return x;
+}
+
+const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+
+export abstract class Module {
+  /** Training mode (Dropout is active); switch with train() / eval(). */
+  training = true;
+  private readonly ownParams = new Map<string, Tensor>();
+  private readonly children = new Map<string, Module>();
+
+  /** The module's computation; call it directly: `model.forward(x)`. */
+  abstract forward(x: Tensor): Tensor;
+
+  /**
+   * Registers a trainable tensor under `name`: it becomes a leaf with requiresGrad, exempt
+   * from every tidy() (parameters outlive training steps). Returns the tensor.
+   */
+  protected registerParameter(name: string, t: Tensor): Tensor {
+    this.checkName(name);
+    t.check('registerParameter');
+    t.requiresGrad = true;
+    this.ownParams.set(name, keep(t));
+    return t;
+  }
+
+  /** Registers a submodule under `name`; its parameters appear as `name.<param>`. */
+  protected registerModule<M extends Module>(name: string, m: M): M {
+    this.checkName(name);
+    if (!(m instanceof Module)) throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${typeof m}`);
+    this.children.set(name, m);
+    return m;
+  }
+
+  private checkName(name: string): void {
+    if (typeof name !== 'string' || name === '' || name.includes('.')) {
+      throw new ArgumentError(`${this.constructor.name}: parameter and submodule names must be non-empty strings without '.', got ${JSON.stringify(name)}`);
+    }
+    if (this.ownParams.has(name) || this.children.has(name)) throw new ArgumentError(`${this.constructor.name}: ${JSON.stringify(name)} is already registered`);
+  }
+
+  /** [name, submodule] pairs of the direct children, in registration order. */
+  namedChildren(): [string, Module][] {
+    return [...this.children];
+  }
+
+  /** Every parameter with its dotted name: own parameters first, then each child's, depth first; shared tensors once. */
+  namedParameters(prefix = ''): [string, Tensor][] {
+    const out: [string, Tensor][] = [];
+    const seen = new Set<Tensor>();
+    const walk = (m: Module, pre: string): void => {
+      for (const [n, t] of m.ownParams) if (!seen.has(t)) seen.add(t), out.push([pre + n, t]);
+      for (const [n, c] of m.children) walk(c, `${pre}${n}.`);
+    };
+    walk(this, prefix === '' ? '' : `${prefix}.`);
+    return out;
+  }
+
+  parameters(): Tensor[] {
+    return this.namedParameters().map(([, t]) => t);
+  }
+
+  /** The live parameters by name (not copies: save them, or load into them with loadStateDict). */
+  stateDict(): Record<string, Tensor> {
+    return Object.fromEntries(this.namedParameters());
+  }
+
+  /**
+   * Copies every tensor of `record` into the parameter of the same name (cast to its dtype).
+   * Checks everything first, so a bad record changes nothing: missing, unexpected and
+   * mis-shaped keys are all named in one error.
+   */
+  loadStateDict(record: Record<string, Tensor>): void {
+    if (record === null || typeof record !== 'object') throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${String(record)}`);
+    const params = new Map(this.namedParameters());
+    const problems: string[] = [];
+    const missing = [...params.keys()].filter((n) => !Object.hasOwn(record, n));
+    const extra = Object.keys(record).filter((n) => !params.has(n));
+    const shapes: string[] = [];
+    for (const [n, p] of params) {
+      const t = record[n];
+      if (t === undefined) continue;
+      if (!(t instanceof Tensor)) throw new ArgumentError(`loadStateDict: ${JSON.stringify(n)} must be a Tensor, got ${typeof t}`);
+      t.check(`loadStateDict (${n})`);
+      if (!sameShape(t.shape, p.shape)) shapes.push(`${n} (expected [${p.shape}], got [${t.shape}])`);
+    }
+    if (missing.length) problems.push(`missing keys: ${missing.join(', ')}`);
+    if (extra.length) problems.push(`unexpected keys: ${extra.join(', ')}`);
+    if (shapes.length) problems.push(`shape mismatch: ${shapes.join(', ')}`);
+    if (problems.length) {
+      const Err = missing.length || extra.length ? ArgumentError : ShapeError;
+      throw new Err(`loadStateDict: ${problems.join('; ')}`);
+    }
+    noGrad(() => { for (const [n, p] of params) copyInto(p, record[n]); });
+  }
+
+  /** Sets training mode on this module and every submodule; returns this. */
+  train(mode = true): this {
+    this.training = mode;
+    for (const c of this.children.values()) c.train(mode);
+    return this;
+  }
+
+  /** Evaluation mode (Dropout off); returns this. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** Disposes every parameter's gradient (PyTorch's zero_grad()). */
+  zeroGrad(): void {
+    for (const p of this.parameters()) {
+      p.grad?.dispose();
+      p.grad = null;
+    }
+  }
+
+  /** Frees every parameter (and its gradient). */
+  dispose(): void {
+    for (const p of this.parameters()) p.dispose();
+  }
+}
+
+/** dst's memory ← src's values (a byte copy, or a cast first when the dtypes differ). */
+function copyInto(dst: Tensor, src: Tensor): void {
+  if (src === dst) return;
+  const from = src.dtype === dst.dtype ? src : cast(src, dst.dtype);
+  const v = views();
+  v.u8.copyWithin(dst.ptr, from.ptr, from.ptr + from.size * BYTES[from.dtype]);
+  if (from !== src) from.dispose();
+}

@@ -1,0 +1,200 @@
+// Convolution and pooling primitives (NCHW). conv2d is bilinear in (x, w); its two VJPs are
+// primitives of their own, conv2dInputGrad(g, w) and conv2dFilterGrad(x, g), and all three are
+// adjoint to each other through one identity,
+//   ⟨g, conv2d(x, w)⟩ = ⟨x, conv2dInputGrad(g, w)⟩ = ⟨w, conv2dFilterGrad(x, g)⟩,
+// so every VJP and JVP below is again one of the three with roles swapped: gradients of
+// gradients (hvp through a CNN) need no extra kernel. Max pooling is linear in the values it
+// picks once x fixes the argmax, so maxPool2dGrad (scatter g to the argmax) and maxPool2dGather
+// (pick v at the argmax) are each other's transpose; avgPool2d and avgPool2dGrad likewise.
+import { Tensor } from '../tensor/tensor.js';
+import { BYTES, type DType } from '../tensor/dtype.js';
+import { kernel, writeArgs } from '../wasm/module.js';
+import type { Rule } from './table.js';
+import { k } from './launch.js';
+import { add, zerosLike } from './api.js';
+import {
+  conv2dRaw, conv2dInputGrad, conv2dFilterGrad, maxPool2dGrad, maxPool2dGather, avgPool2dRaw, avgPool2dGrad,
+  type Pair, type ConvParams, type PoolParams,
+} from './conv-api.js';
+
+export interface ConvInputGradParams extends ConvParams {
+  /** The convolution input's spatial size [H, W] (not recoverable from g when stride > 1). */
+  readonly size: Pair;
+}
+export interface ConvFilterGradParams extends ConvParams {
+  /** The filter's spatial size [kh, kw]. */
+  readonly kernel: Pair;
+}
+export interface PoolGradParams extends PoolParams {
+  readonly size: Pair;
+}
+
+const SAVE_BOTH = { inputs: [0, 1], output: false } as const;
+const SAVE_X = { inputs: [0], output: false } as const;
+const NONE = { inputs: [], output: false } as const;
+const plus = (u: Tensor | null, v: Tensor | null): Tensor => (u === null ? v! : v === null ? u : add(u, v));
+
+/** The output extent along one axis: ⌊(n + 2·pad − k) / stride⌋ + 1. */
+export const outExtent = (n: number, k: number, stride: number, pad: number): number => Math.floor((n + 2 * pad - k) / stride) + 1;
+
+/** The kernels' i32[13] geometry block: N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo. */
+function convGeometry(N: number, C: number, [H, W]: Pair, O: number, [kh, kw]: Pair, p: ConvParams): number[] {
+  const [sh, sw] = p.stride, [ph, pw] = p.padding;
+  return [N, C, H, W, O, kh, kw, sh, sw, ph, pw, outExtent(H, kh, sh, ph), outExtent(W, kw, sw, pw)];
+}
+
+/**
+ * Runs f with a GEMM packing region for an M×N×K product registered with the gemm kernels
+ * (which the conv kernels call from inside wasm; without one they take their slow unpacked
+ * path). The region is a temporary tensor, so memory() accounts for it, and it is unregistered
+ * before being freed so no later GEMM can write into a dead block.
+ */
+export function withGemmScratch(dtype: DType, [M, N, K]: readonly number[], f: () => void): void {
+  const bytes = kernel('gemm_scratch_bytes')(M, N, K, BYTES[dtype]);
+  const scratch = Tensor.empty([Math.max(1, Math.ceil(bytes / BYTES[dtype]))], dtype);
+  try {
+    kernel('gemm_set_scratch')(scratch.ptr, bytes);
+    f();
+  } finally {
+    kernel('gemm_set_scratch')(0, 0);
+    scratch.dispose();
+  }
+}
+
+/** Runs a conv kernel (a, b → out) whose per-image GEMM is M×N×K, with scratch for one image's im2col matrix. */
+function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly number[], geo: number[], gemm: number[]): Tensor {
+  const y = Tensor.empty(outShape, a.dtype);
+  if (y.size === 0) return y;
+  const [, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo;
+  const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
+  let col: Tensor | null = null;
+  try {
+    col = Tensor.empty([pointwise ? 1 : Math.max(1, C * kh * kw * Ho * Wo)], a.dtype);
+    const colPtr = col.ptr;
+    withGemmScratch(a.dtype, gemm, () => k(name, a.dtype)(a.ptr, b.ptr, y.ptr, colPtr, writeArgs(0, geo)));
+  } catch (e) {
+    y.dispose();
+    throw e;
+  } finally {
+    col?.dispose();
+  }
+  return y;
+}
+
+/** K = C·kh·kw and P = Ho·Wo of a geometry block. */
+const kp = (geo: number[]): [number, number] => [geo[1] * geo[5] * geo[6], geo[11] * geo[12]];
+
+function conv2dForward(x: Tensor, w: Tensor, p: ConvParams): Tensor {
+  const [N, C, H, W] = x.shape, [O, , kh, kw] = w.shape;
+  const geo = convGeometry(N, C, [H, W], O, [kh, kw], p);
+  const [K, P] = kp(geo);
+  return launchConv('conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K]);
+}
+
+function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor {
+  const [N, O] = g.shape, [, C, kh, kw] = w.shape;
+  const geo = convGeometry(N, C, p.size, O, [kh, kw], p), [K, P] = kp(geo);
+  return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O]);
+}
+
+function filterGradForward(x: Tensor, g: Tensor, p: ConvFilterGradParams): Tensor {
+  const [N, C, H, W] = x.shape, O = g.shape[1];
+  const geo = convGeometry(N, C, [H, W], O, p.kernel, p), [K, P] = kp(geo);
+  return launchConv('conv2d_filter_grad', x, g, [O, C, ...p.kernel], geo, [O, K, P]);
+}
+
+/** Runs a pool kernel over the planes of an [N, C, H, W] tensor; `args` are its pointers before the geometry. */
+function launchPool(name: string, dtype: DType, args: number[], [N, C, H, W]: readonly number[], p: PoolParams): void {
+  const [kh, kw] = p.kernel, [sh, sw] = p.stride;
+  const geo = [N * C, H, W, kh, kw, sh, sw, outExtent(H, kh, sh, 0), outExtent(W, kw, sw, 0)];
+  if (N * C * H * W > 0) k(name, dtype)(...args, writeArgs(0, geo));
+}
+
+function pooledShape([N, C, H, W]: readonly number[], p: PoolParams): number[] {
+  return [N, C, outExtent(H, p.kernel[0], p.stride[0], 0), outExtent(W, p.kernel[1], p.stride[1], 0)];
+}
+
+/** y = v at the argmax of each window of x (v = x: max pooling). */
+function maxPoolForward(x: Tensor, v: Tensor, p: PoolParams): Tensor {
+  const y = Tensor.empty(pooledShape(x.shape, p), x.dtype);
+  if (y.size > 0) launchPool('max_pool2d', x.dtype, [x.ptr, v.ptr, y.ptr], x.shape, p);
+  return y;
+}
+
+function maxPoolGradForward(x: Tensor, g: Tensor, p: PoolParams): Tensor {
+  const dx = Tensor.empty(x.shape, x.dtype);
+  launchPool('max_pool2d_vjp', x.dtype, [x.ptr, g.ptr, dx.ptr], x.shape, p);
+  return dx;
+}
+
+function avgPoolForward(x: Tensor, p: PoolParams): Tensor {
+  const y = Tensor.empty(pooledShape(x.shape, p), x.dtype);
+  if (y.size > 0) launchPool('avg_pool2d', x.dtype, [x.ptr, y.ptr], x.shape, p);
+  return y;
+}
+
+function avgPoolGradForward(g: Tensor, p: PoolGradParams): Tensor {
+  const shape = [g.shape[0], g.shape[1], ...p.size];
+  const dx = Tensor.empty(shape, g.dtype);
+  launchPool('avg_pool2d_vjp', g.dtype, [g.ptr, dx.ptr], shape, p);
+  return dx;
+}
+
+const spatial = (shape: readonly number[]): Pair => [shape[2], shape[3]];
+
+type Op2<P> = (a: Tensor, b: Tensor, p: P) => Tensor;
+
+/** A bilinear primitive f(a, b): JVP f(ta, b) + f(a, tb); the VJPs are given per argument. */
+function bilinear<P>(op: Op2<P>, vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor): Rule<P> {
+  return {
+    saves: SAVE_BOTH,
+    forward: ([a, b], p) => op(a, b, p),
+    vjp: (g, s, p, needs) => [needs[0] ? vjpA(g, s.x[0]!, s.x[1]!, p) : null, needs[1] ? vjpB(g, s.x[0]!, s.x[1]!, p) : null],
+    jvp: ([ta, tb], [a, b], _y, p) => plus(ta && op(ta, b, p), tb && op(a, tb, p)),
+  };
+}
+
+/** A primitive f(x, v) linear in v once x fixes the argmax (x only selects: zero derivative). */
+function selected<P>(forward: Op2<P>, op: Op2<P>, transpose: Op2<P>): Rule<P> {
+  return {
+    saves: SAVE_X,
+    forward: ([x, v], p) => forward(x, v, p),
+    vjp: (u, s, p) => [null, transpose(s.x[0]!, u, p)],
+    jvp: ([, tv], [x], y, p) => (tv ? op(x, tv, p) : zerosLike(y)),
+  };
+}
+
+/** A linear primitive: its JVP is the op itself, its VJP the transpose (JAX's deflinear). */
+function linear<P>(forward: (x: Tensor, p: P) => Tensor, op: (t: Tensor, p: P) => Tensor, transpose: (g: Tensor, p: P, xShape: readonly number[]) => Tensor): Rule<P> {
+  return {
+    saves: NONE,
+    forward: ([x], p) => forward(x, p),
+    vjp: (g, s, p) => [transpose(g, p, s.shapes[0])],
+    jvp: ([t], _x, _y, p) => op(t!, p),
+  };
+}
+
+export const convRules = {
+  conv2d: bilinear<ConvParams>(conv2dForward,
+    (g, x, w, p) => conv2dInputGrad(g, w, p, spatial(x.shape)),
+    (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape))),
+  conv2dInputGrad: bilinear<ConvInputGradParams>(inputGradForward,
+    (v, _g, w, p) => conv2dRaw(v, w, p),
+    (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape))),
+  conv2dFilterGrad: bilinear<ConvFilterGradParams>(filterGradForward,
+    (u, x, g, p) => conv2dInputGrad(g, u, p, spatial(x.shape)),
+    (u, x, _g, p) => conv2dRaw(x, u, p)),
+
+  maxPool2d: {
+    saves: SAVE_X,
+    forward: ([x], p) => maxPoolForward(x, x, p),
+    vjp: (g, s, p) => [maxPool2dGrad(s.x[0]!, g, p)],
+    jvp: ([t], [x], _y, p) => maxPool2dGather(x, t!, p),
+  } satisfies Rule<PoolParams>,
+  /** dx = g scattered to the argmax of each window of x. */
+  maxPool2dGrad: selected<PoolParams>(maxPoolGradForward, maxPool2dGrad, maxPool2dGather),
+  /** v picked at the argmax of each window of x. */
+  maxPool2dGather: selected<PoolParams>(maxPoolForward, maxPool2dGather, maxPool2dGrad),
+  avgPool2d: linear<PoolParams>(avgPoolForward, avgPool2dRaw, (g, p, shape) => avgPool2dGrad(g, p, spatial(shape))),
+  avgPool2dGrad: linear<PoolGradParams>(avgPoolGradForward, (t, p) => avgPool2dGrad(t, p, p.size), avgPool2dRaw),
+};

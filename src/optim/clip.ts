@@ -1,0 +1,50 @@
+// Gradient clipping in place, as torch.nn.utils.clip_grad_norm_ / clip_grad_value_. The norm
+// is accumulated in f64 in wasm. Two parameters may share one gradient buffer (the VJP of
+// a + b hands both the same adjoint), so in-place edits run once per buffer.
+import { ArgumentError } from '../errors.js';
+import { Tensor, type Storage } from '../tensor/tensor.js';
+import { kernel } from '../wasm/module.js';
+import { k } from '../ops/launch.js';
+
+function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
+  if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
+    throw new ArgumentError(`${op}: params must be an array of Tensors`);
+  }
+  const out: Tensor[] = [];
+  for (const p of new Set(params)) {
+    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params must hold only Tensors, got ${typeof p}`);
+    if (p.grad !== null) out.push(p.grad.check(op));
+  }
+  return out;
+}
+
+/** Each gradient whose buffer no earlier one shares. */
+function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
+  const seen = new Set<Storage>();
+  return grads.filter((g) => {
+    if (seen.has(g.storage)) return false;
+    seen.add(g.storage);
+    return true;
+  });
+}
+
+/**
+ * Scales all gradients by min(1, maxNorm / (‖g‖ + 1e-6)), ‖g‖ the L2 norm of all of them
+ * together, and returns that norm (before clipping).
+ */
+export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
+  if (typeof maxNorm !== 'number' || !(maxNorm >= 0)) throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${String(maxNorm)}`);
+  const grads = gradients('clipGradNorm', params);
+  let squares = 0;
+  for (const g of grads) squares = k('sum_squares', g.dtype)(g.ptr, g.size, squares);
+  const norm = kernel('sqrt_scalar')(squares);
+  const coef = kernel('clip_coef')(norm, maxNorm);
+  if (coef !== 1) for (const g of distinctBuffers(grads)) k('scale', g.dtype)(g.ptr, g.size, coef);
+  return norm;
+}
+
+/** Clamps every gradient element to [−clipValue, clipValue]. */
+export function clipGradValue(params: Iterable<Tensor>, clipValue: number): void {
+  if (typeof clipValue !== 'number' || !(clipValue >= 0)) throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${String(clipValue)}`);
+  for (const g of distinctBuffers(gradients('clipGradValue', params))) k('clamp', g.dtype)(g.ptr, g.ptr, g.size, -clipValue, clipValue);
+}

@@ -1,0 +1,49 @@
+// Stochastic gradient descent with momentum, dampening, L2 weight decay and Nesterov
+// momentum (Sutskever et al. 2013), exactly as torch.optim.SGD: on the first step the
+// momentum buffer is the gradient itself, later b ← μ·b + (1 − dampening)·g.
+import { ArgumentError } from '../errors.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { k } from '../ops/launch.js';
+import { Optimizer, hyper, type Params } from './optimizer.js';
+
+export interface SGDOptions {
+  lr: number;
+  momentum?: number;
+  weightDecay?: number;
+  nesterov?: boolean;
+  dampening?: number;
+}
+
+const NESTEROV = 1;
+const FIRST = 2;
+
+export class SGD extends Optimizer {
+  lr: number;
+  readonly momentum: number;
+  readonly weightDecay: number;
+  readonly nesterov: boolean;
+  readonly dampening: number;
+
+  constructor(params: Params, opts: SGDOptions) {
+    super('SGD', params);
+    if (opts === undefined || opts.lr === undefined) throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
+    this.lr = hyper('SGD', 'lr', opts.lr);
+    this.momentum = hyper('SGD', 'momentum', opts.momentum ?? 0);
+    this.weightDecay = hyper('SGD', 'weightDecay', opts.weightDecay ?? 0);
+    this.dampening = hyper('SGD', 'dampening', opts.dampening ?? 0, -Infinity);
+    this.nesterov = opts.nesterov ?? false;
+    if (this.nesterov && (this.momentum <= 0 || this.dampening !== 0)) {
+      throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
+    }
+  }
+
+  protected update(p: Tensor, g: Tensor): void {
+    let buf = 0, flags = this.nesterov ? NESTEROV : 0;
+    if (this.momentum !== 0) {
+      const { bufs, fresh } = this.buffers(p, 1);
+      buf = bufs[0].ptr;
+      if (fresh) flags |= FIRST;
+    }
+    k('sgd', p.dtype)(p.ptr, g.ptr, buf, p.size, this.lr, this.momentum, this.dampening, this.weightDecay, flags);
+  }
+}
