@@ -55,11 +55,23 @@ export function sum_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): voi
 export function max_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(MAX, x, y, outer, r, inner); }
 export function max_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(MAX, x, y, outer, r, inner); }
 
+/** NaN and ±Inf are exactly the values where v − v is not 0: SIMD lane masks (−1) summed per lane, then a scalar tail. */
 @inline function countNonFinite<T>(x: usize, n: i32): i32 {
-  let c = 0;
-  for (let i = 0; i < n; i++) {
+  const L = lanes<T>();
+  const zero = v128.splat<T>(<T>0);
+  let bad = i32x4.splat(0); // per-lane counts: i32 lanes for f32, i64 lanes for f64
+  let i = 0;
+  for (; i + L <= n; i += L) {
+    const v = v128.load(at<T>(x, i));
+    const m = v128.ne<T>(v128.sub<T>(v, v), zero);
+    bad = sizeof<T>() == 4 ? i32x4.sub(bad, m) : i64x2.sub(bad, m);
+  }
+  let c: i32 = sizeof<T>() == 4
+    ? i32x4.extract_lane(bad, 0) + i32x4.extract_lane(bad, 1) + i32x4.extract_lane(bad, 2) + i32x4.extract_lane(bad, 3)
+    : <i32>(i64x2.extract_lane(bad, 0) + i64x2.extract_lane(bad, 1));
+  for (; i < n; i++) {
     const v = ld<T>(x, i);
-    if (v - v != <T>0) c++; // NaN and ±Inf are exactly the values where v − v is not 0
+    if (v - v != <T>0) c++;
   }
   return c;
 }

@@ -18,7 +18,13 @@ export function gradcheck(
   inputs: readonly Tensor[],
   { eps = 1e-6, rtol = 1e-7 }: { eps?: number; rtol?: number } = {},
 ): GradcheckResult {
-  if (inputs.length === 0) throw new ArgumentError('gradcheck: needs at least one input tensor');
+  if (typeof f !== 'function') throw new ArgumentError(`gradcheck: f must be a function, got ${typeof f}`);
+  if (!Array.isArray(inputs) || inputs.length === 0) throw new ArgumentError('gradcheck: inputs must be a non-empty array of tensors');
+  inputs.forEach((x, i) => {
+    if (!(x instanceof Tensor)) throw new ArgumentError(`gradcheck: input ${i} must be a Tensor, got ${typeof x}`);
+    x.check('gradcheck');
+  });
+  if (!(eps > 0) || !(rtol > 0)) throw new ArgumentError(`gradcheck: eps and rtol must be positive numbers, got eps=${eps}, rtol=${rtol}`);
   return tidy(() => {
     const xs = inputs.map((x) => x.astype('float64'));
     const base = xs.map((x) => x.toArray() as Float64Array);

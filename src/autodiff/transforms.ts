@@ -1,7 +1,7 @@
 // Function transforms in the JAX style, built on the tape (grad, valueAndGrad, vjp) and on
 // tangents carried with primals (jvp). Arguments are wrapped in fresh leaf handles, so user
 // tensors' own .grad fields are never touched by a transform.
-import { GradError, ArgumentError } from '../errors.js';
+import { GradError, ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor, isTensor } from '../tensor/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
 import { withMode } from '../graph/modes.js';
@@ -25,6 +25,7 @@ function argnumList(fname: string, args: unknown[], argnums: number | readonly n
   for (const i of list) {
     if (!Number.isInteger(i) || i < 0 || i >= args.length) throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
     if (!(args[i] instanceof Tensor)) throw new ArgumentError(`${fname}: argument ${i} must be a Tensor to be differentiated`);
+    (args[i] as Tensor).check(fname);
   }
   return list;
 }
@@ -125,6 +126,7 @@ export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
   };
   const fn = ((ct: Tensor) => {
     if (released) throw new GradError('vjp: this vjp function was released');
+    checkCotangent(ct, y);
     for (const l of w.leaves) {
       l.grad?.dispose();
       l.grad = null;
@@ -135,6 +137,16 @@ export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
   fn.release = release;
   graphs.register(fn, release);
   return [y, fn];
+}
+
+/** The cotangent given to a vjp function: a live tensor of the output's shape and dtype. */
+function checkCotangent(ct: unknown, y: Tensor): void {
+  if (!(ct instanceof Tensor)) throw new ArgumentError(`vjp: the cotangent must be a Tensor of the output's shape [${y.shape}], got ${typeof ct}`);
+  ct.check('vjp');
+  if (ct.dtype !== y.dtype) throw new DtypeError(`vjp: the cotangent is ${ct.dtype} but the output is ${y.dtype}`);
+  if (ct.shape.length !== y.shape.length || ct.shape.some((d, i) => d !== y.shape[i])) {
+    throw new ShapeError(`vjp: the cotangent has shape [${ct.shape}], expected the output's shape [${y.shape}]`);
+  }
 }
 
 /** Runs fn without recording anything for reverse mode. */

@@ -9,6 +9,14 @@ let nextId = 0;
 export class Node {
   readonly id = nextId++;
   released = false;
+  /**
+   * Live tensor handles whose `node` this is, plus unreleased consumer nodes. When it drops to 0
+   * no backward pass can reach this node any more, so it releases what it saved (a forward pass
+   * that is never differentiated, or one that threw halfway, would otherwise pin that memory).
+   */
+  private refs = 0;
+  /** The input nodes this node holds a reference on (fixed at creation). */
+  private readonly parents: (Node | null)[];
 
   constructor(
     readonly prim: string,
@@ -16,7 +24,26 @@ export class Node {
     /** The input tensors (for their shapes, their nodes and leaf gradients; data lives in `saved`). */
     readonly inputs: readonly Tensor[],
     readonly saved: Saved,
-  ) {}
+  ) {
+    this.parents = inputs.map((t) => t.node);
+    for (const n of this.parents) if (n !== null) n.refs++;
+  }
+
+  hold(): void {
+    this.refs++;
+  }
+
+  /** Drops one reference; at zero the node is released, and so, iteratively, are the inputs it kept alive. */
+  drop(): void {
+    const work: Node[] = [this];
+    while (work.length > 0) {
+      const n = work.pop()!;
+      if (--n.refs > 0) continue;
+      n.release();
+      for (const m of n.parents) if (m !== null) work.push(m);
+      n.parents.fill(null);
+    }
+  }
 
   /** Drops what the VJP kept; the memory returns to the arena once no other handle views it. */
   release(): void {

@@ -1,22 +1,49 @@
 // The one place every primitive runs through: compute the output with the rule's kernels,
 // carry the tangent along (forward mode), and record a node with exactly what the rule says
 // it saves (reverse mode).
-import { AdjointError } from '../errors.js';
+import { OutOfMemoryError } from '../errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { exempt } from '../tensor/scope.js';
 import { rules, type Prim, type ParamsOf } from '../ops/rules.js';
 import type { Rule, Saved } from '../ops/table.js';
 import { broadcastTo } from '../ops/api.js';
-import { k } from '../ops/launch.js';
 import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
+import { checkFinite } from './anomaly.js';
+
+/** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
+let inputObserver: ((xs: readonly Tensor[]) => void) | null = null;
+
+/** Runs fn with `observe` called on the inputs of every primitive fn runs (outer observers see them too). */
+export function observingInputs<T>(observe: (xs: readonly Tensor[]) => void, fn: () => T): T {
+  const prev = inputObserver;
+  inputObserver = prev === null ? observe : (xs) => (observe(xs), prev(xs));
+  try {
+    return fn();
+  } finally {
+    inputObserver = prev;
+  }
+}
 
 export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsOf<K>): Tensor {
   for (const x of xs) x.check(name);
+  if (inputObserver !== null) inputObserver(xs);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
-  const y = rule.forward(xs, p);
+  let y: Tensor;
+  try {
+    y = rule.forward(xs, p);
+  } catch (e) {
+    throw e instanceof OutOfMemoryError ? e.in(name) : e;
+  }
   if (modes.anomaly) checkFinite(name, y, xs);
-  if (modes.forward && xs.some((x) => x.tangent !== null)) y.tangent = tangentOf(rule, xs, y, p);
+  if (modes.forward && xs.some((x) => x.tangent !== null)) {
+    try {
+      y.tangent = tangentOf(rule, xs, y, p);
+    } catch (e) {
+      y.dispose(); // nothing was recorded yet: the failed op leaves no trace
+      throw e;
+    }
+  }
   if (modes.record && xs.some((x) => x.requiresGrad)) {
     y.requiresGrad = true;
     y.node = new Node(name, p, xs, saveFor(rule, xs, y));
@@ -47,13 +74,4 @@ function saveFor<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor): Saved {
   const which = rule.saves.inputs === 'all' ? xs.map((_, i) => i) : rule.saves.inputs;
   for (const i of which) x[i] = xs[i].save();
   return { x, y: rule.saves.output ? y.save() : undefined, shapes: xs.map((t) => t.shape) };
-}
-
-function checkFinite(name: string, y: Tensor, xs: readonly Tensor[]): void {
-  const bad = k('count_nonfinite', y.dtype)(y.ptr, y.size);
-  if (bad > 0) {
-    const shapes = xs.map((x) => `[${x.shape}]`).join(', ');
-    y.dispose();
-    throw new AdjointError(`detectAnomaly: ${name} produced ${bad} NaN/Inf value(s) in its output [${y.shape}] from inputs ${shapes}`);
-  }
 }

@@ -6,7 +6,7 @@ import { Module } from './module.js';
 import { sequentialForward, checkPlan } from '../autodiff/checkpoint.js';
 
 export interface SequentialOptions {
-  /** Activation checkpointing: 'sqrt' segments, every k modules, or a memory budget. */
+  /** Activation checkpointing: ⌈√L⌉ segments ('sqrt'), k segments, or a memory budget (see planSegments). */
   checkpoint?: 'sqrt' | number | { maxBytes: number };
 }
 
@@ -36,5 +36,11 @@ export class Sequential extends Module {
   forward(x: Tensor): Tensor {
     // Frees each intermediate once consumed; with the checkpoint option, runs segments through checkpoint().
     return sequentialForward(this.layers, x, this.options.checkpoint);
+  }
+
+  /** Frees every layer's parameters and what a layer owns besides (a Linear's feedback matrix). */
+  override dispose(): void {
+    for (const m of this.layers) m.dispose();
+    super.dispose();
   }
 }

@@ -208,6 +208,8 @@ export const cast = (x: Tensor, dtype: DType): Tensor => apply('cast', [x], { dt
 
 /** op(A)·op(B) on rank ≥ 2 operands (batch axes broadcast). */
 export const matmulT = (a: Tensor, b: Tensor, ta: boolean, tb: boolean): Tensor => apply('matmul', [a, b], { ta, tb });
+/** x·Wᵀ whose backward pass sends g·B (not g·W) to x: feedback alignment (src/nn/feedback.ts). */
+export const linearFA = (x: Tensor, w: Tensor, b: Tensor): Tensor => apply('linearFA', [x, w, b], {});
 
 export function matmul(a: Tensor, b: Tensor): Tensor {
   tensorArg('matmul', a, 'first operand');

@@ -7,7 +7,7 @@ import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from '../graph/record.js';
 import {
-  add, sub, mul, div, exp, log, sqrt, square, tanh, sum, max, reshape, transpose, gather, detach, normAxes, normAxis,
+  add, sub, mul, div, exp, log, sqrt, square, tanh, sum, max, reshape, transpose, gather, detach, normAxes, normAxis, tensorArg,
   type Axis,
 } from './api.js';
 
@@ -27,6 +27,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 }
 
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  tensorArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
   const n = sizeOf(axes.map((a) => x.shape[a]));
   return composite(() => div(sum(x, axes, keepdims), n));
@@ -34,6 +35,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 
 /** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  tensorArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
   return composite(() => {
     const m = detach(max(x, axes, true));
@@ -52,26 +54,38 @@ function alongLast(x: Tensor, axis: number, f: (x: Tensor) => Tensor): Tensor {
 }
 
 export function softmax(x: Tensor, axis = -1): Tensor {
+  tensorArg('softmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('softmax: input must be at least 1-D, got a scalar');
   return alongLast(x, normAxis('softmax', x.shape, axis), (v) => apply('softmax', [v], {}));
 }
 
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
+  tensorArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
   const a = normAxis('logSoftmax', x.shape, axis);
   return composite(() => sub(x, logsumexp(x, a, true)));
 }
 
 type Reduction = 'mean' | 'sum' | 'none';
-function reduce(op: string, v: Tensor, reduction: Reduction): Tensor {
+function reduce(v: Tensor, reduction: Reduction): Tensor {
   if (reduction === 'mean') return div(sum(v), Math.max(1, v.size));
-  if (reduction === 'sum') return sum(v);
-  if (reduction === 'none') return v;
-  throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+  return reduction === 'sum' ? sum(v) : v;
+}
+
+/** Checked before any op runs, so a bad option cannot leave half a computation behind. */
+function checkReduction(op: string, reduction: unknown): void {
+  if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
+    throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+  }
 }
 
 /** Softmax cross-entropy of logits [N, C] against integer labels in [0, C). */
 export function crossEntropy(logits: Tensor, labels: Int32Array | readonly number[], { reduction = 'mean' as Reduction } = {}): Tensor {
+  tensorArg('crossEntropy', logits, 'logits');
+  checkReduction('crossEntropy', reduction);
+  if (!(labels instanceof Int32Array) && !Array.isArray(labels)) {
+    throw new ArgumentError(`crossEntropy: labels must be an Int32Array or an array of integers, got ${typeof labels}`);
+  }
   if (logits.shape.length !== 2) throw new ShapeError(`crossEntropy: logits must be [N, C], got [${logits.shape}]`);
   const [n, c] = logits.shape;
   if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
@@ -83,24 +97,32 @@ export function crossEntropy(logits: Tensor, labels: Int32Array | readonly numbe
   }
   return composite(() => {
     const picked = gather(reshape(logSoftmax(logits, -1), [n * c]), flat, 0);
-    return reduce('crossEntropy', mul(picked, -1), reduction);
+    return reduce(mul(picked, -1), reduction);
   });
 }
 
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
+  tensorArg('mseLoss', pred, 'pred');
+  tensorArg('mseLoss', target, 'target');
+  checkReduction('mseLoss', reduction);
   if (pred.shape.length !== target.shape.length || pred.shape.some((d, i) => d !== target.shape[i])) {
     throw new ShapeError(`mseLoss: pred [${pred.shape}] and target [${target.shape}] must have the same shape`);
   }
   if (pred.dtype !== target.dtype) throw new DtypeError(`mseLoss: dtypes differ: ${pred.dtype} and ${target.dtype}`);
-  return composite(() => reduce('mseLoss', square(sub(pred, target)), reduction));
+  return composite(() => reduce(square(sub(pred, target)), reduction));
 }
 
 /** (x − mean) / √(var + eps) over the last axis, then · weight + bias (biased variance, as PyTorch). */
 export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  tensorArg('layerNorm', x, 'x');
+  if (weight != null) tensorArg('layerNorm', weight, 'weight');
+  if (bias != null) tensorArg('layerNorm', bias, 'bias');
+  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${eps}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
   for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {
     if (t && (t.shape.length !== 1 || t.shape[0] !== d)) throw new ShapeError(`layerNorm: ${name} must be [${d}] for input [${x.shape}], got [${t.shape}]`);
+    if (t && t.dtype !== x.dtype) throw new DtypeError(`layerNorm: ${name} is ${t.dtype} but the input is ${x.dtype}`);
   }
   return composite(() => {
     const last = x.shape.length - 1;
@@ -117,6 +139,7 @@ const SQRT_2_OVER_PI = 0.7978845608028654;
 
 /** GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
 export function gelu(x: Tensor): Tensor {
+  tensorArg('gelu', x, 'x');
   return composite(() => {
     const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
     return mul(mul(x, 0.5), add(tanh(inner), 1));

@@ -1,8 +1,8 @@
 // The customVjp primitive: a user function with a user-written VJP. It saves its inputs and
 // output for the user's backward; forward mode through it is not defined (no JVP given).
-import { GradError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
-import type { Rule } from './table.js';
+import { ArgumentError, GradError } from '../errors.js';
+import { isTensor, type Tensor } from '../tensor/tensor.js';
+import type { Rule, Saved } from './table.js';
 import { withMode } from '../graph/modes.js';
 
 export interface CustomParams {
@@ -11,19 +11,53 @@ export interface CustomParams {
   readonly backward: (g: Tensor, xs: readonly Tensor[], y: Tensor) => readonly (Tensor | null)[];
 }
 
+/**
+ * The checkpoint primitive (src/autodiff/checkpoint.ts): a segment recorded as one node that
+ * saves only its inputs. Its forward, VJP (recompute, then backward through the local graph) and
+ * JVP are supplied per call, so this table entry stays free of the autodiff imports.
+ */
+export interface CheckpointParams {
+  readonly name: string;
+  readonly forward: (xs: readonly Tensor[]) => Tensor;
+  readonly vjp: (g: Tensor, s: Saved, needs: readonly boolean[]) => (Tensor | null)[];
+  readonly jvp: (y: Tensor) => Tensor;
+}
+
+/** A user cotangent must be null or a live tensor of the input's shape and the output's dtype. */
+function checkCotangent(name: string, c: unknown, i: number, shape: readonly number[], g: Tensor): void {
+  if (c === null) return;
+  const want = `null or a ${g.dtype} Tensor of shape [${shape}]`;
+  if (!isTensor(c)) throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${typeof c}`);
+  c.check(`customVjp(${name})`);
+  if (c.dtype !== g.dtype || c.shape.length !== shape.length || c.shape.some((d, j) => d !== shape[j])) {
+    throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${c.dtype} [${c.shape}]`);
+  }
+}
+
 export const customRules = {
   custom: {
     saves: { inputs: 'all', output: true },
-    forward: (xs, p) => withMode('record', false, () => withMode('forward', false, () => p.forward(...xs).view())),
+    forward: (xs, p) => withMode('record', false, () => withMode('forward', false, () => {
+      const y: unknown = p.forward(...xs);
+      if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${typeof y}`);
+      return y.view();
+    })),
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);
-      if (out.length !== s.shapes.length) {
-        throw new GradError(`customVjp(${p.name}): backward returned ${out.length} cotangents for ${s.shapes.length} inputs`);
+      if (!Array.isArray(out) || out.length !== s.shapes.length) {
+        throw new GradError(`customVjp(${p.name}): backward must return an array of one cotangent (or null) per input; got ${Array.isArray(out) ? out.length : typeof out} for ${s.shapes.length} inputs`);
       }
+      out.forEach((c, i) => checkCotangent(p.name, c, i, s.shapes[i], g));
       return [...out];
     },
     jvp: (_ts, _xs, _y, p) => {
       throw new GradError(`customVjp(${p.name}): forward mode (jvp) is not defined for a function with a custom VJP`);
     },
   } satisfies Rule<CustomParams>,
+  checkpoint: {
+    saves: { inputs: 'all', output: false },
+    forward: (xs, p) => p.forward(xs),
+    vjp: (g, s, p, needs) => p.vjp(g, s, needs),
+    jvp: (_ts, _xs, y, p) => p.jvp(y),
+  } satisfies Rule<CheckpointParams>,
 };

@@ -54,7 +54,8 @@ const plus = (u: Tensor | null, v: Tensor | null): Tensor => (u === null ? v! : 
 const when = (need: boolean, f: () => Tensor): Tensor | null => (need ? f() : null);
 
 export const unaryRules = {
-  neg: linear1('neg', neg, neg),
+  // Arrows, not `neg` itself: api.ts is still initialising when this table is built (import cycle).
+  neg: linear1('neg', (t) => neg(t), (g) => neg(g)),
   exp: unary('exp', 'y', (_x, y) => y),
   log: unary('log', 'x', (x) => recip(x)),
   sqrt: unary('sqrt', 'y', (_x, y) => div(0.5, y)),

@@ -4,6 +4,7 @@ import { ShapeError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
 import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
+import { splitBinary, splitMap, splitRows } from '../wasm/split.js';
 
 export const sizeOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
@@ -43,10 +44,14 @@ export function k(name: string, dtype: DType) {
   return kernel(`${name}_${SUFFIX[dtype]}`);
 }
 
-/** y = f(x) elementwise with the unary kernel `name`. */
+/** Kernels that evaluate a transcendental function per element: worth splitting across threads sooner. */
+const SLOW = new Set(['exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'softplus', 'pow']);
+const bytesOf = (dtype: DType): number => (dtype === 'float32' ? 4 : 8);
+
+/** y = f(x) elementwise with the unary kernel `name` (split across threads when large). */
 export function launchUnary(name: string, x: Tensor, p0 = 0, p1 = 0): Tensor {
   const y = Tensor.empty(x.shape, x.dtype);
-  k(name, x.dtype)(x.ptr, y.ptr, x.size, p0, p1);
+  splitMap(`${name}_${SUFFIX[x.dtype]}`, bytesOf(x.dtype), [x.ptr, y.ptr], x.size, [p0, p1], SLOW.has(name) ? 8 : 1);
   return y;
 }
 
@@ -81,7 +86,7 @@ export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Te
   const dims = c.shape.length;
   const cols = dims > 0 ? c.shape[dims - 1] : 1;
   const rows = dims > 1 ? c.shape[dims - 2] : 1;
-  const f = k(name, a.dtype);
+  const kname = `${name}_${SUFFIX[a.dtype]}`, cost = SLOW.has(name) ? 8 : 1;
   const col = (s: number[]) => (dims > 0 ? s[dims - 1] : 0);
   const row = (s: number[]) => (dims > 1 ? s[dims - 2] : 0);
   // Axes beyond the last two (rare after collapsing) are looped here, one 2-D call each.
@@ -96,7 +101,7 @@ export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Te
       oa += i * sa[d];
       ob += i * sb[d];
     }
-    f(a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb));
+    splitBinary(kname, bytes, a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb), cost);
   }
   return y;
 }
@@ -113,8 +118,16 @@ export function launchReduce(name: string, x: Tensor, axes: readonly number[], o
     const outer = sizeOf(shape.slice(0, lo)), r = sizeOf(shape.slice(lo, hi + 1)), inner = sizeOf(shape.slice(hi + 1));
     shape = [...shape.slice(0, lo), ...shape.slice(hi + 1)];
     const last = j === 0;
-    const y = Tensor.empty(last ? outShape : shape, x.dtype);
-    k(name, x.dtype)(cur.ptr, y.ptr, outer, r, inner);
+    let y: Tensor;
+    try {
+      y = Tensor.empty(last ? outShape : shape, x.dtype);
+    } catch (e) {
+      if (cur !== x) cur.dispose(); // out of memory between two runs: drop the partial result
+      throw e;
+    }
+    // Split over `outer` only: each y[o, ·] is reduced whole, in the kernel's order.
+    const src = cur, dst = y, bytes = bytesOf(x.dtype);
+    splitRows(`${name}_${SUFFIX[x.dtype]}`, outer, r * inner, 1, (lo, hi) => [src.ptr + lo * r * inner * bytes, dst.ptr + lo * inner * bytes, hi - lo, r, inner]);
     if (cur !== x) cur.dispose();
     cur = y;
     i = j - 1;
@@ -141,6 +154,6 @@ export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, sh
 /** A tensor of `shape` filled with v. */
 export function filled(shape: readonly number[], dtype: DType, v: number): Tensor {
   const y = Tensor.empty(shape, dtype);
-  k('fill', dtype)(y.ptr, y.size, v);
+  splitMap(`fill_${SUFFIX[dtype]}`, bytesOf(dtype), [y.ptr], y.size, [v]);
   return y;
 }

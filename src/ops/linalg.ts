@@ -3,9 +3,10 @@
 // never materialising a transpose. Bilinear: the JVP is matmul(ta, b) + matmul(a, tb).
 import { ShapeError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
-import type { Rule } from './table.js';
-import { broadcastShapes, broadcastStrides, filled, k, sizeOf } from './launch.js';
+import type { Rule, Rule0 } from './table.js';
+import { broadcastShapes, broadcastStrides, filled, sizeOf } from './launch.js';
 import { matmulT, add } from './api.js';
+import { gemm } from '../wasm/split.js';
 
 export interface MatmulParams {
   /** Use the stored A as transposed (A is [..., K, M]) / B likewise ([..., N, K]). */
@@ -30,7 +31,6 @@ function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
   const batch = broadcastShapes('matmul', a.shape.slice(0, -2), b.shape.slice(0, -2));
   const y = K === 0 ? filled([...batch, M, N], a.dtype, 0) : Tensor.empty([...batch, M, N], a.dtype);
   if (K === 0 || y.size === 0) return y;
-  const gemm = k('gemm', a.dtype);
   const bytes = a.dtype === 'float32' ? 4 : 8;
   const sa = broadcastStrides(a.shape.slice(0, -2), batch), sb = broadcastStrides(b.shape.slice(0, -2), batch);
   const lda = a.shape[a.shape.length - 1], ldb = b.shape[b.shape.length - 1];
@@ -44,8 +44,14 @@ function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
       oa += ix * sa[d];
       ob += ix * sb[d];
     }
-    gemm(a.ptr + oa * M * K * bytes, b.ptr + ob * K * N * bytes, y.ptr + i * M * N * bytes,
-      M, N, K, lda, ldb, N, p.ta ? 1 : 0, p.tb ? 1 : 0, 0);
+    // Split over the thread pool when large; always with a packing scratch region.
+    try {
+      gemm(bytes, a.ptr + oa * M * K * bytes, b.ptr + ob * K * N * bytes, y.ptr + i * M * N * bytes,
+        M, N, K, lda, ldb, N, p.ta, p.tb, false);
+    } catch (e) {
+      y.dispose(); // the packing scratch is reserved on first use and may not fit: fail without leaving y behind
+      throw e;
+    }
   }
   return y;
 }
@@ -66,4 +72,26 @@ export const linalgRules = {
       return u === null ? v! : v === null ? u : add(u, v);
     },
   } satisfies Rule<MatmulParams>,
+  // Feedback alignment (Lillicrap et al. 2016): the forward is x·Wᵀ, but the adjoint sent to x
+  // goes through a fixed matrix B ([out, in], like W) instead of W. W's gradient gᵀ·x is the
+  // true one; B is not learned (no cotangent). The JVP is the true derivative of x·Wᵀ.
+  linearFA: {
+    saves: { inputs: [0, 2], output: false },
+    forward: ([x, w, b]) => {
+      if (b.shape.length !== 2 || b.shape[0] !== w.shape[0] || b.shape[1] !== w.shape[1]) {
+        throw new ShapeError(`linearFA: feedback matrix B must have the weight's shape [${w.shape}], got [${b.shape}]`);
+      }
+      return forward(x, w, { ta: false, tb: true });
+    },
+    vjp: (g, s, _p, needs) => [
+      needs[0] ? matmulT(g, s.x[2]!, false, false) : null,
+      needs[1] ? matmulT(g, s.x[0]!, true, false) : null,
+      null,
+    ],
+    jvp: ([tx, tw], [x, w], y) => {
+      const u = tx && matmulT(tx, w, false, true), v = tw && matmulT(x, tw, false, true);
+      // Only B carrying a tangent gives zero: x·Wᵀ does not depend on B.
+      return u === null ? (v ?? filled(y.shape, y.dtype, 0)) : v === null ? u : add(u, v);
+    },
+  } satisfies Rule0,
 };

@@ -2,7 +2,8 @@
 // per row, max-subtracted). Its VJP y·(g − Σ g·y) and JVP have the same form.
 import { Tensor } from '../tensor/tensor.js';
 import type { Rule } from './table.js';
-import { k } from './launch.js';
+import { splitRows } from '../wasm/split.js';
+import { SUFFIX } from '../tensor/dtype.js';
 import { mul, sub, sum } from './api.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
@@ -14,7 +15,9 @@ export const nnRules = {
     forward: ([x]) => {
       const y = Tensor.empty(x.shape, x.dtype);
       const cols = x.shape[x.shape.length - 1];
-      if (x.size > 0) k('softmax', x.dtype)(x.ptr, y.ptr, x.size / cols, cols);
+      const bytes = x.dtype === 'float32' ? 4 : 8;
+      // Rows are independent: split across threads when large.
+      if (x.size > 0) splitRows(`softmax_${SUFFIX[x.dtype]}`, x.size / cols, cols, 8, (lo, hi) => [x.ptr + lo * cols * bytes, y.ptr + lo * cols * bytes, hi - lo, cols]);
       return y;
     },
     vjp: (g, s) => [softmaxJ(s.y!, g)],

@@ -39,11 +39,17 @@ function around(shape: readonly number[], axis: number): [number, number, number
   return [sizeOf(shape.slice(0, axis)), shape[axis], sizeOf(shape.slice(axis + 1))];
 }
 
-/** Runs a gather-family kernel with the indices copied into a temporary wasm block. */
-function withIndices(indices: Int32Array, f: (ptr: number) => void): void {
+/** Runs a gather-family kernel with the indices copied into a temporary wasm block (freeing `out` if that block cannot be had). */
+function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) => void): void {
   const arena = runtime().arena;
   const bytes = Math.max(4, indices.length * 4);
-  const ptr = arena.alloc(bytes);
+  let ptr: number;
+  try {
+    ptr = arena.alloc(bytes);
+  } catch (e) {
+    out.dispose(); // out of memory: the op fails without leaving its output behind
+    throw e;
+  }
   try {
     views().i32.set(indices, ptr >> 2);
     f(ptr);
@@ -55,14 +61,14 @@ function withIndices(indices: Int32Array, f: (ptr: number) => void): void {
 function gatherForward(x: Tensor, indices: Int32Array, axis: number): Tensor {
   const [outer, len, inner] = around(x.shape, axis);
   const y = Tensor.empty([...x.shape.slice(0, axis), indices.length, ...x.shape.slice(axis + 1)], x.dtype);
-  if (y.size > 0) withIndices(indices, (p) => k('gather', x.dtype)(x.ptr, p, y.ptr, outer, indices.length, len, inner));
+  if (y.size > 0) withIndices(indices, y, (p) => k('gather', x.dtype)(x.ptr, p, y.ptr, outer, indices.length, len, inner));
   return y;
 }
 
 function scatterAddForward(g: Tensor, indices: Int32Array, axis: number, shape: readonly number[]): Tensor {
   const y = filled(shape, g.dtype, 0);
   const [outer, len, inner] = around(shape, axis);
-  if (g.size > 0) withIndices(indices, (p) => k('scatter_add', g.dtype)(g.ptr, p, y.ptr, outer, indices.length, len, inner));
+  if (g.size > 0) withIndices(indices, y, (p) => k('scatter_add', g.dtype)(g.ptr, p, y.ptr, outer, indices.length, len, inner));
   return y;
 }
 

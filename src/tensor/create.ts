@@ -1,10 +1,11 @@
 // Creating tensors: from JS data, constants, ranges and seeded random streams (generated in
 // wasm by a counter-based generator, so a seed gives the same numbers in every runtime).
-import { ShapeError, ArgumentError } from '../errors.js';
+import { ShapeError, ArgumentError, OutOfMemoryError } from '../errors.js';
 import { views, kernel } from '../wasm/module.js';
 import { Tensor } from './tensor.js';
-import { checkDtype, SUFFIX, type DType } from './dtype.js';
+import { checkDtype, SUFFIX, BYTES, type DType } from './dtype.js';
 import { filled } from '../ops/launch.js';
+import { replayable } from '../autodiff/replay.js';
 
 export interface TensorOptions {
   shape?: readonly number[];
@@ -39,6 +40,15 @@ function inferShape(data: Nested, path = 'data'): number[] {
   return [data.length, ...inner];
 }
 
+/** Runs an allocation, naming the public function in an OutOfMemoryError. */
+function named<T>(op: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw e instanceof OutOfMemoryError ? e.in(op) : e;
+  }
+}
+
 function finish(t: Tensor, requiresGrad = false): Tensor {
   t.requiresGrad = requiresGrad;
   return t;
@@ -55,6 +65,9 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
 
 export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
   const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
+  if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
+    throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
+  }
   const flat: ArrayLike<number> = ArrayBuffer.isView(data)
     ? (data as unknown as ArrayLike<number>)
     : typeof data === 'number' ? [data] : (data as Nested[]).flat(Infinity as 1) as number[];
@@ -65,34 +78,43 @@ export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {
   for (let i = 0; i < flat.length; i++) {
     if (typeof flat[i] !== 'number') throw new ArgumentError(`tensor: element ${i} is ${typeof flat[i]}, expected a number`);
   }
-  return finish(fromValues(flat, shape, dtype), opts.requiresGrad);
+  return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
 }
 
-export function full(shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor {
-  checkShape('full', shape);
-  return finish(filled(shape, checkDtype('full', opts.dtype ?? 'float32'), value), opts.requiresGrad);
+function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
+  checkShape(op, shape);
+  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${typeof value}`);
+  const dtype = checkDtype(op, opts.dtype ?? 'float32');
+  return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
-export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => full(shape, 0, opts);
-export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => full(shape, 1, opts);
+export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
+export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('zeros', shape, 0, opts);
+export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
 
 export function arange(n: number, opts: TensorOptions = {}): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
-  return finish(fromValues(Array.from({ length: n }, (_, i) => i), [n], checkDtype('arange', opts.dtype ?? 'float32')), opts.requiresGrad);
+  const dtype = checkDtype('arange', opts.dtype ?? 'float32');
+  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
+  const v = views();
+  const data = dtype === 'float32' ? v.f32 : v.f64, at = t.ptr / BYTES[dtype];
+  for (let i = 0; i < n; i++) data[at + i] = i;
+  return finish(t, opts.requiresGrad);
 }
 
 let autoSeed = 0x5eed;
 /** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
-export function seedOf(seed: number | undefined): [number, number] {
-  const s = seed ?? autoSeed++;
-  if (!Number.isSafeInteger(s)) throw new ArgumentError(`seed must be a safe integer, got ${s}`);
+export function seedOf(seed: number | undefined, op?: string): [number, number] {
+  const s = seed ?? replayable(() => autoSeed++); // a checkpoint's recompute gets the same automatic seed
+  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${s}`);
   return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
 }
 
 function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], opts: RandomOptions, a: number, b: number): Tensor {
-  checkShape(op === 'rand_uniform' ? 'rand' : 'randn', shape);
-  const dtype = checkDtype('random', opts.dtype ?? 'float32');
-  const t = Tensor.empty(shape, dtype);
-  const [lo, hi] = seedOf(opts.seed);
+  const fname = op === 'rand_uniform' ? 'rand' : 'randn';
+  checkShape(fname, shape);
+  const dtype = checkDtype(fname, opts.dtype ?? 'float32');
+  const [lo, hi] = seedOf(opts.seed, fname);
+  const t = named(fname, () => Tensor.empty(shape, dtype));
   kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, lo, hi, 0, a, b);
   return finish(t, opts.requiresGrad);
 }

@@ -12,9 +12,16 @@ import { backward as runBackward } from '../autodiff/backward.js';
 /** A block of wasm memory shared by every tensor that views it. */
 export class Storage {
   refs = 1;
+  /** Holds a gradient: memory() counts it apart from activations (see Arena.gradBytes). */
+  gradient = false;
   constructor(readonly ptr: number, readonly bytes: number) {}
   release(): void {
-    if (--this.refs === 0) runtime().arena.free(this.ptr, this.bytes);
+    if (--this.refs === 0) runtime().arena.free(this.ptr, this.bytes, this.gradient);
+  }
+  markGradient(): void {
+    if (this.gradient || this.refs === 0) return;
+    this.gradient = true;
+    runtime().arena.markGradient(this.bytes);
   }
 }
 
@@ -28,8 +35,7 @@ export class Tensor {
   readonly size: number;
   requiresGrad = false;
   grad: Tensor | null = null;
-  /** The recorded op that produced this tensor (null for leaves and untracked results). */
-  node: Node | null = null;
+  private nodeRef: Node | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
   tangent: Tensor | null = null;
   private isDisposed = false;
@@ -71,6 +77,21 @@ export class Tensor {
     return t;
   }
 
+  /**
+   * The recorded op that produced this tensor (null for leaves and untracked results). A live
+   * handle holds a reference on its node; the node survives dispose() for consumers' backward.
+   */
+  get node(): Node | null {
+    return this.nodeRef;
+  }
+  set node(n: Node | null) {
+    if (!this.isDisposed) {
+      n?.hold();
+      this.nodeRef?.drop();
+    }
+    this.nodeRef = n;
+  }
+
   get disposed(): boolean {
     return this.isDisposed;
   }
@@ -95,6 +116,7 @@ export class Tensor {
     this.isDisposed = true;
     untrack(this);
     this.storage.release();
+    this.nodeRef?.drop();
     this.tangent?.dispose();
     this.grad?.dispose();
     this.tangent = null;

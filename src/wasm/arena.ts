@@ -25,6 +25,16 @@ export class Arena {
   bytesInUse = 0;
   peakBytes = 0;
   blocks = 0;
+  /** Bytes of live blocks marked as gradients (leaf .grad buffers and what backward sums into them). */
+  gradBytes = 0;
+  /**
+   * The most non-gradient bytes in use since resetPeak(), and their level then: the difference
+   * is a training step's activation peak. Sampled just before each free (and when read), where
+   * that level has its local maxima, so a buffer marked a gradient before anything is freed
+   * (a weight's VJP output) counts as gradient memory from its allocation.
+   */
+  peakOtherBytes = 0;
+  baseOtherBytes = 0;
 
   constructor(memory: WebAssembly.Memory, base: number, maxBytes: number) {
     this.memory = memory;
@@ -37,6 +47,7 @@ export class Arena {
     const cls = sizeClass(bytes);
     const list = this.freeLists.get(cls);
     let ptr = list !== undefined && list.length > 0 ? list.pop()! : -1;
+    if (ptr < 0 && this.top + cls > this.maxBytes) ptr = this.reclaim(cls);
     if (ptr < 0) {
       this.ensure(this.top + cls, bytes);
       ptr = this.top;
@@ -49,7 +60,9 @@ export class Arena {
   }
 
   /** Returns a block obtained from alloc(bytes) to its free list. */
-  free(ptr: number, bytes: number): void {
+  free(ptr: number, bytes: number, gradient = false): void {
+    this.sampleOther();
+    if (gradient) this.gradBytes -= bytes;
     const cls = sizeClass(bytes);
     let list = this.freeLists.get(cls);
     if (list === undefined) this.freeLists.set(cls, (list = []));
@@ -58,8 +71,80 @@ export class Arena {
     this.bytesInUse -= bytes;
   }
 
+  /**
+   * The slow path, when the bump pointer would pass maximumBytes. Free blocks sit in per-class
+   * lists, so memory freed in one size can lie idle while another size runs out: merge adjacent
+   * free blocks, hand a run ending at the top back to the bump region, and if that is not enough
+   * carve the request from the smallest run that holds it (the rest goes back in class-sized
+   * pieces). Returns the carved block, or -1 to use the (possibly lowered) bump pointer.
+   */
+  private reclaim(cls: number): number {
+    const blocks: [number, number][] = [];
+    for (const [c, list] of this.freeLists) for (const p of list) blocks.push([p, c]);
+    blocks.sort((a, b) => a[0] - b[0]);
+    const runs: [number, number][] = []; // [start, end)
+    for (const [p, c] of blocks) {
+      const last = runs[runs.length - 1];
+      if (last !== undefined && last[1] === p) last[1] = p + c;
+      else runs.push([p, p + c]);
+    }
+    this.freeLists.clear();
+    const tail = runs[runs.length - 1];
+    if (tail !== undefined && tail[1] === this.top) {
+      this.top = tail[0];
+      runs.pop();
+    }
+    let ptr = -1;
+    if (this.top + cls > this.maxBytes) {
+      let best = -1;
+      runs.forEach(([s, e], i) => {
+        if (e - s >= cls && (best < 0 || e - s < runs[best][1] - runs[best][0])) best = i;
+      });
+      if (best >= 0) {
+        ptr = runs[best][0];
+        runs[best][0] += cls;
+      }
+    }
+    for (const [s, e] of runs) this.putFree(s, e - s);
+    return ptr;
+  }
+
+  /** Puts [ptr, ptr + bytes) on the free lists as the fewest class-sized blocks (bytes: a multiple of ALIGN). */
+  private putFree(ptr: number, bytes: number): void {
+    while (bytes > 0) {
+      const units = bytes / ALIGN;
+      const k = units < 8 ? 0 : 31 - Math.clz32(units) - 2;
+      const cls = Math.floor(units / 2 ** k) * 2 ** k * ALIGN; // the largest size class ≤ bytes
+      let list = this.freeLists.get(cls);
+      if (list === undefined) this.freeLists.set(cls, (list = []));
+      list.push(ptr);
+      ptr += cls;
+      bytes -= cls;
+    }
+  }
+
+  /** Counts `bytes` of a live block as gradient memory from now on. */
+  markGradient(bytes: number): void {
+    this.gradBytes += bytes;
+  }
+
+  sampleOther(): void {
+    const other = this.bytesInUse - this.gradBytes;
+    if (other > this.peakOtherBytes) this.peakOtherBytes = other;
+  }
+
   resetPeak(): void {
+    this.baseOtherBytes = this.peakOtherBytes = this.bytesInUse - this.gradBytes;
     this.peakBytes = this.bytesInUse;
+  }
+
+  /** Engine-internal space (thread control blocks, GEMM packing scratch): taken from the bump pointer, never freed, not counted as tensor bytes. */
+  reserve(bytes: number): number {
+    const size = Math.ceil(bytes / ALIGN) * ALIGN;
+    this.ensure(this.top + size, bytes);
+    const ptr = this.top;
+    this.top += size;
+    return ptr;
   }
 
   /** Grows the memory so that [0, end) is addressable, at least doubling to keep growth rare. */
@@ -71,6 +156,7 @@ export class Arena {
       throw new OutOfMemoryError(
         `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use, ` +
           `the arena would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}`,
+        requested, this.bytesInUse,
       );
     }
     try {
@@ -78,6 +164,7 @@ export class Arena {
     } catch {
       throw new OutOfMemoryError(
         `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use and the engine refused to grow memory to ${want} bytes`,
+        requested, this.bytesInUse,
       );
     }
   }

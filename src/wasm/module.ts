@@ -3,12 +3,18 @@
 import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { WASM_BASE64 } from './bytes.generated.js';
+import { prepareThreads, reinitThreads, startThreads } from './threads.js';
 
 export interface InitOptions {
   /** A precompiled module (edge workers), the wasm bytes, or a URL to fetch them from. */
   module?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | URL | string;
   memory?: { initialBytes?: number; maximumBytes?: number };
-  /** Reserved for the worker pool; one thread is used for now. */
+  /**
+   * Threads for large kernels (see src/wasm/threads.ts): n, or 'auto' for one per core. Needs
+   * SharedArrayBuffer (a cross-origin isolated page in browsers); elsewhere one thread is used,
+   * with a console notice. Results are bit-identical for any count. On an initialised engine
+   * whose first init asked for threads, init({ threads }) resizes or restarts the pool.
+   */
   threads?: number | 'auto';
 }
 
@@ -34,31 +40,55 @@ let pending: Promise<void> | null = null;
 
 /** Instantiates the kernels once; later calls return at once. */
 export function init(options: InitOptions = {}): Promise<void> {
-  if (rt !== null) return Promise.resolve();
+  if (rt !== null) return pending ?? reinitThreads(options);
   if (pending === null) pending = instantiate(options).finally(() => (pending = null));
   return pending;
 }
 
 async function instantiate(options: InitOptions): Promise<void> {
-  const maxBytes = Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES);
-  const initial = Math.max(1, Math.ceil((options.memory?.initialBytes ?? 16 * PAGE) / PAGE));
+  for (const key of ['initialBytes', 'maximumBytes'] as const) {
+    const v = options.memory?.[key];
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${v}`);
+  }
+  // Whole pages: memory grows in pages, so the arena's limit is the page-rounded maximum.
+  const maxBytes = Math.floor(Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES) / PAGE) * PAGE;
+  if (maxBytes < PAGE) throw new ArgumentError(`init: memory.maximumBytes must be at least one 64 KiB page (${PAGE}), got ${options.memory?.maximumBytes}`);
+  const initial = Math.max(1, Math.ceil((options.memory?.initialBytes ?? Math.min(16 * PAGE, maxBytes)) / PAGE));
   if (initial * PAGE > maxBytes) {
     throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
   }
-  if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly');
-  const memory = new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = await compile(options.module);
+  if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
+  const threads = await prepareThreads(options, initial, Math.floor(maxBytes / PAGE));
+  const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
+  const module = threads?.module ?? await compile(options.module);
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as Record<string, Kernel>;
   const args = Math.ceil(exports.heap_base() / 64) * 64;
+  // The static data and the argument block must fit, with room for tensors above them.
+  const base = args + ARGS_BYTES;
+  if (base + PAGE > maxBytes) {
+    throw new ArgumentError(`init: memory.maximumBytes (${maxBytes}) leaves no room for tensors: the kernels' static data and argument block take ${base} bytes`);
+  }
+  if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
   rt = {
     memory, exports, args, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
     buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
   };
+  if (threads !== null) await startThreads(threads);
 }
 
-async function compile(source: InitOptions['module']): Promise<WebAssembly.Module> {
+/** `() -> v128 { i8x16.splat(0) }`: valid only where the engine has fixed-width SIMD. */
+const SIMD_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 8, 1, 6, 0, 65, 0, 253, 15, 11];
+
+export async function compile(source: InitOptions['module']): Promise<WebAssembly.Module> {
   if (source instanceof WebAssembly.Module) return source;
+  // Checked up front so such a runtime gets this message at init, not a bare CompileError.
+  if (!WebAssembly.validate(new Uint8Array(SIMD_PROBE))) {
+    throw new AdjointError(
+      'init: this runtime\'s WebAssembly has no SIMD support, which the adjoint kernels need ' +
+        '(fixed-width 128-bit SIMD: Chrome 91+, Firefox 89+, Safari 16.4+, Node 16.4+, Deno, Bun, workerd)',
+    );
+  }
   try {
     if (source === undefined) return await WebAssembly.compile(decodeBase64(WASM_BASE64));
     if (typeof source === 'string' || source instanceof URL) {
@@ -71,13 +101,14 @@ async function compile(source: InitOptions['module']): Promise<WebAssembly.Modul
   } catch (e) {
     if (e instanceof AdjointError) throw e;
     throw new AdjointError(
-      `init: could not compile the adjoint kernels (${(e as Error).message}). This runtime needs WebAssembly SIMD; ` +
-        'where compiling from bytes is forbidden (Cloudflare workerd), pass a precompiled module: init({ module })',
+      `init: could not compile the adjoint kernels (${(e as Error).message}). Where compiling WebAssembly from bytes ` +
+        "is forbidden (Cloudflare Workers, workerd), pass the precompiled module: import wasm from 'adjoint/adjoint.wasm'; " +
+        'await init({ module: wasm })',
     );
   }
 }
 
-function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
+export function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);

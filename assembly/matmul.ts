@@ -1,0 +1,286 @@
+// GEMM kernels: C (+)= op(A)·op(B) for f32 and f64, written once over T.
+//
+// Design (Goto/BLIS style): op(B) is packed into NR-column slivers and op(A) into MR-row slivers
+// of depth ≤ KC inside a caller-provided scratch region, so the register-blocked micro-kernel
+// streams both operands contiguously whatever the transposition, and the packed blocks stay in
+// cache across the loops that reuse them. Packed A holds every element pre-broadcast to a full
+// v128: V8 folds constant offsets into v128.load addressing but not into load_splat, and the
+// extra address arithmetic in the 4-cycle inner loop cost ~15% (measured); the 4× larger A block
+// is why MC is small.
+//
+// Kernels never allocate: JS reserves the scratch region once (gemm_scratch_bytes(2**30, 2**30,
+// 2**30, 8) bytes, ~1.3 MB, fits every call) and registers it with gemm_set_scratch. Without
+// (enough) scratch an unpacked scalar path runs instead, with the SAME per-element summation
+// order, so results are bit-identical either way.
+//
+// Summation order of every C element: for each K block of KC (ascending), acc = 0, then
+// acc = acc + a·b for k ascending (separate mul and add, no FMA), then C = acc (first block when
+// not accumulating) or C = C + acc. It depends only on (M, N, K, transA, transB) — never on the
+// scratch size, the MC/NC blocking or the engine.
+
+/** Rows of C per micro-tile. */
+const MR: i32 = 4;
+/** v128 vectors of C per micro-tile row; NR = NRV * lanes (8 f32 or 4 f64 columns). */
+const NRV: i32 = 2;
+/** Depth of one packed block. Fixes the summation order, so it never adapts to the scratch size. */
+const KC: i32 = 256;
+/** Rows of op(A) packed at once (multiple of MR): the pre-broadcast MC×KC block (256 KB) stays L2-resident while every B sliver streams past it. */
+const MC: i32 = 64;
+/** Max columns of op(B) packed at once (multiple of NR); shrinks when the scratch region is smaller. */
+const NC: i32 = 512;
+
+/** Scratch region registered by JS (byte pointer and size); 0 means unset. */
+let scratchPtr: usize = 0;
+let scratchBytes: i32 = 0;
+
+@inline function nrOf<T>(): i32 { return NRV * <i32>(16 / sizeof<T>()); }
+@inline function imin(a: i32, b: i32): i32 { return a < b ? a : b; }
+@inline function roundUp(x: i32, m: i32): i32 { return (x + m - 1) / m * m; }
+/** Byte offset of element (i, j) of a matrix with element strides (rs, cs). */
+@inline function off<T>(i: i32, j: i32, rs: i32, cs: i32): usize {
+  return (<usize>i * <usize>rs + <usize>j * <usize>cs) * sizeof<T>();
+}
+
+/** Scratch bytes for full-speed packing of a gemm of this shape (elemBytes 4 or 8), including 64 B alignment slack; the value for (2^30, 2^30, 2^30, 8) bounds every call. 0 for empty shapes. */
+export function gemm_scratch_bytes(M: i32, N: i32, K: i32, elemBytes: i32): i32 {
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  const nr = NRV * (16 / elemBytes);
+  const kc = imin(K, KC);
+  const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
+  const elems = roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
+  return elems * elemBytes + 64;
+}
+
+/** Registers the scratch region [ptr, ptr+bytes) used by gemm_f32/gemm_f64 for packing; bytes = 0 unregisters it. Not reentrant: one gemm at a time. */
+export function gemm_set_scratch(ptr: usize, bytes: i32): void {
+  scratchPtr = ptr;
+  scratchBytes = bytes > 0 ? bytes : 0;
+}
+
+/** f32 C[M,N] (+)= op(A)[M,K]·op(B)[K,N]; row-major, strides in elements; transX=1 means X is stored transposed; accumulate=0 overwrites C. C must not alias A or B. Uses the scratch set by gemm_set_scratch when large enough. */
+export function gemm_f32(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32): void {
+  gemm<f32>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
+}
+
+/** f64 C[M,N] (+)= op(A)[M,K]·op(B)[K,N]; same contract as gemm_f32. */
+export function gemm_f64(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32): void {
+  gemm<f64>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
+}
+
+/** C[M,N] (+)= op(A)·op(B) for T = f32 | f64: normalises transposition into (row, col) element strides and dispatches to the packed or the unpacked path. */
+function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32): void {
+  if (M <= 0 || N <= 0) return;
+  const acc = accumulate != 0;
+  if (K <= 0) {
+    if (!acc) zero_c<T>(c, M, N, ldc);
+    return;
+  }
+  // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
+  const ars = transA ? 1 : lda, acs = transA ? lda : 1;
+  const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
+  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc)) {
+    gemm_unpacked<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc);
+  }
+}
+
+/** C[M,N] = 0 (K = 0 and not accumulating). */
+function zero_c<T>(c: usize, M: i32, N: i32, ldc: i32): void {
+  for (let i = 0; i < M; i++) {
+    const row = c + off<T>(i, 0, ldc, 1);
+    for (let j = 0; j < N; j++) store<T>(row + off<T>(0, j, 0, 1), <T>0);
+  }
+}
+
+/** Packed path: loops jc (NC) → pc (KC) → ic (MC) around the macro-tile; returns false, computing nothing, when the scratch region cannot hold one A block plus one B sliver. */
+function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool): bool {
+  if (scratchPtr == 0) return false;
+  const S = <i32>sizeof<T>(), nr = nrOf<T>();
+  const base = (scratchPtr + 63) & ~(<usize>63); // cache-line aligned packed panels
+  const availBytes = <i64>scratchBytes - <i64>(base - scratchPtr);
+  const kcMax = imin(K, KC);
+  const mc = roundUp(imin(M, MC), MR);
+  // Whatever remains after the edge tile and the (pre-broadcast) A block goes to the B panel.
+  const rest = availBytes / S - MR * nr - mc * kcMax * (16 / S);
+  const ncFit = rest <= 0 ? 0 : <i32>(rest / kcMax / nr) * nr;
+  const nc = imin(roundUp(imin(N, NC), nr), ncFit);
+  if (nc < nr) return false;
+  const tile = base;
+  const ap = tile + <usize>(MR * nr * S);
+  const bp = ap + <usize>(mc * kcMax * 16);
+  for (let jc = 0; jc < N; jc += nc) {
+    const ncur = imin(nc, N - jc);
+    for (let pc = 0; pc < K; pc += KC) {
+      const kc = imin(KC, K - pc);
+      const overwrite = pc == 0 && !accumulate;
+      pack_b<T>(bp, b + off<T>(pc, jc, brs, bcs), brs, bcs, kc, ncur);
+      for (let ic = 0; ic < M; ic += mc) {
+        const mcur = imin(mc, M - ic);
+        pack_a<T>(ap, a + off<T>(ic, pc, ars, acs), ars, acs, mcur, kc);
+        macro_tile<T>(ap, bp, c + off<T>(ic, jc, ldc, 1), ldc, mcur, ncur, kc, overwrite, tile);
+      }
+    }
+  }
+  return true;
+}
+
+/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch) and are merged with scalar code. */
+function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, n: i32, kc: i32, overwrite: bool, tile: usize): void {
+  const S = <i32>sizeof<T>(), nr = nrOf<T>();
+  const ldcB = <usize>ldc * S;
+  for (let jr = 0; jr < n; jr += nr) {
+    const nn = imin(nr, n - jr);
+    const bs = bp + <usize>(jr * kc * S);
+    for (let ir = 0; ir < m; ir += MR) {
+      const mm = imin(MR, m - ir);
+      const as = ap + <usize>(ir * kc * 16);
+      const ct = c + off<T>(ir, jr, ldc, 1);
+      if (mm == MR && nn == nr) {
+        kernel_4x2v<T>(kc, as, bs, ct, ldcB, overwrite);
+      } else {
+        kernel_4x2v<T>(kc, as, bs, tile, <usize>(nr * S), true);
+        merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
+      }
+    }
+  }
+}
+
+/** Micro-kernel, 4 rows × 2 vectors (4×8 f32 / 4×4 f64): C tile = acc or C + acc, acc[r] = Σ_k Ap[k][r] · Bp[k], Ap pre-broadcast. ldcB in bytes. */
+// 8 accumulators + 2 B + 4 A + 1 product = 15 xmm, exactly V8's budget: V8 hoists all loads of an
+// iteration, so 6×2v, 4×3v or unrolling k by 2 spill and run ~40% slower (measured).
+function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize, overwrite: bool): void {
+  const z = v128.splat<T>(<T>0);
+  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  const bEnd = bp + <usize>kc * 32; // end pointer instead of a counter: one instruction less per k
+  while (bp < bEnd) {
+    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+    let a = v128.load(ap);
+    c00 = v128.add<T>(c00, v128.mul<T>(a, b0));
+    c01 = v128.add<T>(c01, v128.mul<T>(a, b1));
+    a = v128.load(ap, 16);
+    c10 = v128.add<T>(c10, v128.mul<T>(a, b0));
+    c11 = v128.add<T>(c11, v128.mul<T>(a, b1));
+    a = v128.load(ap, 32);
+    c20 = v128.add<T>(c20, v128.mul<T>(a, b0));
+    c21 = v128.add<T>(c21, v128.mul<T>(a, b1));
+    a = v128.load(ap, 48);
+    c30 = v128.add<T>(c30, v128.mul<T>(a, b0));
+    c31 = v128.add<T>(c31, v128.mul<T>(a, b1));
+    ap += 64;
+    bp += 32;
+  }
+  store_row<T>(c, c00, c01, overwrite);
+  store_row<T>(c + ldcB, c10, c11, overwrite);
+  store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
+  store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
+}
+
+/** Writes two accumulator vectors to a C row: overwrite, or add to what is there (C + acc). */
+@inline function store_row<T>(c: usize, v0: v128, v1: v128, overwrite: bool): void {
+  if (!overwrite) {
+    v0 = v128.add<T>(v128.load(c), v0);
+    v1 = v128.add<T>(v128.load(c, 16), v1);
+  }
+  v128.store(c, v0);
+  v128.store(c, v1, 16);
+}
+
+/** Copies the valid m×n corner of an edge tile (row stride ldt) into C with the same overwrite/add rule as full tiles. */
+function merge_edge<T>(t: usize, ldt: i32, c: usize, ldc: i32, m: i32, n: i32, overwrite: bool): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      const v = load<T>(t + off<T>(i, j, ldt, 1));
+      const p = c + off<T>(i, j, ldc, 1);
+      store<T>(p, overwrite ? v : load<T>(p) + v);
+    }
+  }
+}
+
+/** Packs op(A)[0:m, 0:kc] (element strides rs, cs) into MR-row slivers of pre-broadcast elements: sliver s at dst + s*MR*kc*16 holds, per k, MR v128 splats of rows s*MR.., zero past m. */
+function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i32): void {
+  const S = sizeof<T>();
+  const rsB = <usize>rs * S, csB = <usize>cs * S;
+  for (let i = 0; i < m; i += MR) {
+    const rows = imin(MR, m - i);
+    let p = a + off<T>(i, 0, rs, cs);
+    if (rows == MR) {
+      for (let k = 0; k < kc; k++) {
+        v128.store(dst, v128.splat<T>(load<T>(p)));
+        v128.store(dst, v128.splat<T>(load<T>(p + rsB)), 16);
+        v128.store(dst, v128.splat<T>(load<T>(p + 2 * rsB)), 32);
+        v128.store(dst, v128.splat<T>(load<T>(p + 3 * rsB)), 48);
+        dst += 64;
+        p += csB;
+      }
+    } else {
+      for (let k = 0; k < kc; k++) {
+        for (let r = 0; r < MR; r++) {
+          const v = r < rows ? load<T>(p + <usize>r * rsB) : <T>0;
+          v128.store(dst + <usize>r * 16, v128.splat<T>(v));
+        }
+        dst += 64;
+        p += csB;
+      }
+    }
+  }
+}
+
+/** Packs op(B)[0:kc, 0:n] (element strides rs, cs) into NR-column slivers: sliver s at dst + s*NR*kc holds, per k, columns s*NR..s*NR+NR-1, zero-padded past n. */
+function pack_b<T>(dst: usize, b: usize, rs: i32, cs: i32, kc: i32, n: i32): void {
+  const S = sizeof<T>(), nr = nrOf<T>();
+  const rsB = <usize>rs * S, csB = <usize>cs * S;
+  for (let j = 0; j < n; j += nr) {
+    const cols = imin(nr, n - j);
+    let p = b + off<T>(0, j, rs, cs);
+    if (cols == nr && cs == 1) {
+      // Row-major op(B): the NR values of one k are two contiguous vectors.
+      for (let k = 0; k < kc; k++) {
+        v128.store(dst, v128.load(p));
+        v128.store(dst, v128.load(p, 16), 16);
+        dst += 32;
+        p += rsB;
+      }
+    } else if (cols == nr) {
+      // transB: each column is contiguous along k; walk columns outer so reads stream.
+      for (let jj = 0; jj < nr; jj++) {
+        let q = p + <usize>jj * csB, d = dst + <usize>jj * S;
+        for (let k = 0; k < kc; k++) {
+          store<T>(d, load<T>(q));
+          q += rsB;
+          d += <usize>nr * S;
+        }
+      }
+      dst += <usize>(nr * kc) * S;
+    } else {
+      for (let k = 0; k < kc; k++) {
+        for (let jj = 0; jj < nr; jj++) {
+          store<T>(dst + <usize>jj * S, jj < cols ? load<T>(p + <usize>jj * csB) : <T>0);
+        }
+        dst += <usize>nr * S;
+        p += rsB;
+      }
+    }
+  }
+}
+
+/** Fallback without scratch: scalar triple loop with exactly the packed path's summation order (K blocks of KC, acc from 0, then C = acc or C + acc), so both paths give identical bits. */
+function gemm_unpacked<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool): void {
+  const S = sizeof<T>();
+  const acsB = <usize>acs * S, brsB = <usize>brs * S;
+  for (let pc = 0; pc < K; pc += KC) {
+    const kc = imin(KC, K - pc);
+    const overwrite = pc == 0 && !accumulate;
+    for (let i = 0; i < M; i++) {
+      for (let j = 0; j < N; j++) {
+        let pa = a + off<T>(i, pc, ars, acs), pb = b + off<T>(pc, j, brs, bcs);
+        let acc = <T>0;
+        for (let k = 0; k < kc; k++) {
+          acc += load<T>(pa) * load<T>(pb);
+          pa += acsB;
+          pb += brsB;
+        }
+        const p = c + off<T>(i, j, ldc, 1);
+        store<T>(p, overwrite ? acc : load<T>(p) + acc);
+      }
+    }
+  }
+}

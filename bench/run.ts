@@ -1,0 +1,316 @@
+// `npm run bench`: adjoint against TF.js (wasm, 1 thread; cpu) and jax-js (wasm, jit) in ONE
+// process. Each workload is measured for every library back to back (so machine load drifts
+// hit all columns alike), as the median of repeated timed samples after warm-up. Prints a table
+// per group with ratios and writes bench/results.json (all numbers plus machine info).
+//
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn (groups),
+//          --sizes 64,512 (GEMM sizes), --out FILE (results path),
+//          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
+//          the load average exceeds the core count at start, since then wall time mostly measures
+//          waiting for a core).
+import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { adjointMemory, adjointSuite } from './adjoint-suite.js';
+import { loadPeers, versionOf } from './peers.js';
+import { time, type TimeOptions, type Timing } from './timing.js';
+import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
+
+// ---------------------------------------------------------------- options
+
+const argv = process.argv.slice(2);
+const flag = (name: string) => argv.includes(`--${name}`);
+const opt = (name: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const quick = flag('quick');
+const only = opt('only')?.split(',');
+const sizes = opt('sizes')?.split(',').map(Number) ?? GEMM_SIZES;
+// Default 'auto': CPU time when the machine is oversubscribed at start (1-min load above the
+// core count: other jobs take turns on our core and inflate wall time), else wall time.
+const clockOpt = opt('clock') ?? 'auto';
+const clock: 'cpu' | 'wall' = clockOpt === 'cpu' || (clockOpt === 'auto' && os.loadavg()[0] > os.cpus().length) ? 'cpu' : 'wall';
+const budget: TimeOptions = quick ? { budgetMs: 100, minSamples: 3, maxWarmMs: 400 } : {};
+
+/** The repository root: this script runs from an esbuild bundle in build/run/, so walk up. */
+function repoRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'adjoint') return dir;
+    const up = path.dirname(dir);
+    if (up === dir) return process.cwd();
+    dir = up;
+  }
+}
+const outPath = opt('out') ?? path.join(repoRoot(), 'bench', 'results.json');
+
+// ---------------------------------------------------------------- rows
+
+type Unit = 'GFLOP/s' | 'µs/op' | 'ms';
+interface RowSpec {
+  group: 'gemm' | 'op' | 'mlp' | 'deep' | 'cnn';
+  name: string;
+  unit: Unit;
+  w: Workload;
+  /** Flops per call (GFLOP/s rows). */
+  flops?: number;
+}
+interface Cell {
+  value?: number;
+  /** Wall-clock and process-CPU medians, seconds per call (per op on per-op rows). */
+  medianSec?: number;
+  cpuSec?: number;
+  minSec?: number;
+  maxSec?: number;
+  samples?: number;
+  reps?: number;
+  note?: string;
+  leakedTensors?: number;
+  /** Forward rows: loss at the initial parameters. */
+  loss?: number;
+}
+interface Row {
+  group: string;
+  name: string;
+  unit: Unit;
+  cells: Record<string, Cell>;
+}
+
+const combos: [boolean, boolean, string][] = [[false, false, 'A·B'], [true, false, 'Aᵀ·B'], [false, true, 'A·Bᵀ'], [true, true, 'Aᵀ·Bᵀ']];
+
+/** Rows in measuring order: GEMM, per-op overhead, then the training workloads. */
+function specs(): RowSpec[] {
+  const out: RowSpec[] = [];
+  for (const dtype of ['float32', 'float64'] as const) {
+    for (const n of sizes) {
+      for (const [ta, tb, label] of combos) {
+        // f64: every transpose combination at 512³, A·B at every size.
+        if (dtype === 'float64' && (ta || tb) && n !== 512) continue;
+        out.push({
+          group: 'gemm', name: `gemm ${dtype === 'float32' ? 'f32' : 'f64'} ${n}³ ${label}`, unit: 'GFLOP/s',
+          w: { kind: 'gemm', n, dtype, ta, tb, level: 'api' }, flops: 2 * n ** 3,
+        });
+      }
+    }
+  }
+  const ops: [Extract<Workload, { kind: 'op' }>['op'], string][] = [
+    ['add', 'add [4]+[4], result freed'],
+    ['tanh', 'tanh [4], result freed'],
+    ['matmul4', 'matmul [4,4]·[4,4], result freed'],
+    ['addChain', 'add chain y=y+b ×N, read at end'],
+    ['addRecord', 'add recording a graph node (requiresGrad)'],
+    ['addJit', 'compiled add call (jit / compile)'],
+  ];
+  for (const [op, name] of ops) out.push({ group: 'op', name, unit: 'µs/op', w: { kind: 'op', op } });
+  out.push({ group: 'mlp', name: 'MLP 784-256-256-10 b128 train step', unit: 'ms', w: { kind: 'mlp', mode: 'step' } });
+  out.push({ group: 'mlp', name: 'MLP 784-256-256-10 b128 forward+loss', unit: 'ms', w: { kind: 'mlp', mode: 'forward' } });
+  out.push({ group: 'deep', name: 'deep MLP 32×256 tanh b64 train step', unit: 'ms', w: { kind: 'deep', mode: 'step' } });
+  out.push({ group: 'deep', name: 'deep MLP 32×256 tanh b64 forward+loss', unit: 'ms', w: { kind: 'deep', mode: 'forward' } });
+  out.push({ group: 'cnn', name: 'CNN 2×conv3×3/2 + fc, b32 28×28 train step', unit: 'ms', w: { kind: 'cnn', mode: 'step' } });
+  out.push({ group: 'cnn', name: 'CNN 2×conv3×3/2 + fc, b32 28×28 forward+loss', unit: 'ms', w: { kind: 'cnn', mode: 'forward' } });
+  return out.filter((s) => only === undefined || only.includes(s.group));
+}
+
+// ---------------------------------------------------------------- measuring
+
+interface Column {
+  id: string;
+  suite: Suite;
+  map: (w: Workload) => Workload | null;
+}
+
+/**
+ * A peer's GEMM rate at the previous size of the same row kind: a peer predicted to need more
+ * than SLOW_PEER_SEC per call at this size is skipped (tfjs-cpu, XNNPACK's transposed paths and
+ * jax-js's Aᵀ·Bᵀ run at ~1 GFLOP/s or less and would cost seconds per call). adjoint itself is
+ * always measured: its slow paths are what this bench is for.
+ */
+const lastRate = new Map<string, number>();
+const SLOW_PEER_SEC = quick ? 0.5 : 1.5;
+const rateKey = (col: Column, w: Workload) => (w.kind === 'gemm' ? `${col.id}|${w.dtype}|${w.ta}|${w.tb}` : '');
+
+async function measure(col: Column, spec: RowSpec): Promise<Cell | null> {
+  const w = col.map(spec.w);
+  if (w === null) return null;
+  const rate = lastRate.get(rateKey(col, w));
+  if (!col.id.startsWith('adjoint') && rate !== undefined && spec.flops! / (rate * 1e9) > SLOW_PEER_SEC) {
+    return { note: `skipped: run time (≈${(spec.flops! / (rate * 1e9)).toFixed(1)} s per call at ${rate.toFixed(2)} GFLOP/s)` };
+  }
+  const cell = await measureRunner(col, spec, w);
+  if (cell?.value !== undefined && spec.unit === 'GFLOP/s') lastRate.set(rateKey(col, w), cell.value);
+  return cell;
+}
+
+async function measureRunner(col: Column, spec: RowSpec, w: Workload): Promise<Cell | null> {
+  await col.suite.activate?.();
+  const before = col.suite.id === 'adjoint' ? adjointMemory() : null;
+  let made: Made;
+  try {
+    made = await col.suite.make(w);
+  } catch (e) {
+    return { note: `failed to set up: ${(e as Error).message}`.slice(0, 200) };
+  }
+  if (made === null) return null;
+  if (typeof made === 'string') return { note: made };
+  const runner = made;
+  // Per-op rows time ~µs paths through many JS functions: warm up long enough for V8 to
+  // optimise them all (TurboFan compiles on a background thread, slow on a busy machine).
+  const opts: TimeOptions = spec.group === 'op' ? { ...budget, warmMs: quick ? 100 : 300 } : budget;
+  let t: Timing;
+  try {
+    // The first call validates the workload and absorbs one-off costs (jax-js jit compiles,
+    // first-touch of memory); it is never a sample. A later call slower than slowMs is the only
+    // sample (see timing.ts), so a slow workload costs two calls.
+    const first = runner.run();
+    if (first instanceof Promise) await first;
+    t = await time(runner.run, opts);
+  } catch (e) {
+    try { runner.dispose?.(); } catch { /* already broken */ }
+    return { note: `failed: ${(e as Error).message}`.slice(0, 200) };
+  }
+  let loss: number | undefined;
+  try {
+    if (runner.loss && spec.w.kind !== 'gemm' && spec.w.kind !== 'op' && spec.w.mode === 'forward') loss = await runner.loss();
+  } catch { /* the timing stands without the check */ }
+  runner.dispose?.();
+  const per = runner.perCall ?? 1;
+  const sec = (clock === 'cpu' ? t.cpuMedian : t.median) / per;
+  const value = spec.unit === 'GFLOP/s' ? spec.flops! / sec / 1e9 : spec.unit === 'µs/op' ? sec * 1e6 : sec * 1e3;
+  const cell: Cell = { value, loss, medianSec: t.median / per, cpuSec: t.cpuMedian / per, minSec: t.min / per, maxSec: t.max / per, samples: t.samples, reps: t.reps };
+  if (before !== null) {
+    const after = adjointMemory();
+    if (after.tensors !== before.tensors) cell.leakedTensors = after.tensors - before.tensors;
+  }
+  return cell;
+}
+
+// ---------------------------------------------------------------- printing
+
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v >= 1 ? v.toFixed(2) : v.toPrecision(2));
+
+/** Peer time / adjoint time: > 1 means adjoint is faster. */
+function speedup(unit: Unit, adjoint: number, peer: number): number {
+  return unit === 'GFLOP/s' ? adjoint / peer : peer / adjoint;
+}
+
+function cellText(row: Row, id: string, ref: string): string {
+  const c = row.cells[id];
+  if (c === undefined) return '—';
+  if (c.value === undefined) return c.note?.startsWith('TODO') ? 'TODO' : 'skip';
+  let s = fmt(c.value);
+  const a = row.cells[ref]?.value;
+  if (id !== ref && !id.startsWith('adjoint') && a !== undefined) s += ` (${fmt(speedup(row.unit, a, c.value))}×)`;
+  if (c.leakedTensors) s += ` [leak ${c.leakedTensors}]`;
+  return s;
+}
+
+function printTable(title: string, rows: Row[], ids: string[], labels: Record<string, string>): string {
+  if (rows.length === 0) return '';
+  const header = ['workload', 'unit', ...ids.map((i) => labels[i] ?? i)];
+  const body = rows.map((r) => [r.name, r.unit, ...ids.map((i) => cellText(r, i, 'adjoint'))]);
+  const widths = header.map((h, j) => Math.max(h.length, ...body.map((b) => b[j].length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, j) => (j < 2 ? c.padEnd(widths[j]) : c.padStart(widths[j]))).join(' | ') + ' |';
+  const sep = '|' + widths.map((w, j) => (j < 2 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
+  const text = [`\n### ${title}\n`, line(header), sep, ...body.map(line)].join('\n');
+  console.log(text);
+  return text;
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const cpus = os.cpus();
+  const machine = {
+    node: process.version, v8: process.versions.v8, platform: `${os.platform()} ${os.release()}`, arch: os.arch(),
+    cpu: cpus[0]?.model ?? '?', cores: cpus.length, totalMemGB: +(os.totalmem() / 2 ** 30).toFixed(1),
+    loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), date: new Date().toISOString(),
+  };
+  console.log(`adjoint bench — node ${machine.node}, ${machine.cpu} (${machine.cores} cores), load ${machine.loadavgStart.join(' ')}`);
+  console.log(`  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}`);
+
+  const adjoint = await adjointSuite(versionOf('adjoint') === '?' ? '0.1.0' : versionOf('adjoint'));
+  const { suites: peers, notes } = await loadPeers();
+  for (const n of notes) console.log(`  ${n.id}: ${n.note}`);
+  const columns: Column[] = [
+    { id: 'adjoint', suite: adjoint, map: (w) => w },
+    { id: 'adjoint-kernel', suite: adjoint, map: (w) => (w.kind === 'gemm' ? { ...w, level: 'kernel' } : null) },
+    ...peers.map((s) => ({ id: s.id, suite: s, map: (w: Workload) => w })),
+  ];
+  const labels: Record<string, string> = Object.fromEntries(columns.map((c) => [c.id, c.id === 'adjoint-kernel' ? 'adjoint kernel' : c.suite.label]));
+
+  // Libraries run back to back within each row, so load drift on a shared machine hits every
+  // column of a row alike. (The raw-kernel column registers its own GEMM packing scratch and
+  // unregisters it after its row; the library registers its own before every GEMM launch,
+  // src/wasm/split.ts and src/ops/conv.ts, so the two never see each other's region.)
+  const rows: Row[] = [];
+  for (const spec of specs()) {
+    const row: Row = { group: spec.group, name: spec.name, unit: spec.unit, cells: {} };
+    for (const col of columns) {
+      const cell = await measure(col, spec);
+      if (cell !== null) row.cells[col.id] = cell;
+    }
+    rows.push(row);
+    process.stderr.write(`  ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s  ${spec.name}\n`);
+  }
+
+  // Derived rows: step / forward per library.
+  const ratioRow = (group: string, name: string): Row | null => {
+    const step = rows.find((r) => r.group === group && r.name.endsWith('train step'));
+    const fwd = rows.find((r) => r.group === group && r.name.endsWith('forward+loss'));
+    if (!step || !fwd) return null;
+    const cells: Record<string, Cell> = {};
+    for (const id of Object.keys(step.cells)) {
+      const s = step.cells[id]?.value, f = fwd.cells[id]?.value;
+      cells[id] = s !== undefined && f !== undefined ? { value: s / f } : { note: 'n/a' };
+    }
+    return { group, name, unit: 'ms', cells };
+  };
+
+  const peerIds = peers.map((p) => p.id);
+  const out: string[] = [];
+  out.push(printTable('GEMM (GFLOP/s, higher is better; "adjoint" = public matmul/transpose, "adjoint kernel" = raw gemm kernel with packing scratch)',
+    rows.filter((r) => r.group === 'gemm'), ['adjoint', 'adjoint-kernel', ...peerIds], labels));
+  out.push(printTable('Eager per-op overhead (µs per op, lower is better)', rows.filter((r) => r.group === 'op'), ['adjoint', ...peerIds], labels));
+  const trainRows = rows.filter((r) => ['mlp', 'deep', 'cnn'].includes(r.group));
+  const derived = (['mlp', 'deep', 'cnn'] as const)
+    .map((g) => ratioRow(g, `${g === 'mlp' ? 'MLP' : g === 'deep' ? 'deep MLP' : 'CNN'} step / forward (×)`))
+    .filter((r): r is Row => r !== null);
+  const trainTable = trainRows.flatMap((r) => {
+    const d = derived.find((x) => x.group === r.group && r.name.endsWith('forward+loss'));
+    return d ? [r, { ...d, unit: '×' as Unit }] : [r];
+  });
+  out.push(printTable('Training (ms per call, lower is better; step = forward + backward + SGD update)', trainTable, ['adjoint', ...peerIds], labels));
+  console.log('\n(×N) after a peer\'s number = peer time / adjoint time: above 1 adjoint is faster, below 1 the peer is.');
+  for (const r of rows) {
+    for (const [id, c] of Object.entries(r.cells)) if (c.note && !c.note.startsWith('skipped: run time')) console.log(`  note: ${r.name} / ${labels[id]}: ${c.note}`);
+  }
+
+  // Same computation? The forward loss at the shared initial parameters should agree.
+  for (const r of rows.filter((x) => x.name.endsWith('forward+loss'))) {
+    const ref = r.cells.adjoint?.loss;
+    const parts = Object.entries(r.cells).filter(([, c]) => c.loss !== undefined).map(([id, c]) => {
+      const off = ref === undefined ? '' : Math.abs(c.loss! - ref) > 1e-3 * Math.max(1, Math.abs(ref)) ? ' MISMATCH' : '';
+      return `${labels[id]} ${c.loss!.toPrecision(6)}${off}`;
+    });
+    if (parts.length) console.log(`  loss check, ${r.name}: ${parts.join(', ')}`);
+  }
+
+  const seconds = (performance.now() - t0) / 1000;
+  const results = {
+    machine: { ...machine, loadavgEnd: os.loadavg().map((x) => +x.toFixed(2)) },
+    versions: Object.fromEntries([['adjoint', adjoint.version], ...peers.map((p) => [p.id, p.version])]),
+    peerNotes: notes,
+    options: { quick, sizes, budget, clock },
+    method: `value = from the median ${clock === 'cpu' ? 'process CPU' : 'wall-clock'} seconds per call over repeated timed samples after warm-up (medianSec = wall, cpuSec = process CPU); peer results forced with dataSync()/blockUntilReady(); ratio = peer time / adjoint time`,
+    seconds: +seconds.toFixed(1),
+    rows: [...rows, ...derived.map((d) => ({ ...d, unit: 'ratio' }))],
+  };
+  writeFileSync(outPath, JSON.stringify(results, null, 2) + '\n');
+  console.log(`\nwrote ${outPath} (${seconds.toFixed(0)} s)`);
+}
+
+await main();

@@ -1,0 +1,34 @@
+// Bundles src/main.js, with 'adjoint' taken from node_modules like any dependency, into
+// dist/app.js. No wasm plugin is needed. In a real project you would use
+// @rollup/plugin-node-resolve; the few lines below do the part this app needs (a package's
+// "exports" map, ESM "import" condition) so the example has no dependency besides rollup.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+function packageExports() {
+  return {
+    name: 'package-exports',
+    resolveId(id, importer) {
+      const m = /^((?:@[^/]+\/)?[^./][^/]*)(\/.*)?$/.exec(id);
+      if (m === null) return null;
+      const [, name, sub = ''] = m;
+      for (let dir = importer ? dirname(importer) : process.cwd(); ; dir = dirname(dir)) {
+        const pkg = join(dir, 'node_modules', name, 'package.json');
+        if (existsSync(pkg)) {
+          let target = JSON.parse(readFileSync(pkg, 'utf8')).exports?.[`.${sub}`];
+          if (target && typeof target === 'object') target = target.import ?? target.default;
+          return typeof target === 'string' ? resolve(dirname(pkg), target) : null;
+        }
+        if (dirname(dir) === dir) return null;
+      }
+    },
+  };
+}
+
+export default {
+  input: 'src/main.js',
+  plugins: [packageExports()],
+  // adjoint's data.fashionMnist() loads files through import('node:fs/promises') when called.
+  external: (id) => id.startsWith('node:'),
+  output: { file: 'dist/app.js', format: 'esm' },
+};

@@ -1,0 +1,85 @@
+// `npm run build` (after `npm run asbuild`): the published files in dist/.
+//   dist/index.js     one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts), so it
+//                     runs with no configuration in Node, Deno, Bun, browsers and bundlers.
+//   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
+//                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
+//   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
+// Type declarations are written by scripts/build-types.mjs.
+//
+// No wasm plugin is needed: the bundle carries the bytes as a string, and @rollup/plugin-wasm's
+// emitted-file mode produces code that breaks in ESM output. dist/adjoint.wasm is copied as is.
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import esbuild from 'rollup-plugin-esbuild';
+
+const target = 'es2022';
+const wasmFile = 'build/adjoint.wasm';
+const generated = 'src/wasm/bytes.generated.ts';
+
+/** Stops the build early with a useful message when `npm run asbuild` has not run. */
+function requireKernels() {
+  return {
+    name: 'adjoint-require-kernels',
+    buildStart() {
+      for (const f of [wasmFile, generated]) {
+        if (!existsSync(f)) this.error(`${f} is missing: run \`npm run asbuild\` first (npm run build does)`);
+      }
+    },
+  };
+}
+
+/** Ships the kernels next to the bundle as dist/adjoint.wasm. */
+function emitWasm() {
+  return {
+    name: 'adjoint-emit-wasm',
+    generateBundle() {
+      this.emitFile({ type: 'asset', fileName: 'adjoint.wasm', source: readFileSync(wasmFile) });
+    },
+  };
+}
+
+/** Gives the CLI exactly one `#!/usr/bin/env node` line and makes it executable. */
+function executable() {
+  return {
+    name: 'adjoint-executable',
+    transform(code, id) {
+      return id.endsWith('src/cli/main.ts') && code.startsWith('#!') ? code.replace(/^#![^\n]*/, '') : null;
+    },
+    banner: '#!/usr/bin/env node',
+    writeBundle(options, bundle) {
+      for (const name of Object.keys(bundle)) if (name.endsWith('.js')) chmodSync(`${options.dir ?? 'dist'}/${name}`, 0o755);
+    },
+  };
+}
+
+// The op modules import each other (Tensor methods <-> ops <-> rules) by design; ESM handles it.
+const quiet = (warning, warn) => warning.code !== 'CIRCULAR_DEPENDENCY' && warn(warning);
+
+const library = {
+  input: 'src/index.ts',
+  // data.fashionMnist() reads files with a dynamic import('node:fs/promises') (Node, Deno, Bun).
+  external: (id) => id.startsWith('node:'),
+  onwarn: quiet,
+  plugins: [requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
+  // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
+  // mostly repeat the inlined kernels and digits.
+  output: { dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false },
+};
+
+// Start from an empty dist/ so no stale file is ever published.
+rmSync('dist', { recursive: true, force: true });
+
+const configs = [library];
+
+if (existsSync('src/cli/main.ts')) {
+  const nodeBuiltins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
+  configs.push({
+    input: 'src/cli/main.ts',
+    external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
+    onwarn: quiet,
+    plugins: [executable(), requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
+    output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
+  });
+}
+
+export default configs;

@@ -1,0 +1,95 @@
+// How a Linear layer sends the adjoint back to its input. Backpropagation ('bp') uses the
+// transpose of the forward weights: dx = g·W. That needs the backward pass to read W exactly
+// ("weight transport"), which brains cannot do. Feedback alignment ('alignment', Lillicrap,
+// Cownden, Tweed and Akerman 2016, "Random synaptic feedback weights support error
+// backpropagation for deep learning") uses a fixed random matrix B of W's shape instead:
+// dx = g·B. Sign-symmetric feedback ('sign', Liao, Leibo and Poggio 2016, "How important is
+// weight symmetry in backpropagation?") uses B = sign(W), recomputed every forward pass.
+// In every mode W's own gradient (gᵀ·x) and the bias's (Σ g) are the true ones, given g;
+// only what reaches the layers below differs. The product is one primitive, `linearFA`
+// (src/ops/linalg.ts), so it runs through apply() like every op.
+import { ArgumentError } from '../errors.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { seedOf } from '../tensor/create.js';
+import { keep } from '../memory.js';
+import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
+import type { Module } from './module.js';
+import { Stream, fanInBound } from './init.js';
+import { Linear } from './linear.js';
+
+export type Feedback = 'bp' | 'alignment' | 'sign';
+export const FEEDBACK_MODES: readonly Feedback[] = ['bp', 'alignment', 'sign'];
+
+export function checkFeedback(op: string, v: unknown): Feedback {
+  if (v === undefined) return 'bp';
+  if (!(FEEDBACK_MODES as readonly unknown[]).includes(v)) {
+    throw new ArgumentError(`${op}: feedback must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as Feedback;
+}
+
+let backpropDepth = 0;
+
+/**
+ * Runs fn with every layer using true backpropagation (Wᵀ), whatever its feedback mode: the
+ * reference pass the diagnostics compare feedback alignment against. B is kept.
+ */
+export function withBackprop<T>(fn: () => T): T {
+  backpropDepth++;
+  try {
+    return fn();
+  } finally {
+    backpropDepth--;
+  }
+}
+
+/** x·Wᵀ whose backward pass follows `mode`; `b` is the fixed matrix of 'alignment'. */
+export function feedbackProduct(x: Tensor, w: Tensor, mode: Feedback, b: Tensor | null): Tensor {
+  if (mode === 'bp' || backpropDepth > 0) return matmulT(x, w, false, true);
+  if (mode === 'alignment') return linearFA(x, w, b!);
+  return composite(() => linearFA(x, w, signFeedback(w)));
+}
+
+/**
+ * sign(W) scaled by 1/√(3·in), the RMS of W's initial distribution U(−1/√in, 1/√in), so the
+ * signal sent back starts at backprop's scale. Computed from a detached W: B gets no gradient.
+ */
+function signFeedback(w: Tensor): Tensor {
+  return mul(sign(detach(w)), fanInBound(3 * w.shape[1]));
+}
+
+/** A fixed B for a weight [out, in]: the next slice of `rng`, drawn as W is, U(−1/√in, 1/√in). Kept out of tidy(). */
+export function drawFeedback(rng: Stream, outFeatures: number, inFeatures: number, dtype: DType): Tensor {
+  return keep(rng.uniform([outFeatures, inFeatures], fanInBound(inFeatures), dtype));
+}
+
+/** Marks the seeds' high word, so a feedback stream never repeats the weights drawn from the same seed. */
+const SALT = 0xfeedbac;
+
+/** The stream feedback matrices are drawn from for `seed` (an automatic seed when omitted). */
+export function feedbackStream(seed: number | undefined, op: string): Stream {
+  const [lo, hi] = seedOf(seed, op);
+  return new Stream((hi ^ SALT) * 2 ** 32 + lo, op);
+}
+
+/** Every Linear in `model` (itself included) with its dotted name, depth first. */
+export function linearLayers(model: Module, prefix = ''): [string, Linear][] {
+  const out: [string, Linear][] = model instanceof Linear ? [[prefix, model]] : [];
+  for (const [n, c] of model.namedChildren()) out.push(...linearLayers(c, prefix === '' ? n : `${prefix}.${n}`));
+  return out;
+}
+
+/**
+ * Switches every Linear of `model` to `mode`. 'alignment' draws each layer's B, in order, from
+ * one stream of `seed` (same seed, same matrices); 'bp' and 'sign' free them. The weights are
+ * untouched, so a model switched after construction starts from the same point as its
+ * backprop twin. Returns the layers switched.
+ */
+export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
+  checkFeedback('setFeedback', mode);
+  const rng = mode === 'alignment' ? feedbackStream(seed, 'setFeedback') : null;
+  const layers = linearLayers(model);
+  for (const [, l] of layers) l.setFeedback(mode, rng ?? undefined);
+  return layers;
+}

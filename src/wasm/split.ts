@@ -1,0 +1,89 @@
+// How kernel calls are cut across the thread pool. The rule that makes results independent of
+// the thread count: every piece writes its own contiguous part of the output and computes each
+// output element exactly as the whole call would — same inputs, same operation order. So cuts
+// go only where the kernel's per-element work does not depend on where a call starts:
+//   GEMM       rows of C (or columns): each C element is a dot product over K in a fixed order
+//              (KC blocks, k ascending, no FMA) whatever the tile it falls in; see assembly/matmul.ts.
+//   maps       elementwise kernels: cuts at multiples of 16 elements, so every piece starts on a
+//              SIMD lane boundary and the scalar tail stays where it was.
+//   rows       row-wise kernels (softmax rows, reductions over [outer, r, inner] by outer).
+// Reductions across a cut (a full sum) would change the summation order, so they are never cut.
+// Small calls stay on the calling thread: waking a worker costs microseconds.
+import { kernel } from './module.js';
+import { runJobs, scratchOf, threadCount } from './threads.js';
+
+/** Work (≈ multiply-adds or element visits) below which a call stays on the calling thread. */
+export const thresholds = { gemm: 1 << 17, elementwise: 1 << 15 };
+
+/** [lo, hi) ranges covering [0, n), at most `parts`, with inner boundaries at multiples of `align`. */
+export function ranges(n: number, parts: number, align: number): [number, number][] {
+  const units = Math.ceil(n / align);
+  const p = Math.max(1, Math.min(parts, units));
+  const out: [number, number][] = [];
+  for (let i = 0; i < p; i++) {
+    const lo = Math.min(n, Math.round((units * i) / p) * align), hi = Math.min(n, Math.round((units * (i + 1)) / p) * align);
+    if (hi > lo) out.push([lo, hi]);
+  }
+  return out;
+}
+
+/** Runs `name` over [0, n) in pieces when the pool is up and `work` is large enough; args(lo, hi) gives a piece's arguments. */
+export function splitRun(name: string, n: number, align: number, work: number, args: (lo: number, hi: number) => number[]): void {
+  const f = kernel(name);
+  const t = threadCount();
+  if (t === 1 || work < thresholds.elementwise || n <= align) {
+    f(...args(0, n));
+    return;
+  }
+  runJobs(name, ranges(n, t, align).map(([lo, hi]) => args(lo, hi)), f);
+}
+
+/** Elementwise kernel (x, y, n, ...rest) on `bytes`-sized elements, cut into 16-element-aligned pieces. */
+export function splitMap(name: string, bytes: number, ptrs: readonly number[], n: number, rest: readonly number[], cost = 1): void {
+  splitRun(name, n, 16, n * cost, (lo, hi) => [...ptrs.map((p) => p + lo * bytes), hi - lo, ...rest]);
+}
+
+/**
+ * C (+)= op(A)·op(B) through gemm_f32/f64 with the calling thread's packing scratch, cut over
+ * rows of C (or columns when C is wide and short) across the pool when it is large enough.
+ * Arguments as the kernel's: element strides, trans flags, accumulate.
+ */
+export function gemm(dtypeBytes: 4 | 8, a: number, b: number, c: number, M: number, N: number, K: number,
+  lda: number, ldb: number, ldc: number, ta: boolean, tb: boolean, acc: boolean): void {
+  const name = dtypeBytes === 4 ? 'gemm_f32' : 'gemm_f64';
+  const f = kernel(name);
+  useScratch();
+  const t = threadCount();
+  const job = (i0: number, i1: number, j0: number, j1: number): number[] => [
+    a + i0 * (ta ? 1 : lda) * dtypeBytes, b + j0 * (tb ? ldb : 1) * dtypeBytes, c + (i0 * ldc + j0) * dtypeBytes,
+    i1 - i0, j1 - j0, K, lda, ldb, ldc, ta ? 1 : 0, tb ? 1 : 0, acc ? 1 : 0,
+  ];
+  if (t === 1 || M * N * K < thresholds.gemm) {
+    f(...job(0, M, 0, N));
+    return;
+  }
+  // Rows in multiples of 8 (two micro-tiles), columns in multiples of 16 (whole 64-byte lines).
+  const byRows = M >= N || M >= 8 * t;
+  const parts = byRows ? ranges(M, t, 8).map(([i0, i1]) => job(i0, i1, 0, N)) : ranges(N, t, 16).map(([j0, j1]) => job(0, M, j0, j1));
+  runJobs(name, parts, f);
+}
+
+/** Registers the calling thread's scratch region (other kernels, conv's GEMMs, may have set theirs). */
+function useScratch(): void {
+  const s = scratchOf(0);
+  if (s.bytes === 0) return;
+  kernel('gemm_set_scratch')(s.ptr, s.bytes);
+}
+
+/** Row-wise kernel over `rows` independent rows of `cols` elements; args(lo, hi) for a block of rows. */
+export function splitRows(name: string, rows: number, cols: number, cost: number, args: (lo: number, hi: number) => number[]): void {
+  splitRun(name, rows, Math.max(1, Math.ceil(16 / cols)), rows * cols * cost, args);
+}
+
+/** Binary kernel (a, b, y, rows, cols, sar, sac, sbr, sbc): cut over rows, or over columns of a single row. */
+export function splitBinary(name: string, bytes: number, a: number, b: number, y: number, rows: number, cols: number,
+  sar: number, sac: number, sbr: number, sbc: number, cost = 1): void {
+  const s = [sar, sac, sbr, sbc];
+  if (rows === 1) splitRun(name, cols, 16, cols * cost, (lo, hi) => [a + lo * sac * bytes, b + lo * sbc * bytes, y + lo * bytes, 1, hi - lo, ...s]);
+  else splitRows(name, rows, cols, cost, (lo, hi) => [a + lo * sar * bytes, b + lo * sbr * bytes, y + lo * cols * bytes, hi - lo, cols, ...s]);
+}

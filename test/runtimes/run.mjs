@@ -1,0 +1,235 @@
+// `npm run test:runtimes` (after `npm run build`): trains the same MLP with test/runtimes/train-digits.mjs
+// on the built bundle in Node, Deno, Bun, Chromium, Firefox and workerd (and again on a 2-thread
+// pool where SharedArrayBuffer exists, i.e. all but workerd), and fails unless every run reports
+// the same loss sequence and the same SHA-256 of the final weights. Then checks the edge
+// worker example in workerd, a rollup build of the bundler example, the published type
+// declarations, and that init() fails clearly where WebAssembly or its SIMD is missing. Options: --only=node,deno,... (names below), --keep
+// (keep the scratch folder). A JSON report goes to test/artifacts/runtimes.json.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run, parseResult, startWorkerd } from './lib/proc.mjs';
+import { serveStatic } from './lib/server.mjs';
+import { runChromium, runFirefox, scratchEnv } from './lib/browsers.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const bin = (name) => join(ROOT, 'node_modules/.bin', name);
+const argv = process.argv.slice(2);
+const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const keep = argv.includes('--keep');
+const wanted = (name) => only === undefined || only.includes(name);
+
+for (const f of ['dist/index.js', 'dist/adjoint.wasm']) {
+  if (!existsSync(join(ROOT, f))) {
+    console.error(`test:runtimes: ${f} is missing; run \`npm run build\` first`);
+    process.exit(2);
+  }
+}
+
+// Everything the runtimes write (profiles, caches, Deno's DENO_DIR, Bun's cache) goes here.
+const scratch = mkdtempSync(join(tmpdir(), 'adjoint-runtimes-'));
+const env = {
+  ...scratchEnv(scratch),
+  DENO_DIR: join(scratch, 'deno'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', FORCE_COLOR: '0',
+  BUN_INSTALL_CACHE_DIR: join(scratch, 'bun-cache'), DO_NOT_TRACK: '1',
+};
+const opts = { cwd: ROOT, env };
+
+const fmtMs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+function log(msg) {
+  process.stdout.write(`${msg}\n`);
+}
+
+/** Runs one named step, records { name, ok, ms, ...value | error }, logs a line. */
+async function step(list, name, fn) {
+  return steps(list, [name], async () => [await fn()]);
+}
+
+/** One step that yields several rows (a browser loads several pages): fn returns one value per name. */
+async function steps(list, names, fn) {
+  if (!wanted(names[0].split(' ')[0])) return;
+  const t0 = Date.now();
+  const label = names.join(', ');
+  log(`-- ${label} ...`);
+  try {
+    const values = await fn();
+    const ms = (Date.now() - t0) / names.length;
+    names.forEach((name, i) => list.push({ name, ok: true, ms, ...values[i] }));
+    log(`   ${label}: done in ${fmtMs(Date.now() - t0)}`);
+  } catch (e) {
+    for (const name of names) list.push({ name, ok: false, ms: Date.now() - t0, error: String(e?.message ?? e) });
+    log(`   ${label}: FAILED in ${fmtMs(Date.now() - t0)}\n${String(e?.message ?? e).replace(/^/gm, '     ')}`);
+  }
+}
+
+/** A command-line runtime running test/runtimes/cli.mjs on `threads` threads. */
+async function cliRuntime(cmd, args, threads = 1) {
+  const r = await run(cmd, [...args, 'test/runtimes/cli.mjs', `--threads=${threads}`], opts);
+  const result = parseResult(cmd, r);
+  for (const line of r.stdout.split('\n')) if (line && !line.startsWith('ADJOINT_RESULT')) log(`   | ${line}`);
+  return { version: result.runtime, result };
+}
+
+/** The training rows of one browser run (page.html, then page.html?threads=N). */
+function browserResults(out) {
+  return out.values.map((value) => {
+    if (!value.ok) throw new Error(value.error);
+    const { result } = value;
+    log(`   | losses: ${result.losses.map((l) => l.toFixed(6)).join(' ')}`);
+    log(`   | weights sha256: ${result.digest}`);
+    return { version: out.version, result };
+  });
+}
+
+/** An init() check: `outcome` is the init-check result; passes when init failed with an AdjointError naming `mention`. */
+function expectInitError(outcome, mention) {
+  if (outcome.initialised) throw new Error('init() succeeded where it should have failed');
+  if (!outcome.isAdjointError) throw new Error(`init() threw ${outcome.errorName}, not an AdjointError: ${outcome.message}`);
+  if (!mention.test(outcome.message)) throw new Error(`init()'s message does not say what is missing: ${outcome.message}`);
+  return { detail: outcome.message };
+}
+
+const training = [];
+const checks = [];
+const t0 = Date.now();
+log(`adjoint cross-runtime suite (scratch: ${scratch})`);
+
+// Each runtime trains on one thread and, where SharedArrayBuffer exists, on a pool of THREADS
+// (init({ threads })): the results must not depend on the thread count either.
+const THREADS = 2;
+const threaded = (name) => `${name} threads=${THREADS}`;
+for (const [name, cmd, args] of [['node', process.execPath, []], ['deno', bin('deno'), ['run', '--no-prompt']], ['bun', bin('bun'), []]]) {
+  await step(training, name, () => cliRuntime(cmd, args));
+  await step(training, threaded(name), () => cliRuntime(cmd, args, THREADS));
+}
+
+const needsServer = ['chromium', 'firefox', 'init-no-wasm-firefox'].some(wanted);
+const server = needsServer ? await serveStatic(ROOT) : null;
+const page = (query = '') => `${server.url}/test/runtimes/page.html${query}`;
+try {
+  const pages = [page(), page(`?threads=${THREADS}`)];
+  await steps(training, ['chromium', threaded('chromium')], async () => browserResults(await runChromium(pages, scratch)));
+  await steps(training, ['firefox', threaded('firefox')], async () => browserResults(await runFirefox(pages, scratch)));
+  await step(checks, 'init-no-wasm-firefox', async () => {
+    const out = await runFirefox([page('?check=init')], scratch, { prefs: { 'javascript.options.wasm': false } });
+    const [value] = out.values;
+    if (!value.ok) throw new Error(value.error);
+    return { ...expectInitError(value, /WebAssembly/), version: out.version };
+  });
+} finally {
+  await server?.close();
+}
+
+let workerdVersion = 'workerd';
+if (wanted('workerd') || wanted('edge-worker')) {
+  const v = await run(bin('workerd'), ['--version'], opts).catch(() => null);
+  workerdVersion = v?.stdout.trim() || 'workerd (version unknown)';
+}
+await step(training, 'workerd', async () => {
+  const wd = await startWorkerd(bin('workerd'), 'test/runtimes/workerd/config.capnp', opts);
+  try {
+    // Before /train (which initialises): init() without { module } must fail with a clear message.
+    await step(checks, 'init-bytes-workerd', async () => {
+      const res = await fetch(`${wd.url}/init-check`, { signal: AbortSignal.timeout(60_000) });
+      return expectInitError(await res.json(), /adjoint\/adjoint\.wasm.*init\(\{ module: wasm \}\)/);
+    });
+    const res = await fetch(`${wd.url}/train`, { signal: AbortSignal.timeout(300_000) });
+    const body = await res.json();
+    if (!res.ok) throw new Error(`HTTP ${res.status}: ${body.error ?? JSON.stringify(body)}\n${wd.output()}`);
+    log(`   | losses: ${body.losses.map((l) => l.toFixed(6)).join(' ')}`);
+    log(`   | weights sha256: ${body.digest}`);
+    return { version: workerdVersion, result: body };
+  } finally {
+    await wd.stop();
+  }
+});
+
+await step(checks, 'edge-worker', async () => {
+  const { testEdgeWorker } = await import('./edge-worker.mjs');
+  const wd = await startWorkerd(bin('workerd'), 'examples/edge-worker/config.capnp', opts);
+  try {
+    const s = await testEdgeWorker(wd.url);
+    return { detail: `${workerdVersion}: ${s.steps} POST /train steps identical to Node, loss ${s.firstLoss.toFixed(4)} -> ${s.lastLoss.toFixed(4)}; POST /predict identical, accuracy on 64 test digits ${(100 * s.accuracy).toFixed(1)}%` };
+  } catch (e) {
+    e.message += `\n${wd.output()}`;
+    throw e;
+  } finally {
+    await wd.stop();
+  }
+});
+
+await step(checks, 'bundler-app', async () => {
+  const { testBundlerApp } = await import('./bundler-app.mjs');
+  const r = await testBundlerApp(ROOT, scratch, env);
+  return { detail: `rollup bundle ${(r.bytes / 1024).toFixed(0)} KiB; ${r.line}` };
+});
+
+await step(checks, 'cli', async () => {
+  if (!existsSync(join(ROOT, 'dist/cli.js'))) throw new Error('dist/cli.js is missing (is src/cli/main.ts there?)');
+  // Executed directly: checks the shebang and the executable bit that package.json "bin" relies on.
+  const r = await run(join(ROOT, 'dist/cli.js'), ['train', '--epochs', '1'], { ...opts, timeoutMs: 120_000 });
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.code !== 0 || !/^test accuracy: \d+\.\d\d%$/.test(last)) throw new Error(`dist/cli.js train failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-10).join('\n')}`);
+  return { detail: `dist/cli.js train --epochs 1 -> ${last}` };
+});
+
+await step(checks, 'types', async () => {
+  const { testTypes } = await import('./types.mjs');
+  return testTypes(ROOT, scratch, env);
+});
+
+await step(checks, 'init-no-wasm-node', async () =>
+  expectInitError(parseResult('node --jitless', await run(process.execPath, ['--jitless', 'test/runtimes/init-check.mjs'], opts)), /WebAssembly/));
+await step(checks, 'init-no-simd-node', async () =>
+  expectInitError(
+    parseResult('node (no SIMD)', await run(process.execPath, ['--import', './test/runtimes/lib/no-simd.mjs', 'test/runtimes/init-check.mjs'], opts)),
+    /SIMD/,
+  ));
+
+// ---- compare and summarise ----
+const done = training.filter((t) => t.ok);
+const ref = done[0]?.result;
+const problems = [];
+for (const t of training) {
+  if (!t.ok) continue;
+  const r = t.result;
+  const diffs = [];
+  if (r.digest !== ref.digest) diffs.push('weights digest');
+  if (JSON.stringify(r.losses) !== JSON.stringify(ref.losses)) {
+    const i = r.losses.findIndex((l, k) => l !== ref.losses[k]);
+    diffs.push(`losses (first difference at step ${i + 1}: ${r.losses[i]} vs ${ref.losses[i]})`);
+  }
+  if (r.data !== ref.data || r.optimizer !== ref.optimizer || r.steps !== ref.steps) diffs.push('workload');
+  if (r.liveTensors !== 0) diffs.push(`${r.liveTensors} tensors leaked`);
+  t.match = diffs.length === 0;
+  if (!t.match) problems.push(`${t.name}: differs from ${done[0].name} in ${diffs.join(', ')}`);
+}
+for (const t of [...training, ...checks]) if (!t.ok) problems.push(`${t.name}: ${t.error.split('\n')[0]}`);
+const expected = ['node', 'deno', 'bun', 'chromium', 'firefox', 'workerd'].filter(wanted)
+  .flatMap((n) => (n === 'workerd' ? [n] : [n, threaded(n)]));
+
+const pad = (s, n) => String(s).padEnd(n);
+log('\n==================== adjoint runtimes summary ====================');
+if (ref) log(`workload: ${ref.steps} steps, data=${ref.data}, ${ref.optimizer}, ${ref.weightBytes} weight bytes`);
+log(`${pad('runtime', 20)}${pad('version', 26)}${pad('time', 9)}${pad('weights sha256', 20)}losses`);
+for (const t of training) {
+  const v = t.ok ? t.version : '-';
+  const d = t.ok ? `${t.result.digest.slice(0, 16)}…` : 'FAILED';
+  const l = t.ok ? (t.match ? 'same' : 'DIFFERENT') : '-';
+  log(`${pad(t.name, 20)}${pad(v, 26)}${pad(fmtMs(t.ms), 9)}${pad(d, 20)}${l}`);
+}
+if (ref) log(`shared digest: ${ref.digest}\nlosses sha256: ${ref.lossDigest}`);
+log('checks:');
+for (const c of checks) log(`  ${pad(c.name, 22)}${c.ok ? 'ok    ' : 'FAILED'}${c.ok ? c.detail : c.error.split('\n')[0]}`);
+const agree = training.filter((t) => t.ok && t.match).length;
+const pass = problems.length === 0 && agree === expected.length && training.length + checks.length > 0;
+log(`total time ${fmtMs(Date.now() - t0)}`);
+for (const p of problems) log(`problem: ${p}`);
+const runtimes = new Set(training.filter((t) => t.ok && t.match).map((t) => t.name.split(' ')[0])).size;
+log(`RESULT: ${pass ? 'PASS' : 'FAIL'} — ${runtimes} runtimes, ${agree}/${expected.length} runs agree bit for bit; ${checks.filter((c) => c.ok).length}/${checks.length} checks passed`);
+
+mkdirSync(join(ROOT, 'test/artifacts'), { recursive: true });
+writeFileSync(join(ROOT, 'test/artifacts/runtimes.json'), `${JSON.stringify({ pass, training, checks, problems }, null, 2)}\n`);
+if (!keep) rmSync(scratch, { recursive: true, force: true });
+process.exitCode = pass ? 0 : 1;

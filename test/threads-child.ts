@@ -1,0 +1,116 @@
+// Child process for test/threads.test.ts: init() happens once per module instance, so every
+// thread count (and the fallback and worker-death cases) runs in a process of its own.
+// Prints one JSON line.  Usage: node <bundle> digest|fallback|death|resize [--threads N] [--force]
+//   digest    trains a small MLP (matmul, add, tanh, crossEntropy, backward, SGD written with
+//             ops) and prints a SHA-256 of the final weights' bytes; --force drops the size
+//             thresholds so every splittable kernel is split, odd sizes included.
+//   fallback  removes SharedArrayBuffer, then init({ threads: 2 }): one thread and one notice.
+//   death     a worker exits mid-matmul: the call throws, later calls work, init() restarts.
+//   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
+import { createHash } from 'node:crypto';
+import * as A from '../src/index.js';
+import { threadCount, threadStats, killWorkerOnNextJob } from '../src/wasm/threads.js';
+import { thresholds } from '../src/wasm/split.js';
+import { matmulT } from '../src/ops/api.js';
+
+const argv = process.argv.slice(2);
+const mode = argv[0];
+const flag = (name: string): string | undefined => {
+  const i = argv.indexOf(name);
+  return i < 0 ? undefined : argv[i + 1];
+};
+const out = (v: unknown): void => console.log(JSON.stringify(v));
+
+/** Weights and a digest of their bytes after `steps` SGD steps of a 3-layer tanh MLP. */
+function train(steps: number, dtype: 'float32' | 'float64'): string {
+  // Odd sizes on purpose: pieces end mid-tile, mid-vector and mid-row.
+  const [n, d0, d1, d2, d3] = [67, 131, 77, 45, 10];
+  const x = A.randn([n, d0], { seed: 1, dtype });
+  const labels = Array.from({ length: n }, (_, i) => (i * 7) % d3);
+  const init = (shape: number[], seed: number) => A.randn(shape, { seed, dtype }).mul(1 / Math.sqrt(shape[0]));
+  let ps = [init([d0, d1], 2), A.zeros([d1], { dtype }), init([d1, d2], 3), A.zeros([d2], { dtype }), init([d2, d3], 4), A.zeros([d3], { dtype })];
+  for (let s = 0; s < steps; s++) {
+    ps = A.tidy(() => {
+      for (const p of ps) p.requiresGrad = true;
+      let h = x;
+      for (let l = 0; l < 3; l++) {
+        h = A.add(A.matmul(h, ps[2 * l]), ps[2 * l + 1]);
+        if (l < 2) h = A.tanh(h);
+      }
+      A.crossEntropy(h, labels).backward();
+      const next = ps.map((p) => A.keep(A.sub(p, A.mul(p.grad!, 0.1)).detach()));
+      for (const p of ps) p.dispose();
+      return next;
+    });
+  }
+  const hash = createHash('sha256');
+  for (const p of ps) hash.update(p.toArray());
+  return hash.digest('hex');
+}
+
+/** GEMMs the MLP does not produce: short and wide (cut over columns of C), every transpose combination, f32 and f64. */
+function wideGemms(): string {
+  const hash = createHash('sha256');
+  A.tidy(() => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      for (const [ta, tb] of [[false, false], [true, false], [false, true], [true, true]]) {
+        const a = A.randn(ta ? [301, 5] : [5, 301], { seed: 7, dtype }), b = A.randn(tb ? [517, 301] : [301, 517], { seed: 8, dtype });
+        hash.update(matmulT(a, b, ta, tb).toArray());
+      }
+    }
+  });
+  return hash.digest('hex');
+}
+
+/** A matmul big enough to be split; returns its bytes' digest. */
+function bigMatmul(): string {
+  return A.tidy(() => {
+    const c = A.matmul(A.randn([96, 200], { seed: 5 }), A.randn([200, 120], { seed: 6 }));
+    return createHash('sha256').update(c.toArray() as Float32Array).digest('hex');
+  });
+}
+
+if (mode === 'digest') {
+  const t = flag('--threads');
+  await A.init(t === undefined ? {} : { threads: t === 'auto' ? 'auto' : Number(t) });
+  if (argv.includes('--force')) {
+    thresholds.gemm = 0;
+    thresholds.elementwise = 0;
+  }
+  const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms();
+  out({ threads: threadCount(), f32, f64, wide, dispatches: threadStats.dispatches });
+} else if (mode === 'fallback') {
+  const warnings: string[] = [];
+  console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
+  delete (globalThis as { SharedArrayBuffer?: unknown }).SharedArrayBuffer;
+  await A.init({ threads: 2 });
+  const before = bigMatmul();
+  await A.init({ threads: 2 }); // asking again: still no error, no second notice
+  out({ threads: threadCount(), warnings, ok: before === bigMatmul() });
+} else if (mode === 'death') {
+  await A.init({ threads: 2 });
+  const reference = bigMatmul();
+  killWorkerOnNextJob(0);
+  let error: { name: string; message: string; isAdjoint: boolean } | null = null;
+  try {
+    bigMatmul();
+  } catch (e) {
+    error = { name: (e as Error).name, message: (e as Error).message, isAdjoint: e instanceof A.AdjointError };
+  }
+  const afterThreads = threadCount(), after = bigMatmul();
+  await A.init();
+  const restarted = threadCount(), again = bigMatmul();
+  out({ error, afterThreads, afterOk: after === reference, restarted, againOk: again === reference, dispatches: threadStats.dispatches });
+} else if (mode === 'resize') {
+  // One engine, its pool resized by init({ threads }) between runs: same bytes every time.
+  await A.init({ threads: 2 });
+  const seen: [number, string][] = [];
+  for (const t of [2, 3, 1, 2]) {
+    await A.init({ threads: t });
+    seen.push([threadCount(), bigMatmul() + wideGemms()]);
+  }
+  out({ counts: seen.map((s) => s[0]), same: seen.every((s) => s[1] === seen[0][1]), dispatches: threadStats.dispatches });
+} else {
+  console.error(`unknown mode ${mode}`);
+  process.exit(2);
+}

@@ -1,0 +1,119 @@
+// The thread pool (issue 8): bit-identical results for any thread count, the one-thread
+// fallback with a notice, a worker dying mid-kernel, the run-time shared-memory variant of
+// the kernels, and the partition helper. init() is once per process, so every engine
+// configuration runs in a child process (test/threads-child.ts, bundled once here).
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ranges } from '../src/wasm/split.js';
+import { sharedMemoryVariant } from '../src/wasm/shared-module.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'adjoint-threads-'));
+const bundle = join(scratch, 'threads-child.mjs');
+
+beforeAll(async () => {
+  await build({
+    entryPoints: [join(root, 'test/threads-child.ts')], outfile: bundle, bundle: true, format: 'esm',
+    platform: 'node', target: 'node20', packages: 'external', logLevel: 'error',
+  });
+}, 60_000);
+
+/** Runs the child with `args` and returns its JSON line. */
+function child(...args: string[]): Record<string, unknown> {
+  const p = spawnSync(process.execPath, [bundle, ...args], { encoding: 'utf8', timeout: 120_000, cwd: root });
+  const line = p.stdout.trim().split('\n').pop() ?? '';
+  if (p.status !== 0 || !line.startsWith('{')) throw new Error(`child ${args.join(' ')} failed (${p.status}):\n${p.stdout}\n${p.stderr}`);
+  return JSON.parse(line) as Record<string, unknown>;
+}
+
+describe('threads: determinism', () => {
+  it('trains to the same weight bytes with 1, 2 and 3 threads as without a pool', () => {
+    const base = child('digest');
+    expect(base.threads).toBe(1);
+    for (const t of ['1', '2', '3']) {
+      const r = child('digest', '--threads', t);
+      expect(r.threads).toBe(Number(t));
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide });
+      if (t !== '1') expect(r.dispatches).toBeGreaterThan(0); // the pool really ran kernels
+    }
+  }, 240_000);
+
+  it('gives the same bytes when every splittable kernel is split (no size thresholds)', () => {
+    const base = child('digest');
+    for (const t of ['2', '3']) {
+      const r = child('digest', '--threads', t, '--force');
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide });
+      expect(r.dispatches).toBeGreaterThan(100);
+    }
+  }, 240_000);
+});
+
+describe('threads: failure modes', () => {
+  it('falls back to one thread with one notice where SharedArrayBuffer is missing', () => {
+    const r = child('fallback');
+    expect(r.threads).toBe(1);
+    expect(r.ok).toBe(true);
+    expect(r.warnings).toEqual(['adjoint: threads need SharedArrayBuffer, which this runtime does not provide; running on one thread']);
+  }, 60_000);
+
+  it('reports a worker that dies mid-kernel as an AdjointError naming it, then recovers on init()', () => {
+    const r = child('death') as { error: { name: string; message: string; isAdjoint: boolean } } & Record<string, unknown>;
+    expect(r.error.isAdjoint).toBe(true);
+    expect(r.error.message).toMatch(/worker 1 of 1 died while running gemm_f32/);
+    expect(r.error.message).toMatch(/await init\(\)/);
+    expect(r).toMatchObject({ afterThreads: 1, afterOk: true, restarted: 2, againOk: true });
+  }, 60_000);
+});
+
+describe('threads: resizing the pool', () => {
+  it('init({ threads }) on a running engine resizes, stops and restarts the pool with the same results', () => {
+    expect(child('resize')).toMatchObject({ counts: [2, 3, 1, 2], same: true });
+  }, 60_000);
+});
+
+describe('threads: kernels for a shared memory', () => {
+  it('rewriting the memory import equals asc --sharedMemory --enable threads, byte for byte', () => {
+    const asc = join(root, 'node_modules/assemblyscript/bin/asc.js');
+    // One snapshot of the sources for both builds (the kernels may be edited meanwhile).
+    const src = join(scratch, 'src');
+    cpSync(join(root, 'assembly'), join(src, 'assembly'), { recursive: true });
+    cpSync(join(root, 'asconfig.json'), join(src, 'asconfig.json'));
+    const compileTo = (out: string, extra: string[]) => {
+      const p = spawnSync(process.execPath, [asc, 'assembly/index.ts', '--config', 'asconfig.json', '--target', 'release',
+        '--outFile', out, '--textFile', out.replace(/wasm$/, 'wat'), ...extra], { cwd: src, encoding: 'utf8' });
+      if (p.status !== 0) throw new Error(p.stderr);
+      return new Uint8Array(readFileSync(out));
+    };
+    const plain = compileTo(join(scratch, 'plain.wasm'), []);
+    const shared = compileTo(join(scratch, 'shared.wasm'), ['--sharedMemory', '--maximumMemory', '65536', '--enable', 'threads']);
+    expect(Buffer.from(sharedMemoryVariant(plain)!).equals(Buffer.from(shared))).toBe(true);
+    expect(Buffer.from(sharedMemoryVariant(shared)!).equals(Buffer.from(shared))).toBe(true); // already shared: unchanged
+  }, 180_000);
+
+  it('returns null for bytes that are not a wasm module importing a memory', () => {
+    expect(sharedMemoryVariant(new Uint8Array([1, 2, 3]))).toBeNull();
+    expect(sharedMemoryVariant(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))).toBeNull();
+  });
+});
+
+describe('threads: ranges', () => {
+  it('covers [0, n) with at most `parts` pieces cut at multiples of `align`', () => {
+    for (const [n, parts, align] of [[1000, 3, 16], [17, 2, 16], [16, 4, 16], [5, 8, 1], [67, 3, 8], [1, 2, 4], [0, 2, 4]]) {
+      const rs = ranges(n, parts, align);
+      expect(rs.length).toBeLessThanOrEqual(parts);
+      let at = 0;
+      for (const [lo, hi] of rs) {
+        expect(lo).toBe(at);
+        expect(hi).toBeGreaterThan(lo);
+        if (hi !== n) expect(hi % align).toBe(0);
+        at = hi;
+      }
+      expect(at).toBe(n);
+    }
+  });
+});
