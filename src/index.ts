@@ -19,6 +19,8 @@ export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
 export { detectAnomaly, withAnomalyDetection } from './graph/anomaly.js';
 export * as nn from './nn/index.js';
+export { setFeedback, withBackprop } from './nn/feedback.js';
+export { gradientStats, gradientWarnings, alignmentAngles, type GradientStat, type AlignmentAngle, type WarningOptions } from './nn/diagnostics.js';
 export * as optim from './optim/index.js';
 export { clipGradNorm, clipGradValue } from './optim/clip.js';
 export * as io from './io/index.js';

@@ -4,8 +4,10 @@
 // rewrapped as fresh leaves), backpropagates the incoming cotangent through that local graph,
 // and frees it before the sweep moves on. Kernels are deterministic and random draws are
 // replayed (./replay.ts), so the recomputed interior — and every gradient — is bit-identical to
-// an uncheckpointed run. planSegments() and sequentialForward() split a chain of layers into
-// segments (nn.Sequential's `checkpoint` option).
+// an uncheckpointed run. (One exception: a tensor used several times inside a segment AND
+// elsewhere gets its in-segment contributions summed first, a different float grouping.)
+// planSegments() and sequentialForward() split a chain of layers into segments (nn.Sequential's
+// `checkpoint` option).
 import { ArgumentError, GradError } from '../errors.js';
 import { Tensor, isTensor } from '../tensor/tensor.js';
 import { BYTES } from '../tensor/dtype.js';
