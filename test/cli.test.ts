@@ -32,7 +32,7 @@ describe('argument errors: one line, exit code 2', () => {
     [['train', 'extra'], /unexpected argument "extra"/],
     [['train', '--diagnostics=yes'], /--diagnostics takes no value/],
     [['train', '--data', '/tmp'], /--data applies to --dataset fashion-mnist only/],
-    [['train', '--feedback', 'alignment'], /--feedback alignment is not available yet/],
+    [['train', '--feedback', 'dfa'], /--feedback must be one of bp, alignment, sign/],
     [['train', '--save', 'weights.bin'], /--save expects a FILE.safetensors path/],
     [['train', '--save', '/no/such/dir/w.safetensors'], /--save: directory \/no\/such\/dir does not exist/],
     [['fit'], /unknown command "fit"/],
@@ -67,7 +67,7 @@ describe('a short run', () => {
     const dir = mkdtempSync(join(tmpdir(), 'adjoint-cli-'));
     const file = join(dir, 'w.safetensors');
     const r = await run(['train', '--epochs', '2', '--optimizer', 'adam', '--lr', '0.005', '--save', file, '--plot', join(dir, 'p.svg')]);
-    expect(r.err).toBe('adjoint: --plot is not implemented yet; ignoring it\n');
+    expect(r.err).toBe('');
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(/\r/);
     const lines = r.out.trim().split('\n');

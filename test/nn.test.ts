@@ -77,7 +77,7 @@ describe('Linear', () => {
     ['wrong input width', () => new nn.Linear(3, 2).forward(A.zeros([4, 5])), A.ShapeError, /Linear: expected input with last axis \(in_features\) = 3, got shape \[4,5\]/],
     ['wrong dtype', () => new nn.Linear(3, 2).forward(A.zeros([4, 3], f64)), A.DtypeError, /input is float64 but the layer's parameters are float32/],
     ['zero features', () => new nn.Linear(0, 2), A.ArgumentError, /inFeatures must be a positive integer, got 0/],
-    ['feedback alignment (not yet)', () => new nn.Linear(3, 2, { feedback: 'alignment' }), A.ArgumentError, /feedback "alignment" is not supported yet/],
+    ['unknown feedback mode', () => new nn.Linear(3, 2, { feedback: 'dfa' as 'bp' }), A.ArgumentError, /Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/],
   ])('%s gives a clear error', (_n, f, Err, msg) => {
     expect(f).toThrow(Err);
     expect(f).toThrow(msg);

@@ -18,7 +18,7 @@ export interface TrainArgs {
   lr: number;
   optimizer: OptimizerKind;
   seed: number;
-  feedback: 'bp' | 'alignment';
+  feedback: 'bp' | 'alignment' | 'sign';
   save: string | null;
   plot: string | null;
   diagnostics: boolean;
@@ -26,7 +26,8 @@ export interface TrainArgs {
 
 export const USAGE = `usage: adjoint train [--dataset digits|fashion-mnist] [--data DIR] [--model mlp|cnn]
                      [--epochs N] [--batch N] [--lr X] [--optimizer sgd|adam|adamw] [--seed N]
-                     [--feedback bp|alignment] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]`;
+                     [--feedback bp|alignment|sign] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]
+       adjoint compare [--feedback bp,alignment[,sign]] [--plot FILE.svg] [train options except --save]`;
 
 export const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
 
@@ -65,7 +66,7 @@ const VALUED: Record<string, (v: string) => unknown> = {
   lr: positive('--lr'),
   optimizer: choice('--optimizer', ['sgd', 'adam', 'adamw'] as const),
   seed: integer('--seed', 0),
-  feedback: choice('--feedback', ['bp', 'alignment'] as const),
+  feedback: choice('--feedback', ['bp', 'alignment', 'sign'] as const),
   save: text,
   plot: text,
 };
@@ -101,7 +102,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     batch: (given.batch as number | undefined) ?? d.batch,
     lr: (given.lr as number | undefined) ?? d.lr,
     seed: (given.seed as number | undefined) ?? 0,
-    feedback: (given.feedback ?? 'bp') as 'bp' | 'alignment',
+    feedback: (given.feedback ?? 'bp') as TrainArgs['feedback'],
     save: (given.save as string | undefined) ?? null,
     plot: (given.plot as string | undefined) ?? null,
     diagnostics: given.diagnostics === true,

@@ -1,4 +1,4 @@
-// `adjoint <command>`: today one command, `train`. Errors end in one line on stderr and an
+// `adjoint <command>`: `train`, and `compare` (src/cli/compare.ts). Errors end in one line on stderr and an
 // exit code (2: a mistake on the command line or a missing data directory; 1: anything else),
 // never a stack trace.
 import { realpathSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { saveSafetensors } from '../io/safetensors.js';
 import { parseTrainArgs, UsageError, USAGE, type TrainArgs } from './args.js';
 import { train } from './train.js';
 import { percent, type Sink } from './progress.js';
+import { compare, checkPlotPath, trainPlot, Monitor } from './compare.js';
 
 export interface MainIO {
   stdout: Sink;
@@ -25,14 +26,21 @@ export async function main(argv: readonly string[], io: MainIO = { stdout: proce
       return 0;
     }
     const [command, ...rest] = argv;
+    if (command === 'compare') return await compare(rest, io);
     if (command !== 'train') throw new UsageError(command === undefined ? 'missing command (try: adjoint train)' : `unknown command ${JSON.stringify(command)} (try: adjoint train)`);
     const args = parseTrainArgs(rest);
     await preflight(args, io.stderr);
     await init();
-    const result = await train(args, io.stdout);
+    const monitor = new Monitor(io.stdout, { diagnostics: args.diagnostics, angles: args.plot !== null });
+    const result = await train(args, io.stdout, monitor.hooks());
+    monitor.dispose();
     if (args.save !== null) {
       await writeFile(args.save, saveSafetensors(result.model.stateDict(), { format: 'pt', producer: 'adjoint' }));
       io.stdout.write(`saved ${result.model.parameters().length} tensors to ${args.save}\n`);
+    }
+    if (args.plot !== null) {
+      await writeFile(args.plot, trainPlot(args, result.history, monitor.angles));
+      io.stdout.write(`wrote ${args.plot}\n`);
     }
     io.stdout.write(`done in ${result.seconds.toFixed(1)} s\n`);
     io.stdout.write(`test accuracy: ${percent(result.testAccuracy)}\n`);
@@ -46,12 +54,9 @@ export async function main(argv: readonly string[], io: MainIO = { stdout: proce
   }
 }
 
-/** Checks what would otherwise fail only after training: the flags not implemented yet and the --save directory. */
-async function preflight(args: TrainArgs, err: Sink): Promise<void> {
-  if (args.feedback === 'alignment') throw new UsageError('--feedback alignment is not available yet; only bp is');
-  // HOOK(plot, diagnostics): the issues adding loss curves and gradient statistics read these flags.
-  if (args.plot !== null) err.write('adjoint: --plot is not implemented yet; ignoring it\n');
-  if (args.diagnostics) err.write('adjoint: --diagnostics is not implemented yet; ignoring it\n');
+/** Checks what would otherwise fail only after training: the --save and --plot paths. */
+async function preflight(args: TrainArgs, _err: Sink): Promise<void> {
+  if (args.plot !== null) await checkPlotPath(args.plot);
   if (args.save !== null) {
     if (!args.save.endsWith('.safetensors')) throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(args.save)}`);
     await access(dirname(resolve(args.save))).catch(() => {

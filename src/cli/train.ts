@@ -6,6 +6,7 @@ import { tidy } from '../memory.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { crossEntropy, slice } from '../ops/api.js';
 import type { Module, Sequential } from '../nn/index.js';
+import { setFeedback } from '../nn/feedback.js';
 import * as optim from '../optim/index.js';
 import { digits, fashionMnist, batches, batchCount, type Split } from '../data/index.js';
 import type { TrainArgs } from './args.js';
@@ -17,6 +18,23 @@ export interface TrainResult {
   trainAccuracy: number;
   testAccuracy: number;
   seconds: number;
+  history: EpochRecord[];
+}
+
+export interface EpochRecord {
+  epoch: number;
+  loss: number;
+  trainAccuracy: number;
+  testAccuracy: number;
+  seconds: number;
+}
+
+/** Observers of a run (diagnostics, plots: src/cli/compare.ts). Steps count from 0 over the run. */
+export interface TrainHooks {
+  begin?(model: Module, data: Split, stepsPerEpoch: number): void;
+  /** After the step's backward pass, before the update: the gradients are live. */
+  afterBackward?(model: Module, step: number, batch: { x: Tensor; y: Int32Array }): void;
+  afterEpoch?(model: Module, record: EpochRecord): void;
 }
 
 /** Fraction of rows whose largest logit is the label, in batches without recording. */
@@ -47,13 +65,15 @@ async function loadData(args: TrainArgs): Promise<Split> {
 }
 
 /** Epoch e's updates (its own shuffle seed); returns the mean training loss. */
-function epoch(model: Module, opt: optim.Optimizer, data: Split, args: TrainArgs, e: number, progress: Progress): number {
+function epoch(model: Module, opt: optim.Optimizer, data: Split, args: TrainArgs, e: number, progress: Progress, hooks: TrainHooks): number {
   const t0 = performance.now();
   let lossSum = 0, steps = 0;
+  const first = (e - 1) * batchCount(data.xTrain.shape[0], args.batch);
   for (const b of batches(data.xTrain, data.yTrain, { batchSize: args.batch, seed: args.seed * 1000 + e })) {
     lossSum += tidy(() => {
       const loss = crossEntropy(model.forward(b.x), b.y);
       loss.backward();
+      hooks.afterBackward?.(model, first + steps, b);
       opt.step();
       opt.zeroGrad();
       return loss.item();
@@ -64,15 +84,19 @@ function epoch(model: Module, opt: optim.Optimizer, data: Split, args: TrainArgs
   return lossSum / steps;
 }
 
-export async function train(args: TrainArgs, out: Sink): Promise<TrainResult> {
+export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}): Promise<TrainResult> {
   const start = performance.now();
   const data = await loadData(args);
   const model = buildModel(args.dataset, args.model, args.seed);
+  // Same seed, same initial weights as backprop: only the backward rule differs.
+  if (args.feedback !== 'bp') setFeedback(model, args.feedback, args.seed);
   const opt = makeOptimizer(args, model.parameters());
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
   out.write(`model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}\n`);
   let trainAccuracy = 0, testAccuracy = 0;
+  const history: EpochRecord[] = [];
+  hooks.begin?.(model, data, steps);
   for (let e = 1; e <= args.epochs; e++) {
     const label = `epoch ${e}/${args.epochs}`;
     const progress = new Progress(out, label, steps);
@@ -80,14 +104,16 @@ export async function train(args: TrainArgs, out: Sink): Promise<TrainResult> {
     opt.lr = args.lr * (1 - (e - 1) / args.epochs);
     model.train();
     const t0 = performance.now();
-    const loss = epoch(model, opt, data, args, e, progress);
+    const loss = epoch(model, opt, data, args, e, progress, hooks);
     const seconds = (performance.now() - t0) / 1000;
     model.eval();
     trainAccuracy = accuracy(model, data.xTrain, data.yTrain);
     testAccuracy = accuracy(model, data.xTest, data.yTest);
     progress.finish(`${label}  ${steps} steps  ${seconds.toFixed(2)} s  ${rate(steps, seconds)} steps/s  loss ${loss.toFixed(4)}  train ${percent(trainAccuracy)}  test ${percent(testAccuracy)}`);
+    history.push({ epoch: e, loss, trainAccuracy, testAccuracy, seconds });
+    hooks.afterEpoch?.(model, history[history.length - 1]);
   }
   opt.dispose();
   for (const t of [data.xTrain, data.xTest]) t.dispose();
-  return { model, trainAccuracy, testAccuracy, seconds: (performance.now() - start) / 1000 };
+  return { model, trainAccuracy, testAccuracy, seconds: (performance.now() - start) / 1000, history };
 }

@@ -14,7 +14,7 @@ import type { DType } from '../tensor/dtype.js';
 import { seedOf } from '../tensor/create.js';
 import { keep } from '../memory.js';
 import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
-import type { Module } from './module.js';
+import { Module } from './module.js';
 import { Stream, fanInBound } from './init.js';
 import { Linear } from './linear.js';
 
@@ -29,6 +29,12 @@ export function checkFeedback(op: string, v: unknown): Feedback {
   return v as Feedback;
 }
 
+/** A Module argument, or an ArgumentError naming the function. */
+export function moduleArg(op: string, m: unknown): Module {
+  if (!(m instanceof Module)) throw new ArgumentError(`${op}: model must be an nn.Module, got ${m === null ? 'null' : typeof m}`);
+  return m;
+}
+
 let backpropDepth = 0;
 
 /**
@@ -36,6 +42,7 @@ let backpropDepth = 0;
  * reference pass the diagnostics compare feedback alignment against. B is kept.
  */
 export function withBackprop<T>(fn: () => T): T {
+  if (typeof fn !== 'function') throw new ArgumentError(`withBackprop: fn must be a function, got ${typeof fn}`);
   backpropDepth++;
   try {
     return fn();
@@ -65,7 +72,7 @@ export function drawFeedback(rng: Stream, outFeatures: number, inFeatures: numbe
 }
 
 /** Marks the seeds' high word, so a feedback stream never repeats the weights drawn from the same seed. */
-const SALT = 0xfeedbac;
+const SALT = 0xfeed;
 
 /** The stream feedback matrices are drawn from for `seed` (an automatic seed when omitted). */
 export function feedbackStream(seed: number | undefined, op: string): Stream {
@@ -87,6 +94,8 @@ export function linearLayers(model: Module, prefix = ''): [string, Linear][] {
  * backprop twin. Returns the layers switched.
  */
 export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
+  moduleArg('setFeedback', model);
+  if (mode === undefined) throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);
   checkFeedback('setFeedback', mode);
   const rng = mode === 'alignment' ? feedbackStream(seed, 'setFeedback') : null;
   const layers = linearLayers(model);
