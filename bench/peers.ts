@@ -5,6 +5,7 @@
 //
 // Clock stops only on computed results: TF.js `dataSync()` (the wasm and cpu backends also run
 // kernels synchronously), jax-js `blockUntilReady()` or `dataSync()` (its ops are lazy).
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { randomValues } from './timing.js';
@@ -16,12 +17,22 @@ import {
 
 const require = createRequire(import.meta.url);
 
+/** A package's version: from its package.json, found by walking up from its entry point when
+ * its `exports` map hides package.json (jax-js). */
 export function versionOf(pkg: string): string {
   try {
     return (require(`${pkg}/package.json`) as { version: string }).version;
-  } catch {
-    return '?';
-  }
+  } catch { /* not exported: walk up */ }
+  try {
+    let dir = path.dirname(require.resolve(pkg));
+    for (let i = 0; i < 5; i++, dir = path.dirname(dir)) {
+      const file = path.join(dir, 'package.json');
+      if (!existsSync(file)) continue;
+      const json = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (json.name === pkg) return json.version ?? '?';
+    }
+  } catch { /* unresolvable */ }
+  return '?';
 }
 
 export interface Loaded {

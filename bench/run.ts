@@ -9,11 +9,13 @@
 //          the load average exceeds the core count at start, since then wall time mostly measures
 //          waiting for a core).
 import os from 'node:os';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
-import { loadPeers, versionOf } from './peers.js';
+import { loadPeers } from './peers.js';
 import { time, type TimeOptions, type Timing } from './timing.js';
 import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
 
@@ -132,6 +134,21 @@ const lastRate = new Map<string, number>();
 const SLOW_PEER_SEC = quick ? 0.5 : 1.5;
 const rateKey = (col: Column, w: Workload) => (w.kind === 'gemm' ? `${col.id}|${w.dtype}|${w.ta}|${w.tb}` : '');
 
+/**
+ * A full garbage collection before each measurement, so one library's garbage (or the warm-up
+ * pass's) is not collected on the next one's clock: with the CPU-time clock, V8's concurrent
+ * GC threads count too. Node exposes gc() only behind --expose-gc; the flag can be set at run
+ * time and the function fetched from a fresh context.
+ */
+const collectGarbage: () => void = (() => {
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as (() => void) | undefined;
+    if (typeof gc === 'function') return gc;
+  } catch { /* not available: measure without */ }
+  return () => {};
+})();
+
 async function measure(col: Column, spec: RowSpec): Promise<Cell | null> {
   const w = col.map(spec.w);
   if (w === null) return null;
@@ -139,6 +156,7 @@ async function measure(col: Column, spec: RowSpec): Promise<Cell | null> {
   if (!col.id.startsWith('adjoint') && rate !== undefined && spec.flops! / (rate * 1e9) > SLOW_PEER_SEC) {
     return { note: `skipped: run time (≈${(spec.flops! / (rate * 1e9)).toFixed(1)} s per call at ${rate.toFixed(2)} GFLOP/s)` };
   }
+  collectGarbage();
   const cell = await measureRunner(col, spec, w);
   if (cell?.value !== undefined && spec.unit === 'GFLOP/s') lastRate.set(rateKey(col, w), cell.value);
   return cell;
@@ -232,8 +250,10 @@ async function main(): Promise<void> {
   console.log(`adjoint bench — node ${machine.node}, ${machine.cpu} (${machine.cores} cores), load ${machine.loadavgStart.join(' ')}`);
   console.log(`  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}`);
 
-  const adjoint = await adjointSuite(versionOf('adjoint') === '?' ? '0.1.0' : versionOf('adjoint'));
+  const own = JSON.parse(readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as { version?: string };
+  const adjoint = await adjointSuite(own.version ?? '?');
   const { suites: peers, notes } = await loadPeers();
+  console.log(`  versions: ${[adjoint, ...peers].map((x) => `${x.label} ${x.version}`).join(', ')}`);
   for (const n of notes) console.log(`  ${n.id}: ${n.note}`);
   const columns: Column[] = [
     { id: 'adjoint', suite: adjoint, map: (w) => w },
@@ -241,6 +261,32 @@ async function main(): Promise<void> {
     ...peers.map((s) => ({ id: s.id, suite: s, map: (w: Workload) => w })),
   ];
   const labels: Record<string, string> = Object.fromEntries(columns.map((c) => [c.id, c.id === 'adjoint-kernel' ? 'adjoint kernel' : c.suite.label]));
+
+  // Process warm-up: V8 compiles wasm with its baseline compiler first and tiers hot functions
+  // up to TurboFan on a background thread (slow when cores are busy), so the first row measured
+  // would otherwise see baseline-compiled GEMM kernels. Run each library's GEMM paths (every
+  // transpose combination), an elementwise op and the MLP step briefly, unmeasured.
+  const warmSpecs: Workload[] = [
+    ...combos.map(([ta, tb]) => ({ kind: 'gemm', n: 128, dtype: 'float32', ta, tb, level: 'api' }) as Workload),
+    { kind: 'gemm', n: 128, dtype: 'float64', ta: false, tb: false, level: 'api' },
+    { kind: 'op', op: 'add' },
+    { kind: 'mlp', mode: 'step' },
+  ];
+  for (const col of columns) {
+    for (const spec of warmSpecs) {
+      const w = col.map(spec);
+      if (w === null) continue;
+      await col.suite.activate?.();
+      try {
+        const r = await col.suite.make(w);
+        if (r === null || typeof r === 'string') continue;
+        const end = performance.now() + (quick ? 60 : 150);
+        do await r.run(); while (performance.now() < end);
+        r.dispose?.();
+      } catch { /* reported when the row itself runs */ }
+    }
+  }
+  process.stderr.write(`  ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s  warm-up pass\n`);
 
   // Libraries run back to back within each row, so load drift on a shared machine hits every
   // column of a row alike. (The raw-kernel column registers its own GEMM packing scratch and
