@@ -6,13 +6,17 @@ const SAMPLE = 60;
 type Filter = 'sample' | 'mistakes';
 
 export class DigitGrid {
-  private pixels = new Float32Array(0);
-  private labels = new Int32Array(0);
+  private pixels: Float32Array = new Float32Array(0);
+  private labels: Int32Array = new Int32Array(0);
   private predictions: Int32Array | null = null;
   private filter: Filter = 'sample';
   private readonly tiles = new Map<number, HTMLElement>();
 
   constructor(private readonly root: HTMLElement, private readonly summary: HTMLElement, private readonly mistakesButton: HTMLButtonElement) {}
+
+  get size(): number {
+    return this.labels.length;
+  }
 
   setData(pixels: Float32Array, labels: Int32Array): void {
     this.pixels = pixels;

@@ -40,7 +40,8 @@ function linearTicks(lo: number, hi: number, target: number): number[] {
 /** Decade ticks, with 2 and 5 in between when the range spans less than two decades. */
 function logTicks(lo: number, hi: number): number[] {
   const out: number[] = [];
-  const mults = Math.log10(hi / lo) < 2 ? [1, 2, 5] : [1];
+  const decades = Math.log10(hi / lo);
+  const mults = decades <= 2.5 ? [1, 2, 5] : decades <= 4 ? [1, 3] : [1];
   for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
     for (const m of mults) {
       const v = m * 10 ** k;
@@ -131,7 +132,13 @@ export class TrainingPlot {
 
     const runs = this.previous ? [this.previous, this.run] : [this.run];
     const maxEpoch = Math.max(1, ...runs.map((r) => Math.max(r.epoch[r.epoch.length - 1] ?? 0, r.evalEpoch[r.evalEpoch.length - 1] ?? 0)));
-    const left = 40, right = W - 14, top = 26, gap = 34, bottom = H - 24;
+    const items: [string, string][] = [[c.loss, 'training loss'], [c.train, 'train accuracy'], [c.test, 'test accuracy']];
+    if (this.previous) items.push([c.prev, 'previous run']);
+    const left = 40, right = W - 14, gap = 34, bottom = H - 24;
+    // The legend shares the first line with the panel title when it fits, else gets a line of its own.
+    const legendW = items.reduce((a, [, label]) => a + ctx.measureText(label).width + 28, 0);
+    const ownLine = left + ctx.measureText('loss (log scale)').width + 24 + legendW > right;
+    const top = ownLine ? 44 + 15 * (this.legend(items, 8, 0, right, false) - 1) : 26;
     const panelH = (bottom - top - gap) / 2;
     const lossBox = { y0: top, y1: top + panelH };
     const accBox = { y0: top + panelH + gap, y1: bottom };
@@ -155,8 +162,10 @@ export class TrainingPlot {
     for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) this.hline(yAcc(v), left, right, `${v * 100}%`);
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
+    const titleW = ctx.measureText('epoch').width + 12;
     for (const e of linearTicks(0, maxEpoch, Math.max(2, Math.floor((right - left) / 70)))) {
       const x = xOf(e);
+      if (x > right - titleW) continue; // the axis title sits there
       ctx.beginPath();
       ctx.moveTo(Math.round(x) + 0.5, accBox.y1);
       ctx.lineTo(Math.round(x) + 0.5, accBox.y1 + 4);
@@ -164,14 +173,14 @@ export class TrainingPlot {
       ctx.fillText(fmtTick(e), x, accBox.y1 + 6);
     }
     ctx.textAlign = 'right';
-    ctx.fillText('epoch', right, accBox.y1 + 6 > H - 12 ? H - 12 : accBox.y1 + 6);
+    ctx.fillText('epoch', right, accBox.y1 + 6);
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
     ctx.fillText('loss (log scale)', left, lossBox.y0 - 8);
     ctx.fillText('accuracy', left, accBox.y0 - 8);
 
     // Legend, top right.
-    this.legend([[c.loss, 'training loss'], [c.train, 'train batches'], [c.test, 'test set'], ...(this.previous ? [[c.prev, 'previous run'] as [string, string]] : [])], right, lossBox.y0 - 8);
+    this.legend(items, ownLine ? 8 : right - legendW + 12, ownLine ? 14 : lossBox.y0 - 8, right);
 
     ctx.save();
     ctx.beginPath();
@@ -186,6 +195,9 @@ export class TrainingPlot {
     if (r.testAcc.length > 0) {
       const a = r.testAcc[r.testAcc.length - 1], x = xOf(r.evalEpoch[r.evalEpoch.length - 1]);
       ctx.fillStyle = c.test;
+      ctx.beginPath();
+      ctx.arc(x, yAcc(a), 3.5, 0, 2 * Math.PI);
+      ctx.fill();
       ctx.font = '600 12px system-ui, sans-serif';
       ctx.textAlign = x > right - 60 ? 'right' : 'left';
       ctx.textBaseline = 'bottom';
@@ -203,19 +215,27 @@ export class TrainingPlot {
     ctx.fillText(label, x0 - 6, y);
   }
 
-  private legend(items: [string, string][], right: number, y: number): void {
+  /** Legend entries left to right from x0, wrapping at `right`; returns the number of lines. */
+  private legend(items: [string, string][], x0: number, y: number, right: number, paint = true): number {
     const { ctx } = this;
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
-    let x = right;
-    for (const [col, label] of [...items].reverse()) {
-      x -= ctx.measureText(label).width;
-      if (x < 150) break;
-      ctx.fillStyle = this.ctx.strokeStyle = col;
-      ctx.fillText(label, x, y);
-      ctx.fillRect(x - 16, y - 5, 12, 3);
-      x -= 28;
+    let x = x0, lines = 1;
+    for (const [col, label] of items) {
+      const w = ctx.measureText(label).width;
+      if (x + 16 + w > right && x > x0) {
+        x = x0;
+        y += 15;
+        lines++;
+      }
+      if (paint) {
+        ctx.fillStyle = col;
+        ctx.fillRect(x, y - 5, 12, 3);
+        ctx.fillText(label, x + 16, y);
+      }
+      x += w + 28;
     }
+    return lines;
   }
 
   private line(xs: number[], ys: number[], x: (v: number) => number, y: (v: number) => number, color: string, width: number, alpha = 1, dash: number[] = []): void {

@@ -35,11 +35,13 @@ export interface ModelInfo extends ModelConfig {
 
 export type FromWorker =
   | { type: 'ready'; testPixels: Float32Array; testLabels: Int32Array; trainCount: number }
-  | { type: 'model'; info: ModelInfo }
+  /** The model in use; `fresh` when it was just built (a failed rebuild reports the old one). */
+  | { type: 'model'; info: ModelInfo; fresh: boolean }
   | { type: 'state'; running: boolean }
   /** One chunk of training steps: the mean loss and accuracy over its batches. */
   | { type: 'progress'; step: number; epoch: number; loss: number; trainAccuracy: number; stepsPerSecond: number; memoryBytes: number }
-  | { type: 'eval'; step: number; epoch: number; testAccuracy: number; predictions: Int32Array }
+  /** alignmentAngle: with feedback alignment, the angle (degrees) between the error signal it sends back and backprop's. */
+  | { type: 'eval'; step: number; epoch: number; testAccuracy: number; predictions: Int32Array; alignmentAngle: number | null }
   | { type: 'prediction'; id: number; probabilities: Float32Array }
   | { type: 'weights'; bytes: ArrayBuffer; fileName: string }
   | { type: 'loaded'; fileName: string; info: ModelInfo }

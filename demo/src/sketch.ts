@@ -11,7 +11,7 @@ export interface Point { x: number; y: number }
 export type Stroke = Point[];
 
 /** Pen width in the 32×32 bitmap: the UCI strokes are about one 4-pixel block wide. */
-const PEN_32 = 4.5;
+const PEN_32 = 5.5;
 
 export class Sketch {
   strokes: Stroke[] = [];

@@ -2,7 +2,7 @@
 // model and the optimizer. Training runs in chunks of ~CHUNK_MS so that messages from the page
 // (pause, a new learning rate, "predict this drawing") are handled between chunks; the page's
 // thread never runs a kernel, so it stays responsive whatever the model costs.
-import { init, tidy, noGrad, crossEntropy, softmax, tensor, memory, nn, optim, data, io, AdjointError } from '../../src/index.js';
+import { init, tidy, noGrad, crossEntropy, softmax, slice, tensor, memory, alignmentAngles, nn, optim, data, io, AdjointError } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { FromWorker, ModelConfig, ModelInfo, ModelKind, ToWorker, TrainConfig } from './protocol.js';
 
@@ -11,12 +11,15 @@ const CHUNK_MS = 40;
 /** Test-set evaluation interval while training (359 images: a few ms for the MLP). */
 const EVAL_MS = 400;
 const SEED = 0;
+/** Test images used to measure feedback alignment's angle to backprop. */
+const PROBE = 128;
 
 const scope = self as unknown as { postMessage(m: FromWorker, t?: Transferable[]): void; onmessage: ((e: MessageEvent<ToWorker>) => void) | null };
 const post = (m: FromWorker, transfer: Transferable[] = []) => scope.postMessage(m, transfer);
 
 interface State {
   split: data.Split;
+  probe: { x: Tensor; y: Int32Array };
   model: nn.Sequential;
   modelConfig: ModelConfig;
   opt: optim.Optimizer;
@@ -80,7 +83,7 @@ function rebuild(s: State, config: ModelConfig, train: TrainConfig): void {
     running: false, step: 0, examples: 0, pass: 0, batches: null,
   });
   post({ type: 'state', running: false });
-  post({ type: 'model', info: describe(model, config) });
+  post({ type: 'model', info: describe(model, config), fresh: true });
   evaluate(s);
 }
 
@@ -161,12 +164,34 @@ function evaluate(s: State): void {
   let correct = 0;
   for (let i = 0; i < predictions.length; i++) if (predictions[i] === s.split.yTest[i]) correct++;
   s.lastEval = performance.now();
-  post({ type: 'eval', step: s.step, epoch: s.examples / s.split.yTrain.length, testAccuracy: correct / predictions.length, predictions }, [predictions.buffer]);
+  post({
+    type: 'eval', step: s.step, epoch: s.examples / s.split.yTrain.length, testAccuracy: correct / predictions.length, predictions,
+    alignmentAngle: s.modelConfig.feedback === 'alignment' ? signalAngle(s) : null,
+  }, [predictions.buffer]);
+}
+
+/**
+ * The angle between the error signal feedback alignment sends back into the network and the one
+ * backpropagation would send (the Linear nearest the output that passes one back): about 90°
+ * at the start, falling as the forward weights come to align with the fixed feedback matrix.
+ */
+function signalAngle(s: State): number | null {
+  const angles = tidy(() => alignmentAngles(s.model, s.probe.x, (out) => crossEntropy(out, s.probe.y)));
+  const signals = angles.map((a) => a.signal).filter((v): v is number => v !== null && Number.isFinite(v));
+  return signals.length > 0 ? signals[signals.length - 1] : null;
 }
 
 // Zero-delay scheduling: a MessageChannel task is not clamped to 4 ms like nested setTimeouts.
+// At most one tick is pending, so pausing and resuming quickly never starts a second loop.
 const tick = new MessageChannel();
+let scheduled = false;
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  tick.port2.postMessage(null);
+}
 tick.port1.onmessage = () => {
+  scheduled = false;
   const s = st;
   if (s === null || !s.running) return;
   try {
@@ -176,7 +201,7 @@ tick.port1.onmessage = () => {
     pause(s);
     post({ type: 'error', context: 'Training failed', detail: message(e) });
   }
-  if (s.running) tick.port2.postMessage(null);
+  if (s.running) schedule();
 };
 
 function start(s: State): void {
@@ -184,14 +209,15 @@ function start(s: State): void {
   s.running = true;
   s.lastProgress = performance.now();
   post({ type: 'state', running: true });
-  tick.port2.postMessage(null);
+  schedule();
 }
 
 function pause(s: State): void {
   if (!s.running) return;
   s.running = false;
-  post({ type: 'state', running: false });
+  // Evaluated first, so the page shows the final accuracy by the time its buttons change.
   evaluate(s);
+  post({ type: 'state', running: false });
 }
 
 function predict(s: State, id: number, pixels: Float32Array): void {
@@ -245,7 +271,7 @@ function handle(s: State, m: ToWorker): void {
         return rebuild(s, m.model, m.train);
       } catch (e) {
         // The old model is still in place (and still training if it was): tell the page which.
-        post({ type: 'model', info: describe(s.model, s.modelConfig) });
+        post({ type: 'model', info: describe(s.model, s.modelConfig), fresh: false });
         throw e;
       }
     case 'configure': return configure(s, m.train);
@@ -295,11 +321,13 @@ async function boot(): Promise<void> {
   }
   const testPixels = split.xTest.toArray() as Float32Array;
   post({ type: 'ready', testPixels, testLabels: split.yTest.slice(), trainCount: split.yTrain.length }, [testPixels.buffer]);
+  const n = Math.min(PROBE, split.yTest.length);
+  const probe = { x: slice(split.xTest, [0, 0], [n, 64]), y: split.yTest.slice(0, n) };
   st = {
-    split, model, modelConfig, train, opt: makeOptimizer(model.parameters(), train),
+    split, probe, model, modelConfig, train, opt: makeOptimizer(model.parameters(), train),
     running: false, step: 0, examples: 0, pass: 0, batches: null, lastEval: 0, lastProgress: 0,
   };
-  post({ type: 'model', info: describe(model, modelConfig) });
+  post({ type: 'model', info: describe(model, modelConfig), fresh: true });
   evaluate(st);
   for (const m of queue.splice(0)) dispatch(st, m);
 }
