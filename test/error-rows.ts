@@ -377,6 +377,7 @@ export function libraryRows(f: Fixtures): Row[] {
     row('data.permutation', () => A.data.permutation(-2), A.ArgumentError, 'n', 'non-negative integer', '-2'),
     row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'seed', 'safe integer'),
     row('gradientStats', () => A.gradientStats(any({})), A.ArgumentError, 'model', 'nn.Module', 'object'),
+    row('nn.gradientStats', () => A.nn.gradientStats(any(null)), A.ArgumentError, 'model', 'nn.Module', 'null'),
     row('gradientWarnings', () => A.gradientWarnings([], { vanishing: -1 }), A.ArgumentError, 'vanishing', 'positive number', '-1'),
     row('alignmentAngles', () => A.alignmentAngles(f.lin, any([1, 2]), (y) => y), A.ArgumentError, 'x', 'Tensor'),
     row('setFeedback', () => A.setFeedback(f.lin, any('random')), A.ArgumentError, 'feedback', "'alignment'", '"random"'),
