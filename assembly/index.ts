@@ -4,6 +4,7 @@ export * from './binary';
 export * from './reduce';
 export * from './shape';
 export * from './softmax';
+export * from './norm';
 export * from './random';
 export * from './matmul';
 export * from './conv';

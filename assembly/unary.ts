@@ -1,9 +1,12 @@
 // Elementwise unary kernels y = f(x). Contract for every kernel here:
 // (x, y: pointers to n elements of T; n ≥ 0; p0, p1: the op's scalar parameters or unused);
-// in-place (x == y) is allowed. Derivatives are composed from these in src/ops, so the
-// "VJP" of a unary op needs no kernel of its own except the masks step/inside/sign.
+// in-place (x == y) is allowed. f32 exp/log/tanh/sigmoid/softplus run the vmath.ts lane code,
+// tail included (a partly filled vector); f64 ones the musl scalar code. Derivatives are
+// composed from these in src/ops; the fused VJP kernels at the end (tanh, sigmoid, relu)
+// do g·f'(y) in one pass.
 import { lanes, ld, st, at } from './lanes';
 import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './scalar';
+import { exp4, log4, tanh4, sigmoid4, softplus4, loadTail, storeTail } from './vmath';
 
 @inline const NEG = 0;
 @inline const EXP = 1;
@@ -49,14 +52,24 @@ import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './sca
   return x;
 }
 
-/** Whether op has a v128 form (the rest run the scalar loop over all n). */
-@inline function simd(op: i32): bool {
-  return op == NEG || op == SQRT || op == ABS || op == SQUARE || op == RELU || op == CLAMP || op == RECIP || op == STEP;
+/** Whether op's f32 form is vmath.ts lane code, which the tail must run too (same bits). */
+@inline function vmath<T>(op: i32): bool {
+  return sizeof<T>() == 4 && (op == EXP || op == LOG || op == TANH || op == SIGMOID || op == SOFTPLUS);
 }
 
-/** f(x) for one vector of lanes; only called when simd(op). */
+/** Whether op has a v128 form for T (the rest run the scalar loop over all n). */
+@inline function simd<T>(op: i32): bool {
+  return op == NEG || op == SQRT || op == ABS || op == SQUARE || op == RELU || op == CLAMP || op == RECIP || op == STEP || vmath<T>(op);
+}
+
+/** f(x) for one vector of lanes; only called when simd<T>(op). */
 @inline function fv<T>(op: i32, x: v128, p0: v128, p1: v128): v128 {
   switch (op) {
+    case EXP: return exp4(x);
+    case LOG: return log4(x);
+    case TANH: return tanh4(x);
+    case SIGMOID: return sigmoid4(x);
+    case SOFTPLUS: return softplus4(x);
     case NEG: return v128.neg<T>(x);
     case SQRT: return v128.sqrt<T>(x);
     case ABS: return v128.abs<T>(x);
@@ -73,9 +86,13 @@ import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './sca
   const p0 = <T>p0d, p1 = <T>p1d;
   const L = lanes<T>();
   let i = 0;
-  if (simd(op)) {
+  if (simd<T>(op)) {
     const v0 = v128.splat<T>(p0), v1 = v128.splat<T>(p1);
     for (; i + L <= n; i += L) v128.store(at<T>(y, i), fv<T>(op, v128.load(at<T>(x, i)), v0, v1));
+    if (vmath<T>(op) && i < n) {
+      storeTail(at<T>(y, i), fv<T>(op, loadTail(at<T>(x, i), n - i), v0, v1), n - i);
+      return;
+    }
   }
   for (; i < n; i++) st<T>(y, i, f<T>(op, ld<T>(x, i), p0, p1));
 }
@@ -83,10 +100,10 @@ import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './sca
 /** y = -x */
 export function neg_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(NEG, x, y, n, p0, p1); }
 export function neg_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(NEG, x, y, n, p0, p1); }
-/** y = e^x */
+/** y = e^x (f32: x = q·ln2 + s, |s| ≤ ln2/2, degree-7 polynomial, 2^q in the exponent bits; ≤ 1 ulp) */
 export function exp_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(EXP, x, y, n, p0, p1); }
 export function exp_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(EXP, x, y, n, p0, p1); }
-/** y = ln x */
+/** y = ln x (f32: x = 2^k·m, m ∈ [√½, √2), ln m = 2·atanh(s), s = (m − 1)/(m + 1), odd degree-9 polynomial; ≤ 1 ulp) */
 export function log_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(LOG, x, y, n, p0, p1); }
 export function log_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(LOG, x, y, n, p0, p1); }
 /** y = √x */
@@ -104,16 +121,16 @@ export function sin_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { ma
 /** y = cos x */
 export function cos_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(COS, x, y, n, p0, p1); }
 export function cos_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(COS, x, y, n, p0, p1); }
-/** y = tanh x */
+/** y = tanh x (f32: |x| < 0.625 odd degree-11 polynomial, else 1 − 2/(e^{2|x|} + 1), sign copied; ≤ 1 ulp) */
 export function tanh_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(TANH, x, y, n, p0, p1); }
 export function tanh_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(TANH, x, y, n, p0, p1); }
-/** y = 1 / (1 + e^-x) */
+/** y = 1 / (1 + e^-x) (f32: e = e^{−|x|}, 1/(1 + e) or e/(1 + e), rounding of e and 1 + e corrected; ≤ 1 ulp) */
 export function sigmoid_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SIGMOID, x, y, n, p0, p1); }
 export function sigmoid_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SIGMOID, x, y, n, p0, p1); }
 /** y = max(x, 0) */
 export function relu_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(RELU, x, y, n, p0, p1); }
 export function relu_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(RELU, x, y, n, p0, p1); }
-/** y = ln(1 + e^x) */
+/** y = ln(1 + e^x) (f32: max(x, 0) + ln(1 + e^{−|x|}) with the rounding of 1 + e corrected; ≤ 2 ulp) */
 export function softplus_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(SOFTPLUS, x, y, n, p0, p1); }
 export function softplus_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(SOFTPLUS, x, y, n, p0, p1); }
 /** y = x > 0 ? x : p0·x */
@@ -134,3 +151,44 @@ export function sign_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { m
 /** y = 1 / x */
 export function recip_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(RECIP, x, y, n, p0, p1); }
 export function recip_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(RECIP, x, y, n, p0, p1); }
+
+// Fused VJPs dx = g·f'(y) from the saved output y, in one pass instead of two or three.
+// Contract: (y, g, dx: pointers to n elements of T; n ≥ 0); dx may alias y or g. The
+// arithmetic is the composed rule's, in its order, so dx is bit-identical to it.
+@inline const TANH_VJP = 0;
+@inline const SIGMOID_VJP = 1;
+@inline const RELU_VJP = 2;
+
+@inline function df<T>(op: i32, y: T, g: T): T {
+  switch (op) {
+    case TANH_VJP: return g * (<T>1 - y * y);
+    case SIGMOID_VJP: return g * (y * (<T>1 - y));
+  }
+  return g * (y > <T>0 ? <T>1 : <T>0); // a multiply, as mul(g, step(y)): NaN·0 stays NaN
+}
+
+@inline function dfv<T>(op: i32, y: v128, g: v128): v128 {
+  const one = v128.splat<T>(<T>1);
+  switch (op) {
+    case TANH_VJP: return v128.mul<T>(g, v128.sub<T>(one, v128.mul<T>(y, y)));
+    case SIGMOID_VJP: return v128.mul<T>(g, v128.mul<T>(y, v128.sub<T>(one, y)));
+  }
+  return v128.mul<T>(g, v128.and(one, v128.gt<T>(y, v128.splat<T>(<T>0))));
+}
+
+@inline function vjp<T>(op: i32, y: usize, g: usize, dx: usize, n: i32): void {
+  const L = lanes<T>();
+  let i = 0;
+  for (; i + L <= n; i += L) v128.store(at<T>(dx, i), dfv<T>(op, v128.load(at<T>(y, i)), v128.load(at<T>(g, i))));
+  for (; i < n; i++) st<T>(dx, i, df<T>(op, ld<T>(y, i), ld<T>(g, i)));
+}
+
+/** dx = g·(1 − y²), y = tanh x */
+export function tanh_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(TANH_VJP, y, g, dx, n); }
+export function tanh_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(TANH_VJP, y, g, dx, n); }
+/** dx = g·y(1 − y), y = sigmoid x */
+export function sigmoid_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(SIGMOID_VJP, y, g, dx, n); }
+export function sigmoid_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(SIGMOID_VJP, y, g, dx, n); }
+/** dx = g·(y > 0 ? 1 : 0), y = relu x */
+export function relu_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(RELU_VJP, y, g, dx, n); }
+export function relu_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(RELU_VJP, y, g, dx, n); }

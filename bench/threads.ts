@@ -175,6 +175,31 @@ function report(title: string, results: Result[]): void {
   }
 }
 
+/**
+ * How much of a second core this process gets right now: the same pure-JS loop on the main
+ * thread alone, then on the main thread and a worker at once; 2.0 means two idle cores. On a
+ * shared machine the threaded figures below are only as good as this number.
+ */
+async function parallelCapacity(): Promise<number> {
+  const { Worker } = await import('node:worker_threads');
+  const loop = 'let x = 0; for (let i = 0; i < 1e8; i++) x = (x * 1103515245 + 12345) | 0; x';
+  const w = new Worker(`require('node:worker_threads').parentPort.on('message', (m) => { eval(m); require('node:worker_threads').parentPort.postMessage(0); });`, { eval: true });
+  const once = () => new Promise((r) => w.once('message', r));
+  w.postMessage('0');
+  await once();
+  let t = performance.now();
+  eval(loop);
+  const solo = performance.now() - t;
+  t = performance.now();
+  const done = once();
+  w.postMessage(loop);
+  eval(loop);
+  await done;
+  const both = performance.now() - t;
+  await w.terminate();
+  return (2 * solo) / both;
+}
+
 const argv = process.argv.slice(2);
 if (argv[0] === '--child') {
   const r = await nodeChild(argv[1] as Lib, Number(argv[2]));
@@ -185,6 +210,7 @@ if (argv[0] === '--child') {
   const counts = (ti >= 0 ? argv[ti + 1] : '1,2').split(',').map(Number);
   const browser = argv.includes('--browser'), node = argv.includes('--node') || !browser;
   const results: Record<string, Result[]> = {};
+  console.log(`machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores)`);
   if (node) report('Node', (results.node = runNode(counts)));
   if (browser) report('Chromium', (results.browser = await runBrowser(counts)));
   if (argv.includes('--json')) console.log(JSON.stringify(results, null, 1));

@@ -309,6 +309,7 @@ function transformRows(f: Fixtures): Row[] {
     row('checkpoint', () => A.checkpoint(any(5)), A.ArgumentError, 'fn', 'function', 'number'),
     row('checkpoint', () => A.checkpoint(function seg(t: A.Tensor) { return A.tanh(t); })(any('x')), A.ArgumentError, 'seg', 'argument 0', 'Tensor'),
     row('checkpoint', () => A.checkpoint(function seg(t: A.Tensor) { return A.tanh(t); })(f.dead), A.DisposedError, 'disposed'),
+    row('compile', () => A.compile(any(5)), A.ArgumentError, 'fn', 'function', 'number'),
     row('detectAnomaly', () => A.detectAnomaly(any('yes')), A.ArgumentError, 'true or false', 'string'),
     row('withAnomalyDetection', () => A.withAnomalyDetection(any(0)), A.ArgumentError, 'fn', 'function'),
   ];

@@ -1,15 +1,16 @@
 // Child process for test/threads.test.ts: init() happens once per module instance, so every
 // thread count (and the fallback and worker-death cases) runs in a process of its own.
-// Prints one JSON line.  Usage: node <bundle> digest|fallback|death|resize [--threads N] [--force]
+// Prints one JSON line.  Usage: node <bundle> digest|fallback|death|resize [--threads N] [--force] [--pause]
 //   digest    trains a small MLP (matmul, add, tanh, crossEntropy, backward, SGD written with
 //             ops) and prints a SHA-256 of the final weights' bytes; --force drops the size
-//             thresholds so every splittable kernel is split, odd sizes included.
+//             thresholds so every splittable kernel is split, odd sizes included; --pause makes
+//             the busy-machine pause kick in at every wait, mixing split and unsplit launches.
 //   fallback  removes SharedArrayBuffer, then init({ threads: 2 }): one thread and one notice.
 //   death     a worker exits mid-matmul: the call throws, later calls work, init() restarts.
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
-import { threadCount, threadStats, killWorkerOnNextJob } from '../src/wasm/threads.js';
+import { busy, threadCount, threadStats, killWorkerOnNextJob } from '../src/wasm/threads.js';
 import { thresholds } from '../src/wasm/split.js';
 import { matmulT } from '../src/ops/api.js';
 
@@ -62,6 +63,26 @@ function wideGemms(): string {
   return hash.digest('hex');
 }
 
+/** Fused optimizer updates (split like elementwise kernels): Adam, AdamW and SGD with momentum. */
+function optimizers(): string {
+  const hash = createHash('sha256');
+  for (const [make, dtype] of [
+    [(ps: A.Tensor[]) => new A.optim.Adam(ps, { lr: 0.01 }), 'float32'],
+    [(ps: A.Tensor[]) => new A.optim.AdamW(ps, { lr: 0.01, weightDecay: 0.1 }), 'float64'],
+    [(ps: A.Tensor[]) => new A.optim.SGD(ps, { lr: 0.1, momentum: 0.9, nesterov: true }), 'float32'],
+  ] as const) {
+    const p = A.randn([301, 131], { seed: 9, dtype });
+    p.requiresGrad = true;
+    const opt = make([p]);
+    for (let s = 0; s < 3; s++) {
+      p.grad = A.randn([301, 131], { seed: 10 + s, dtype });
+      opt.step();
+    }
+    hash.update(p.toArray());
+  }
+  return hash.digest('hex');
+}
+
 /** A matmul big enough to be split; returns its bytes' digest. */
 function bigMatmul(): string {
   return A.tidy(() => {
@@ -76,9 +97,11 @@ if (mode === 'digest') {
   if (argv.includes('--force')) {
     thresholds.gemm = 0;
     thresholds.elementwise = 0;
+    busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
   }
-  const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms();
-  out({ threads: threadCount(), f32, f64, wide, dispatches: threadStats.dispatches });
+  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1 }); // pause after every split
+  const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms(), optim = optimizers();
+  out({ threads: threadCount(), f32, f64, wide, optim, dispatches: threadStats.dispatches, stolen: threadStats.stolen, pauses: threadStats.pauses });
 } else if (mode === 'fallback') {
   const warnings: string[] = [];
   console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));

@@ -38,7 +38,7 @@ describe('threads: determinism', () => {
     for (const t of ['1', '2', '3']) {
       const r = child('digest', '--threads', t);
       expect(r.threads).toBe(Number(t));
-      expect({ f32: r.f32, f64: r.f64, wide: r.wide }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide });
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
       if (t !== '1') expect(r.dispatches).toBeGreaterThan(0); // the pool really ran kernels
     }
   }, 240_000);
@@ -47,10 +47,18 @@ describe('threads: determinism', () => {
     const base = child('digest');
     for (const t of ['2', '3']) {
       const r = child('digest', '--threads', t, '--force');
-      expect({ f32: r.f32, f64: r.f64, wide: r.wide }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide });
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
       expect(r.dispatches).toBeGreaterThan(100);
     }
   }, 240_000);
+
+  it('gives the same bytes when the busy-machine pause switches threads off and on mid-run', () => {
+    const base = child('digest');
+    const r = child('digest', '--threads', '2', '--force', '--pause');
+    expect(r.pauses).toBeGreaterThan(0);
+    expect(r.dispatches).toBeGreaterThan(0);
+    expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
+  }, 120_000);
 });
 
 describe('threads: failure modes', () => {

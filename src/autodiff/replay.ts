@@ -55,3 +55,8 @@ export function recordDraws<T>(fn: () => T): [T, readonly unknown[]] {
 export function replayDraws<T>(draws: readonly unknown[], fn: () => T): T {
   return withTape({ draws: draws as unknown[], pos: 0, parent: null }, fn);
 }
+
+/** Whether a draw now would be recorded or served by a tape (inside checkpoint()). */
+export function onTape(): boolean {
+  return current !== null;
+}

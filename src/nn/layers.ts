@@ -5,7 +5,7 @@ import { Tensor } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { relu, tanh, gelu, layerNorm, reshape, gather, add, composite } from '../ops/api.js';
 import { seedOf, ones, zeros } from '../tensor/create.js';
-import { dropout } from '../ops/conv-api.js';
+import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../autodiff/replay.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
@@ -74,7 +74,7 @@ export class Dropout extends Module {
     tensorInput('Dropout', x);
     if (!this.training || this.p === 0) return x;
     // replayable: a checkpointed segment's recompute must draw this call's mask again, not the next one.
-    return dropout(x, this.p, { seed: replayable(() => (this.seed + this.calls++) % Number.MAX_SAFE_INTEGER), training: true });
+    return dropoutDrawn(x, this.p, () => replayable(() => (this.seed + this.calls++) % Number.MAX_SAFE_INTEGER));
   }
 }
 

@@ -5,6 +5,7 @@ import { Tensor, type TensorLike } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { checkDtype } from '../tensor/dtype.js';
 import { apply } from '../graph/record.js';
+import { derive } from '../graph/trace-hooks.js';
 import { filled, broadcastShapes, sizeOf } from './launch.js';
 import { matmulDims } from './linalg.js';
 
@@ -186,13 +187,17 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[], axis 
   if (!(indices instanceof Int32Array) && !Array.isArray(indices)) {
     throw new ArgumentError(`gather: indices must be an Int32Array or an array of integers, got ${typeof indices}`);
   }
-  const idx = Int32Array.from(indices as ArrayLike<number>);
-  for (let i = 0; i < idx.length; i++) {
-    const v = (indices as ArrayLike<number>)[i];
-    if (!Number.isInteger(v) || v < 0 || v >= x.shape[a]) {
-      throw new ShapeError(`gather: index ${v} at position ${i} is out of range [0, ${x.shape[a]}) for axis ${a} of [${x.shape}]`);
+  const checked = (ix: ArrayLike<number>): Int32Array => {
+    for (let i = 0; i < ix.length; i++) {
+      const v = ix[i];
+      if (!Number.isInteger(v) || v < 0 || v >= x.shape[a]) {
+        throw new ShapeError(`gather: index ${v} at position ${i} is out of range [0, ${x.shape[a]}) for axis ${a} of [${x.shape}]`);
+      }
     }
-  }
+    return Int32Array.from(ix);
+  };
+  const idx = checked(indices);
+  derive(idx, indices, checked); // a compiled step checks each call's new indices the same way
   return apply('gather', [x], { indices: idx, axis: a });
 }
 

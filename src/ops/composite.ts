@@ -6,8 +6,9 @@ import { Tensor, isTensor } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from '../graph/record.js';
+import { derive } from '../graph/trace-hooks.js';
 import {
-  add, sub, mul, div, exp, log, sqrt, square, tanh, sum, max, reshape, transpose, gather, detach, normAxes, normAxis, tensorArg,
+  add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
 } from './api.js';
 
@@ -79,6 +80,17 @@ function checkReduction(op: string, reduction: unknown): void {
   }
 }
 
+/** The labels as an Int32Array, each checked to be an integer in [0, c). */
+function checkedLabels(labels: Int32Array | readonly number[], c: number): Int32Array {
+  const flat = new Int32Array(labels.length);
+  for (let i = 0; i < labels.length; i++) {
+    const l = labels[i];
+    if (!Number.isInteger(l) || l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})`);
+    flat[i] = l;
+  }
+  return flat;
+}
+
 /** Softmax cross-entropy of logits [N, C] against integer labels in [0, C). */
 export function crossEntropy(logits: Tensor, labels: Int32Array | readonly number[], { reduction = 'mean' as Reduction } = {}): Tensor {
   tensorArg('crossEntropy', logits, 'logits');
@@ -89,16 +101,10 @@ export function crossEntropy(logits: Tensor, labels: Int32Array | readonly numbe
   if (logits.shape.length !== 2) throw new ShapeError(`crossEntropy: logits must be [N, C], got [${logits.shape}]`);
   const [n, c] = logits.shape;
   if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
-  const flat = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    const l = labels[i];
-    if (!Number.isInteger(l) || l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})`);
-    flat[i] = i * c + l;
-  }
-  return composite(() => {
-    const picked = gather(reshape(logSoftmax(logits, -1), [n * c]), flat, 0);
-    return reduce(mul(picked, -1), reduction);
-  });
+  const flat = checkedLabels(labels, c);
+  derive(flat, labels, (ls) => checkedLabels(ls, c)); // a compiled step checks each call's new labels the same way
+  // Per-row log Σ e^x − x[label] and its VJP (softmax − onehot)·g are one kernel each (fused.ts).
+  return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
 }
 
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
@@ -125,10 +131,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
     if (t && t.dtype !== x.dtype) throw new DtypeError(`layerNorm: ${name} is ${t.dtype} but the input is ${x.dtype}`);
   }
   return composite(() => {
-    const last = x.shape.length - 1;
-    const xc = sub(x, div(sum(x, last, true), d));
-    const variance = div(sum(square(xc), last, true), d);
-    let y = div(xc, sqrt(add(variance, eps)));
+    let y = apply('layerNorm', [x], { eps }); // one kernel per row each way (fused.ts)
     if (weight) y = mul(y, weight);
     if (bias) y = add(y, bias);
     return y;

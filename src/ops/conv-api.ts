@@ -8,6 +8,7 @@ import { apply } from '../graph/record.js';
 import { k } from './launch.js';
 import { add, mul, reshape, tensorArg } from './api.js';
 import { composite } from './composite.js';
+import { perCall } from '../graph/trace-hooks.js';
 
 export type Pair = readonly [number, number];
 export interface ConvParams {
@@ -130,10 +131,19 @@ export function dropout(x: Tensor, p: number, { seed, training = true }: Dropout
   tensorArg('dropout', x, 'input');
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${p}`);
   if (!training || p === 0) return reshape(x, x.shape);
-  const [lo, hi] = seedOf(seed, 'dropout');
+  return dropoutDrawn(x, p, () => seed);
+}
+
+/**
+ * Dropout (training, 0 < p < 1, arguments checked) with the mask's seed from draw(): undefined
+ * takes the next automatic seed. perCall: a compiled step calls draw() again on every replay, so
+ * a counter behind it (nn.Dropout's) advances and each step gets a fresh mask, as in eager mode.
+ */
+export function dropoutDrawn(x: Tensor, p: number, draw: () => number | undefined): Tensor {
+  const args = perCall(() => [...seedOf(draw(), 'dropout'), p]);
   return composite(() => {
     const mask = Tensor.empty(x.shape, x.dtype);
-    k('dropout_mask', x.dtype)(mask.ptr, mask.size, lo, hi, p);
+    k('dropout_mask', x.dtype)(mask.ptr, mask.size, ...args);
     return mul(x, mask);
   });
 }

@@ -5,6 +5,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import type { Rule, Saves } from './table.js';
 import { launchUnary, launchBinary } from './launch.js';
 import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside, pow, log, ge, recip, zerosLike } from './api.js';
+import { tanhGrad, sigmoidGrad, reluGrad } from './fused.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
 const SAVE_X: Saves = { inputs: [0], output: false };
@@ -19,6 +20,11 @@ function unary<P = Record<string, never>>(kernel: string, save: 'x' | 'y', d: De
     vjp: (g, s, p) => [mul(g, d(s.x[0]!, s.y!, p))],
     jvp: ([t], [x], y, p) => mul(t!, d(x, y, p)),
   };
+}
+
+/** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (fused.ts); the JVP is grad(y, t). */
+function fusedUnary(kernel: string, grad: (y: Tensor, g: Tensor) => Tensor): Rule<Record<string, never>> {
+  return { saves: SAVE_Y, forward: ([x]) => launchUnary(kernel, x), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!) };
 }
 
 /** A unary primitive with derivative zero everywhere it is defined (masks, sign). */
@@ -63,9 +69,10 @@ export const unaryRules = {
   square: unary('square', 'x', (x) => mul(x, 2)),
   sin: unary('sin', 'x', (x) => cos(x)),
   cos: unary('cos', 'x', (x) => neg(sin(x))),
-  tanh: unary('tanh', 'y', (_x, y) => sub(1, square(y))),
-  sigmoid: unary('sigmoid', 'y', (_x, y) => mul(y, sub(1, y))),
-  relu: unary('relu', 'y', (_x, y) => step(y, 1, 0)),
+  // f' = 1 − y², y(1 − y) and (y > 0): g·f' fused into one pass each (fused.ts).
+  tanh: fusedUnary('tanh', (y, g) => tanhGrad(y, g)),
+  sigmoid: fusedUnary('sigmoid', (y, g) => sigmoidGrad(y, g)),
+  relu: fusedUnary('relu', (y, g) => reluGrad(y, g)),
   softplus: unary('softplus', 'x', (x) => sigmoid(x)),
   leakyRelu: unary<{ slope: number }>('leaky_relu', 'x', (x, _y, p) => step(x, 1, p.slope), (p) => [p.slope, 0]),
   clamp: unary<{ lo: number; hi: number }>('clamp', 'x', (x, _y, p) => inside(x, p.lo, p.hi), (p) => [p.lo, p.hi]),

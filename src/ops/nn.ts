@@ -7,7 +7,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { mul, sub, sum } from './api.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
-const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
+export const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
 
 export const nnRules = {
   softmax: {

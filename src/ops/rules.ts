@@ -8,8 +8,9 @@ import { linalgRules } from './linalg.js';
 import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
 import { convRules } from './conv.js';
+import { fusedRules } from './fused.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

@@ -3,8 +3,10 @@
 // before the update. Step counts are per parameter; bias corrections are computed in wasm.
 import { ArgumentError } from '../errors.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { k } from '../ops/launch.js';
+import { splitMap } from '../wasm/split.js';
+import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, hyper, type Params } from './optimizer.js';
+import { perCall } from '../graph/trace-hooks.js';
 
 export interface AdamOptions {
   lr?: number;
@@ -40,11 +42,16 @@ abstract class AdamFamily extends Optimizer {
   }
 
   protected update(p: Tensor, g: Tensor): void {
-    const t = this.stepCount(p) + 1;
-    this.steps.set(p, t);
     const [m, v] = this.buffers(p, 2).bufs;
     const [b1, b2] = this.betas;
-    k('adam', p.dtype)(p.ptr, g.ptr, m.ptr, v.ptr, p.size, this.lr, b1, b2, this.eps, this.weightDecay, t, this.decoupled ? 1 : 0);
+    // perCall: a compiled step counts the step and reads lr afresh on every replay.
+    const scalars = perCall(() => {
+      const t = this.stepCount(p) + 1;
+      this.steps.set(p, t);
+      return [this.lr, b1, b2, this.eps, this.weightDecay, t, this.decoupled ? 1 : 0];
+    });
+    // Elementwise: split across the thread pool when large (16-element-aligned pieces).
+    splitMap(`adam_${SUFFIX[p.dtype]}`, p.dtype === 'float32' ? 4 : 8, [p.ptr, g.ptr, m.ptr, v.ptr], p.size, scalars, 4);
   }
 
   override dispose(): void {

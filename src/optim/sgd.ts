@@ -3,8 +3,10 @@
 // momentum buffer is the gradient itself, later b ← μ·b + (1 − dampening)·g.
 import { ArgumentError } from '../errors.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { k } from '../ops/launch.js';
+import { splitMap } from '../wasm/split.js';
+import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, hyper, type Params } from './optimizer.js';
+import { perCall } from '../graph/trace-hooks.js';
 
 export interface SGDOptions {
   lr: number;
@@ -44,6 +46,9 @@ export class SGD extends Optimizer {
       buf = bufs[0].ptr;
       if (fresh) flags |= FIRST;
     }
-    k('sgd', p.dtype)(p.ptr, g.ptr, buf, p.size, this.lr, this.momentum, this.dampening, this.weightDecay, flags);
+    // perCall: a compiled step reads lr afresh on every replay (a schedule may change it).
+    const scalars = perCall(() => [this.lr, this.momentum, this.dampening, this.weightDecay, flags]);
+    // Elementwise: split across the thread pool when large (16-element-aligned pieces).
+    splitMap(`sgd_${SUFFIX[p.dtype]}`, p.dtype === 'float32' ? 4 : 8, [p.ptr, g.ptr, buf], p.size, scalars, 2);
   }
 }

@@ -6,6 +6,7 @@ import { Tensor } from './tensor.js';
 import { checkDtype, SUFFIX, BYTES, type DType } from './dtype.js';
 import { filled } from '../ops/launch.js';
 import { replayable } from '../autodiff/replay.js';
+import { hooks, perCall } from '../graph/trace-hooks.js';
 
 export interface TensorOptions {
   shape?: readonly number[];
@@ -60,6 +61,7 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
   const v = views();
   if (dtype === 'float32') v.f32.set(values, t.ptr >> 2);
   else v.f64.set(values, t.ptr >> 3);
+  hooks.recorder?.write(t.ptr, values.length, dtype === 'float32' ? 'f32' : 'f64', values); // compile() rebinds `values`
   return t;
 }
 
@@ -113,9 +115,10 @@ function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], op
   const fname = op === 'rand_uniform' ? 'rand' : 'randn';
   checkShape(fname, shape);
   const dtype = checkDtype(fname, opts.dtype ?? 'float32');
-  const [lo, hi] = seedOf(opts.seed, fname);
+  // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does.
+  const draw = perCall(() => [...seedOf(opts.seed, fname), 0, a, b]);
   const t = named(fname, () => Tensor.empty(shape, dtype));
-  kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, lo, hi, 0, a, b);
+  kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, ...draw);
   return finish(t, opts.requiresGrad);
 }
 /** Standard normal samples. */

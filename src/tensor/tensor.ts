@@ -8,6 +8,7 @@ import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
 import * as ops from '../ops/api.js';
 import { backward as runBackward } from '../autodiff/backward.js';
+import { hooks } from '../graph/trace-hooks.js';
 
 /** A block of wasm memory shared by every tensor that views it. */
 export class Storage {
@@ -29,6 +30,8 @@ export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
 
 let nextId = 1;
+/** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
+export const nextTensorId = (): number => nextId;
 
 export class Tensor {
   readonly id = nextId++;
@@ -99,6 +102,7 @@ export class Tensor {
   /** Byte offset of the data in wasm memory; throws if disposed. */
   get ptr(): number {
     if (this.isDisposed) throw new DisposedError(`tensor #${this.id} (shape [${this.shape}]) was disposed and cannot be used`);
+    hooks.recorder?.pointer(this); // compile()'s tracer: which persistent tensors a step touches
     return this.storage.ptr;
   }
 

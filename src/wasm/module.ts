@@ -4,6 +4,7 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { prepareThreads, reinitThreads, startThreads } from './threads.js';
+import { hooks } from '../graph/trace-hooks.js';
 
 export interface InitOptions {
   /** A precompiled module (edge workers), the wasm bytes, or a URL to fetch them from. */
@@ -136,6 +137,7 @@ export function views(): Runtime {
     r.i32 = new Int32Array(b);
     r.u8 = new Uint8Array(b);
   }
+  hooks.recorder?.access(); // compile()'s tracer: JS is touching tensor memory
   return r;
 }
 
@@ -143,7 +145,8 @@ export function views(): Runtime {
 export function kernel(name: string): Kernel {
   const k = runtime().exports[name];
   if (k === undefined) throw new AdjointError(`internal: no kernel named ${name}`);
-  return k;
+  const rec = hooks.recorder; // compile()'s tracer records the launch (src/graph/trace.ts)
+  return rec === null ? k : rec.kernel(name, k);
 }
 
 /** Writes i32 values into the argument block at slot `slot` (in i32s) and returns their address. */
@@ -151,5 +154,6 @@ export function writeArgs(slot: number, values: ArrayLike<number>): number {
   const r = views();
   if ((slot + values.length) * 4 > ARGS_BYTES) throw new AdjointError('internal: kernel argument block overflow');
   r.i32.set(values, (r.args >> 2) + slot);
+  hooks.recorder?.write(r.args + slot * 4, values.length, 'i32', values);
   return r.args + slot * 4;
 }

@@ -62,10 +62,12 @@ export function gemm(dtypeBytes: 4 | 8, a: number, b: number, c: number, M: numb
     f(...job(0, M, 0, N));
     return;
   }
-  // Rows in multiples of 8 (two micro-tiles), columns in multiples of 16 (whole 64-byte lines).
-  const byRows = M >= N || M >= 8 * t;
-  const parts = byRows ? ranges(M, t, 8).map(([i0, i1]) => job(i0, i1, 0, N)) : ranges(N, t, 16).map(([j0, j1]) => job(0, M, j0, j1));
-  runJobs(name, parts, f);
+  // Each piece packs all of the operand it shares and its share of the other: cutting rows
+  // costs M/t·K + K·N packed elements per thread, cutting columns M·K + K·N/t, so cut the longer
+  // side. Rows go in multiples of 8 (two micro-tiles), columns in multiples of 16 (64-byte lines).
+  const rows = ranges(M, t, 8), cols = ranges(N, t, 16);
+  const byRows = M >= N ? rows.length > 1 || cols.length === 1 : cols.length === 1;
+  runJobs(name, byRows ? rows.map(([i0, i1]) => job(i0, i1, 0, N)) : cols.map(([j0, j1]) => job(0, M, j0, j1)), f);
 }
 
 /** Registers the calling thread's scratch region (other kernels, conv's GEMMs, may have set theirs). */

@@ -14,6 +14,7 @@ import { compile, decodeBase64, runtime, type InitOptions } from './module.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { sharedMemoryVariant } from './shared-module.js';
 import { SLOT, OK, FAILED, DEAD, QUIT, DIE, NODE_WORKER, WEB_WORKER } from './worker-source.js';
+import { hooks } from '../graph/trace-hooks.js';
 
 /** Upper bound for `threads` (and for 'auto'). */
 const MAX_THREADS = 64;
@@ -51,7 +52,7 @@ let threadModule: WebAssembly.Module | null = null;
 let lost: number | null = null;
 const noticed = new Set<string>();
 /** Test hooks and counters (internal; not part of the public API). */
-export const threadStats = { dispatches: 0 };
+export const threadStats = { dispatches: 0, stolen: 0, pauses: 0 };
 
 /** One console line per distinct reason, the first time it applies. */
 function notice(reason: string): void {
@@ -260,12 +261,36 @@ function stopPool(): void {
   });
 }
 
-/** Threads a kernel call may be split over (1 without a pool). */
+/** Threads a kernel call may be split over (1 without a pool, or while it is paused). */
 export function threadCount(): number {
-  return pool === null ? 1 : pool.count;
+  return pool === null || (pausedUntil > 0 && paused()) ? 1 : pool.count;
+}
+
+/**
+ * Fork-join on cores that are busy with other work goes wrong in one way: a worker that has
+ * claimed its piece gets descheduled, and the caller waits a scheduler slice (milliseconds) for
+ * a piece worth microseconds. When the wait after the caller's own piece exceeds both
+ * `busy.ratio` times that piece and `busy.minWaitMs`, `busy.strikes` times in a row, the pool pauses
+ * for `busy.pauseMs` and kernels run on the calling thread (same bits), then it tries again.
+ * `busy.pauseMs = 0` turns this off.
+ */
+export const busy = { strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2 };
+let strikes = 0, pausedUntil = 0;
+const paused = (): boolean => performance.now() < pausedUntil;
+
+function congestion(ownMs: number, waitMs: number): void {
+  if (busy.pauseMs <= 0) return;
+  if (waitMs <= Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
+    strikes = 0;
+  } else if (++strikes >= busy.strikes) {
+    strikes = 0;
+    pausedUntil = performance.now() + busy.pauseMs;
+    threadStats.pauses++;
+  }
 }
 
 function post(c: Int32Array, a: Float64Array, op: number, args: readonly number[]): number {
+  if (args.length > SLOT.MAX_ARGS) throw new AdjointError(`internal: a threaded kernel takes at most ${SLOT.MAX_ARGS} arguments`);
   for (let i = 0; i < args.length; i++) a[i] = args[i];
   c[SLOT.OP] = op;
   c[SLOT.NARGS] = args.length;
@@ -284,27 +309,48 @@ function awaitDone(c: Int32Array, seq: number, canBlock: boolean): void {
 /**
  * Runs kernel `name` once per argument list, concurrently: jobs[0] on the calling thread,
  * jobs[i] on worker i. Returns when every job has finished; the jobs must write disjoint memory.
+ * A job not yet claimed by its worker when the caller is done with its own (the worker is
+ * asleep or descheduled, as on a loaded machine) is run by the caller instead: any thread
+ * computes a piece to the same bits, so who runs it does not matter.
  */
 export function runJobs(name: string, jobs: readonly (readonly number[])[], kernel: (...args: number[]) => number): void {
   const p = pool;
-  if (p === null || jobs.length === 1) {
+  if (p === null || jobs.length === 1 || (pausedUntil > 0 && paused())) {
     for (const j of jobs) kernel(...j);
     return;
   }
+  // compile()'s tracer records the pieces as one launch and hands back the unrecorded kernel.
+  if (hooks.recorder !== null) kernel = hooks.recorder.jobs(name, jobs);
   const dead = p.threads.findIndex((t, w) => w < jobs.length - 1 && (t.exit !== null || Atomics.load(p.slots[w], SLOT.GONE) !== 0));
   if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${p.threads[dead].exit ?? 'exited'})`], name);
   const op = p.index.get(name);
   if (op === undefined || jobs.length > p.count) throw new AdjointError(`internal: cannot split ${name} over ${jobs.length} threads`);
   threadStats.dispatches++;
-  const seqs = jobs.slice(1).map((j, w) => post(p.slots[w], p.args[w], die.has(w) ? (die.delete(w), DIE) : op, j));
+  const dying = jobs.slice(1).map((_, w) => die.delete(w));
+  const seqs = jobs.slice(1).map((j, w) => post(p.slots[w], p.args[w], dying[w] ? DIE : op, j));
   let own: unknown = null;
-  try {
-    kernel(...jobs[0]);
-  } catch (e) {
-    own = e;
-  }
+  const run = (j: readonly number[]) => {
+    try {
+      kernel(...j);
+    } catch (e) {
+      own ??= e;
+    }
+  };
+  const t0 = performance.now();
+  run(jobs[0]);
+  const t1 = performance.now();
+  // Take over jobs no worker has claimed yet (a claim moves TAKEN from seq − 1 to seq, once).
+  const stolen = seqs.map((seq, w) => {
+    const c = p.slots[w];
+    if (dying[w] || Atomics.compareExchange(c, SLOT.TAKEN, seq - 1, seq) !== seq - 1) return false;
+    run(jobs[w + 1]);
+    Atomics.store(c, SLOT.DONE, seq);
+    threadStats.stolen++;
+    return true;
+  });
   const problems: string[] = [];
   seqs.forEach((seq, w) => {
+    if (stolen[w]) return;
     const c = p.slots[w];
     awaitDone(c, seq, p.canBlock);
     const status = Atomics.load(c, SLOT.GONE) !== 0 ? DEAD : c[SLOT.STATUS];
@@ -314,6 +360,7 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
       problems.push(`worker ${w + 1} of ${p.count - 1} failed in ${name}: ${msg}`);
     }
   });
+  congestion(t1 - t0, performance.now() - t1);
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);

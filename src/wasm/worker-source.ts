@@ -4,12 +4,13 @@
 //
 // A worker instantiates the kernels on the shared memory, registers its own GEMM packing
 // scratch (the scratch pointer is a module global, so each instance has its own), reports
-// ready, and then serves its control slot forever: wait for SEQ to move, run kernel OP with the
+// ready, and then serves its control slot forever: wait for SEQ to move, claim the job (TAKEN:
+// seq − 1 → seq; the caller may have claimed it first and run it itself), run kernel OP with the
 // f64 arguments, write STATUS (and a message on failure), publish DONE = SEQ. See threads.ts.
 
 /** Control slot layout, shared with threads.ts (i32 indices; byte offsets for the areas). */
 export const SLOT = {
-  BYTES: 1024, SEQ: 0, DONE: 1, OP: 2, NARGS: 3, STATUS: 4, MSGLEN: 5, GONE: 6,
+  BYTES: 1024, SEQ: 0, DONE: 1, OP: 2, NARGS: 3, STATUS: 4, MSGLEN: 5, GONE: 6, TAKEN: 7,
   ARGS_AT: 64, MAX_ARGS: 24, MSG_AT: 256, MSG_CHARS: 384,
 } as const;
 /** STATUS values; OP values below 0 are commands. */
@@ -48,6 +49,8 @@ function serve(d, reply, onExit, exit) {
       if (spin > d.spin) { Atomics.wait(c, S.SEQ, seen); spin = 0; }
     }
     seen = Atomics.load(c, S.SEQ);
+    // Claim the job; failing means the caller already ran it itself (and published DONE).
+    if (Atomics.compareExchange(c, S.TAKEN, seen - 1, seen) !== seen - 1) continue;
     var op = c[S.OP];
     if (op === ${QUIT}) { quit = true; done(seen, ${OK}); return; }
     if (op === ${DIE}) { exit(); return; }
