@@ -9,6 +9,7 @@ import type { Rule, Rule0 } from './table.js';
 import { splitMap, splitRows } from '../wasm/split.js';
 import { runtime, views } from '../wasm/module.js';
 import { apply } from '../graph/record.js';
+import { hooks } from '../graph/trace-hooks.js';
 import { filled } from './launch.js';
 import { softmaxJ } from './nn.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';
@@ -18,8 +19,8 @@ const same = (a: Tensor, b: Tensor): boolean =>
 /** Sum of the terms that exist (a missing tangent is zero). */
 const plus = (u: Tensor | null, v: Tensor | null, zero: () => Tensor): Tensor => (u === null ? v ?? zero() : v === null ? u : add(u, v));
 
-// g·f'(y) for y = tanh x, sigmoid x, relu x. As functions of (y, g) they are bilinear-ish:
-// linear in g (so their VJP and JVP in g are the map itself) and ∂/∂y is written out.
+// g·f'(y) for y = tanh x, sigmoid x, relu x: linear in g (so their VJP and JVP in g are the
+// map itself), with ∂/∂y written out in the table below.
 export const tanhGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('tanhGrad', [y, g], {}) : mul(g, sub(1, square(y))));
 export const sigmoidGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('sigmoidGrad', [y, g], {}) : mul(g, mul(y, sub(1, y))));
 export const reluGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('reluGrad', [y, g], {}) : mul(g, apply('step', [y], { a: 1, b: 0 })));
@@ -50,6 +51,7 @@ function withLabels(labels: Int32Array, out: Tensor, f: (ptr: number) => void): 
   }
   try {
     views().i32.set(labels, ptr >> 2);
+    hooks.recorder?.write(ptr, labels.length, 'i32', labels); // compile() replays this write with each call's labels
     f(ptr);
   } finally {
     arena.free(ptr, bytes);
@@ -57,8 +59,6 @@ function withLabels(labels: Int32Array, out: Tensor, f: (ptr: number) => void): 
 }
 
 type Labels = { labels: Int32Array };
-/** Per-row loss log Σ e^x − x[label] of logits [N, C] (C ≥ 1, labels checked by crossEntropy). */
-export const softmaxCrossEntropy = (x: Tensor, labels: Int32Array): Tensor => apply('softmaxCrossEntropy', [x], { labels });
 /** g[:, None]·(softmax(x) − onehot(labels)): the VJP of softmaxCrossEntropy. */
 const xentGrad = (x: Tensor, g: Tensor, labels: Int32Array): Tensor => apply('softmaxCrossEntropyGrad', [x, g], { labels });
 /** softmax(x) − onehot(labels), the Jacobian row of each loss. */
@@ -69,7 +69,7 @@ const softmaxOf = (x: Tensor): Tensor => apply('softmax', [x], {});
 // Layer normalisation ŷ = (x − μ)/s, s = √(var + eps), over the last axis. Its Jacobian per row
 // J = (I − 11ᵀ/d − ŷŷᵀ/d)/s is symmetric, so the VJP and the JVP are both J·v = layerNormGrad(x, v).
 type Eps = { eps: number };
-export const layerNormRows = (x: Tensor, eps: number): Tensor => apply('layerNorm', [x], { eps });
+const layerNormRows = (x: Tensor, eps: number): Tensor => apply('layerNorm', [x], { eps });
 const layerNormGrad = (x: Tensor, g: Tensor, eps: number): Tensor => apply('layerNormGrad', [x, g], { eps });
 /** The row scale s = √(var + eps) (keepdims), as an op so that it differentiates. */
 function rowScale(x: Tensor, eps: number): Tensor {
@@ -143,10 +143,10 @@ export const fusedRules = {
       if (dx.size > 0) splitRows(`layer_norm_vjp_${SUFFIX[x.dtype]}`, n, c, 6, (lo, hi) => [x.ptr + lo * c * b, g.ptr + lo * c * b, dx.ptr + lo * c * b, hi - lo, c, p.eps]);
       return dx;
     },
-    vjp: (G, s, p, needs) => {
-      const t = layerNormGradTerms(s.x[0]!, s.x[1]!, s.y!, p.eps);
-      return [needs[0] ? t.vjp(G) : null, needs[1] ? layerNormGrad(s.x[0]!, G, p.eps) : null];
-    },
+    vjp: (G, s, p, needs) => [
+      needs[0] ? layerNormGradTerms(s.x[0]!, s.x[1]!, s.y!, p.eps).vjp(G) : null,
+      needs[1] ? layerNormGrad(s.x[0]!, G, p.eps) : null,
+    ],
     jvp: ([u, tg], [x, g], dx, p) => plus(u && layerNormGradTerms(x, g, dx, p.eps).jvp(u), tg && layerNormGrad(x, tg, p.eps), () => zerosLike(dx)),
   } satisfies Rule<Eps>,
 };

@@ -12,8 +12,12 @@
 import { kernel } from './module.js';
 import { runJobs, scratchOf, threadCount } from './threads.js';
 
-/** Work (≈ multiply-adds or element visits) below which a call stays on the calling thread. */
-export const thresholds = { gemm: 1 << 17, elementwise: 1 << 15 };
+/**
+ * Work (≈ multiply-adds, or element visits with transcendental functions counting 8) below
+ * which a call stays on the calling thread: a split costs a few µs when the worker is awake and
+ * tens when it sleeps, about what a cheap elementwise op takes for 2^17 elements.
+ */
+export const thresholds = { gemm: 1 << 17, elementwise: 1 << 17 };
 
 /** [lo, hi) ranges covering [0, n), at most `parts`, with inner boundaries at multiples of `align`. */
 export function ranges(n: number, parts: number, align: number): [number, number][] {

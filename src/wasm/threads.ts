@@ -18,8 +18,10 @@ import { hooks } from '../graph/trace-hooks.js';
 
 /** Upper bound for `threads` (and for 'auto'). */
 const MAX_THREADS = 64;
-/** Atomics.load polls before a waiting thread goes to sleep (a few tens of µs). */
+/** Atomics.load polls before the caller, waiting for a worker, goes to sleep (a few tens of µs). */
 const SPIN = 20000;
+/** How long an idle worker polls for its next job before it sleeps (see worker-source.ts). */
+const WORKER_SPIN_MS = 1;
 /** How long workers may take to start before init gives up on them (and runs on one thread). */
 const START_MS = 60_000;
 
@@ -191,7 +193,7 @@ async function startPool(count: number): Promise<void> {
       p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
       p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
       p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
-      p.threads.push(spawn({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spin: SPIN }));
+      p.threads.push(spawn({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: WORKER_SPIN_MS }));
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -204,6 +206,8 @@ async function startPool(count: number): Promise<void> {
     return;
   }
   pool = p;
+  strikes = 0;
+  pausedUntil = 0;
 }
 
 type Spawn = (data: Record<string, unknown>) => Thread;
@@ -267,25 +271,30 @@ export function threadCount(): number {
 }
 
 /**
- * Fork-join on cores that are busy with other work goes wrong in one way: a worker that has
+ * Fork-join on cores that are busy with other work goes wrong in two ways: a worker that has
  * claimed its piece gets descheduled, and the caller waits a scheduler slice (milliseconds) for
- * a piece worth microseconds. When the wait after the caller's own piece exceeds both
- * `busy.ratio` times that piece and `busy.minWaitMs`, `busy.strikes` times in a row, the pool pauses
- * for `busy.pauseMs` and kernels run on the calling thread (same bits), then it tries again.
- * `busy.pauseMs = 0` turns this off.
+ * a piece worth microseconds; or workers get so little CPU that they have not even claimed their
+ * piece after `lateMs` (a polling worker claims within µs, a sleeping one within ~0.1 ms), so
+ * the caller runs it too and their polling only takes CPU from it. A call is a strike when the
+ * wait after the caller's own piece exceeds both `ratio` times that piece and `minWaitMs`, or
+ * when the caller took a piece after an own piece longer than `lateMs`. After `strikes` in a
+ * row the pool pauses for `pauseMs` (kernels run on the calling thread, same bits), then tries
+ * again. `pauseMs = 0` turns this off.
  */
-export const busy = { strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2 };
+export const busy = { strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, lateMs: 1 };
 let strikes = 0, pausedUntil = 0;
 const paused = (): boolean => performance.now() < pausedUntil;
 
-function congestion(ownMs: number, waitMs: number): void {
+function congestion(ownMs: number, waitMs: number, stole: boolean): void {
   if (busy.pauseMs <= 0) return;
-  if (waitMs <= Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
+  if ((stole && ownMs > busy.lateMs) || waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
+    if (++strikes >= busy.strikes) {
+      strikes = 0;
+      pausedUntil = performance.now() + busy.pauseMs;
+      threadStats.pauses++;
+    }
+  } else if (!stole) {
     strikes = 0;
-  } else if (++strikes >= busy.strikes) {
-    strikes = 0;
-    pausedUntil = performance.now() + busy.pauseMs;
-    threadStats.pauses++;
   }
 }
 
@@ -360,7 +369,7 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
       problems.push(`worker ${w + 1} of ${p.count - 1} failed in ${name}: ${msg}`);
     }
   });
-  congestion(t1 - t0, performance.now() - t1);
+  congestion(t1 - t0, performance.now() - t1, stolen.some((x) => x));
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);

@@ -44,9 +44,14 @@ function serve(d, reply, onExit, exit) {
   var seen = Atomics.load(c, S.SEQ);
   reply({ ready: true });
   for (;;) {
-    // Spin briefly (kernels come in bursts), then sleep until the caller bumps SEQ.
+    // Poll for up to spinMs (a training step's kernels come every few tens of µs, and waking a
+    // sleeping thread can take longer than that), then sleep until the caller bumps SEQ.
+    var t0 = performance.now();
     for (var spin = 0; Atomics.load(c, S.SEQ) === seen; spin++) {
-      if (spin > d.spin) { Atomics.wait(c, S.SEQ, seen); spin = 0; }
+      if ((spin & 1023) === 1023 && performance.now() - t0 > d.spinMs) {
+        Atomics.wait(c, S.SEQ, seen);
+        t0 = performance.now();
+      }
     }
     seen = Atomics.load(c, S.SEQ);
     // Claim the job; failing means the caller already ran it itself (and published DONE).
