@@ -99,7 +99,7 @@ if (mode === 'digest') {
     thresholds.elementwise = 0;
     busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
   }
-  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1 }); // pause after every split
+  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
   const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms(), optim = optimizers();
   out({ threads: threadCount(), f32, f64, wide, optim, dispatches: threadStats.dispatches, stolen: threadStats.stolen, pauses: threadStats.pauses });
 } else if (mode === 'fallback') {

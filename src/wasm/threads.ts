@@ -20,8 +20,6 @@ import { hooks } from '../graph/trace-hooks.js';
 const MAX_THREADS = 64;
 /** Atomics.load polls before the caller, waiting for a worker, goes to sleep (a few tens of µs). */
 const SPIN = 20000;
-/** How long an idle worker polls for its next job before it sleeps (see worker-source.ts). */
-const WORKER_SPIN_MS = 1;
 /** How long workers may take to start before init gives up on them (and runs on one thread). */
 const START_MS = 60_000;
 
@@ -54,7 +52,7 @@ let threadModule: WebAssembly.Module | null = null;
 let lost: number | null = null;
 const noticed = new Set<string>();
 /** Test hooks and counters (internal; not part of the public API). */
-export const threadStats = { dispatches: 0, stolen: 0, pauses: 0 };
+export const threadStats = { dispatches: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
 
 /** One console line per distinct reason, the first time it applies. */
 function notice(reason: string): void {
@@ -193,7 +191,7 @@ async function startPool(count: number): Promise<void> {
       p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
       p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
       p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
-      p.threads.push(spawn({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: WORKER_SPIN_MS }));
+      p.threads.push(spawn({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: busy.spinMs, calmMs: busy.calmMs, calmAfter: busy.calmAfter }));
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -206,8 +204,7 @@ async function startPool(count: number): Promise<void> {
     return;
   }
   pool = p;
-  strikes = 0;
-  pausedUntil = 0;
+  strikes = judged = pausedUntil = 0;
 }
 
 type Spawn = (data: Record<string, unknown>) => Thread;
@@ -271,30 +268,31 @@ export function threadCount(): number {
 }
 
 /**
- * Fork-join on cores that are busy with other work goes wrong in two ways: a worker that has
- * claimed its piece gets descheduled, and the caller waits a scheduler slice (milliseconds) for
- * a piece worth microseconds; or workers get so little CPU that they have not even claimed their
- * piece after `lateMs` (a polling worker claims within µs, a sleeping one within ~0.1 ms), so
- * the caller runs it too and their polling only takes CPU from it. A call is a strike when the
- * wait after the caller's own piece exceeds both `ratio` times that piece and `minWaitMs`, or
- * when the caller took a piece after an own piece longer than `lateMs`. After `strikes` in a
- * row the pool pauses for `pauseMs` (kernels run on the calling thread, same bits), then tries
- * again. `pauseMs = 0` turns this off.
+ * Fork-join on cores that are busy with other work: a worker that has claimed its piece gets
+ * descheduled, and the caller waits a scheduler slice (milliseconds) for a piece worth
+ * microseconds. (The other failure, workers too starved to claim their pieces in time, costs
+ * little: the caller runs those pieces itself, and workers that notice stop polling; see
+ * worker-source.ts.) A call is a strike when the caller waited, after its own piece, longer
+ * than both `ratio` times that piece and `minWaitMs`; after `strikes` in a row the pool pauses
+ * for `pauseMs` (kernels run on the calling thread, same bits), then tries again. `pauseMs = 0`
+ * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  */
-export const busy = { strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, lateMs: 1 };
-let strikes = 0, pausedUntil = 0;
+export const busy = {
+  strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, grace: 32,
+  /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
+  spinMs: 1, calmAfter: 3, calmMs: 100,
+};
+let strikes = 0, pausedUntil = 0, judged = 0;
 const paused = (): boolean => performance.now() < pausedUntil;
 
-function congestion(ownMs: number, waitMs: number, stole: boolean): void {
-  if (busy.pauseMs <= 0) return;
-  if ((stole && ownMs > busy.lateMs) || waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
-    if (++strikes >= busy.strikes) {
-      strikes = 0;
-      pausedUntil = performance.now() + busy.pauseMs;
-      threadStats.pauses++;
-    }
-  } else if (!stole) {
+function congestion(ownMs: number, waitMs: number): void {
+  if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
+  if (waitMs <= Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
     strikes = 0;
+  } else if (++strikes >= busy.strikes) {
+    strikes = 0;
+    pausedUntil = performance.now() + busy.pauseMs;
+    threadStats.pauses++;
   }
 }
 
@@ -357,6 +355,7 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
     threadStats.stolen++;
     return true;
   });
+  const t2 = performance.now();
   const problems: string[] = [];
   seqs.forEach((seq, w) => {
     if (stolen[w]) return;
@@ -369,7 +368,10 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
       problems.push(`worker ${w + 1} of ${p.count - 1} failed in ${name}: ${msg}`);
     }
   });
-  congestion(t1 - t0, performance.now() - t1, stolen.some((x) => x));
+  const t3 = performance.now();
+  threadStats.ownMs += t1 - t0;
+  threadStats.waitMs += t3 - t2;
+  congestion(t1 - t0, t3 - t2);
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);

@@ -42,20 +42,29 @@ function serve(d, reply, onExit, exit) {
   var quit = false;
   onExit(function () { if (!quit) { Atomics.store(c, S.GONE, 1); done(Atomics.load(c, S.SEQ), ${DEAD}); } });
   var seen = Atomics.load(c, S.SEQ);
+  var spinMs = d.spinMs, calmUntil = 0, lost = 0;
   reply({ ready: true });
   for (;;) {
     // Poll for up to spinMs (a training step's kernels come every few tens of µs, and waking a
     // sleeping thread can take longer than that), then sleep until the caller bumps SEQ.
-    var t0 = performance.now();
+    var t0 = performance.now(), slept = false;
     for (var spin = 0; Atomics.load(c, S.SEQ) === seen; spin++) {
-      if ((spin & 1023) === 1023 && performance.now() - t0 > d.spinMs) {
+      if ((spin & 1023) === 1023 && performance.now() - t0 > spinMs) {
         Atomics.wait(c, S.SEQ, seen);
         t0 = performance.now();
+        slept = true;
       }
     }
     seen = Atomics.load(c, S.SEQ);
     // Claim the job; failing means the caller already ran it itself (and published DONE).
-    if (Atomics.compareExchange(c, S.TAKEN, seen - 1, seen) !== seen - 1) continue;
+    if (Atomics.compareExchange(c, S.TAKEN, seen - 1, seen) !== seen - 1) {
+      // Lost it while polling: this thread was off the CPU when the job came. Again and again
+      // means a busy machine, where polling only takes CPU from the caller: sleep between jobs.
+      if (!slept && ++lost >= d.calmAfter) { spinMs = 0; calmUntil = performance.now() + d.calmMs; lost = 0; }
+      continue;
+    }
+    lost = 0;
+    if (spinMs === 0 && performance.now() > calmUntil) spinMs = d.spinMs;
     var op = c[S.OP];
     if (op === ${QUIT}) { quit = true; done(seen, ${OK}); return; }
     if (op === ${DIE}) { exit(); return; }
