@@ -76,6 +76,18 @@ function collapse(shape: readonly number[], strides: number[][]): { shape: numbe
   return { shape: outShape, strides: out };
 }
 
+/** Element offsets into two operands of flat index `i` over `shape`, given each operand's strides there. */
+export function pairOffsets(shape: readonly number[], sa: readonly number[], sb: readonly number[], i: number): [number, number] {
+  let rem = i, oa = 0, ob = 0;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    const ix = rem % shape[d];
+    rem = Math.floor(rem / shape[d]);
+    oa += ix * sa[d];
+    ob += ix * sb[d];
+  }
+  return [oa, ob];
+}
+
 /** y = a ∘ b with broadcasting, using the binary kernel `name`. */
 export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(op, a.shape, b.shape);
@@ -94,13 +106,7 @@ export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Te
   const blocks = sizeOf(outer);
   const bytes = a.dtype === 'float32' ? 4 : 8;
   for (let blk = 0; blk < blocks; blk++) {
-    let rem = blk, oa = 0, ob = 0;
-    for (let d = outer.length - 1; d >= 0; d--) {
-      const i = rem % outer[d];
-      rem = Math.floor(rem / outer[d]);
-      oa += i * sa[d];
-      ob += i * sb[d];
-    }
+    const [oa, ob] = pairOffsets(outer, sa, sb, blk);
     splitBinary(kname, bytes, a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb), cost);
   }
   return y;

@@ -4,7 +4,7 @@
 import { ShapeError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
 import type { Rule, Rule0 } from './table.js';
-import { broadcastShapes, broadcastStrides, filled, sizeOf } from './launch.js';
+import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';
 
@@ -37,13 +37,7 @@ function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
   const n = sizeOf(batch);
   for (let i = 0; i < n; i++) {
     // Batch offsets from the broadcast strides (in matrices), one GEMM per batch entry.
-    let rem = i, oa = 0, ob = 0;
-    for (let d = batch.length - 1; d >= 0; d--) {
-      const ix = rem % batch[d];
-      rem = Math.floor(rem / batch[d]);
-      oa += ix * sa[d];
-      ob += ix * sb[d];
-    }
+    const [oa, ob] = pairOffsets(batch, sa, sb, i);
     // Split over the thread pool when large; always with a packing scratch region.
     try {
       gemm(bytes, a.ptr + oa * M * K * bytes, b.ptr + ob * K * N * bytes, y.ptr + i * M * N * bytes,
