@@ -185,13 +185,13 @@ function tfInitial(kind: Kind, model: nn.Sequential): { values: Float32Array; sh
     return out;
   };
   return p.map(({ v, shape }, i) => {
-    if (shape.length === 1) return { values: v, shape };
+    if (shape.length === 1) return { values: v, shape: [...shape] };
     if (shape.length === 4) {
       const [o, inC, kh, kw] = shape;
       return { values: oihwToHwio(v, o, inC, kh, kw), shape: [kh, kw, inC, o] };
     }
     const [out, inp] = shape;
-    let w = transpose2d(v, out, inp); // [in, out]
+    let w: Float32Array = transpose2d(v, out, inp); // [in, out]
     if (kind === 'cnn' && i === p.length - 2) w = fcRowsNchwToNhwc(w, 32, 7, 7, out);
     return { values: w, shape: [inp, out] };
   });
