@@ -84,7 +84,8 @@ function capper(cap: number, probe: number, steps: number) {
       if (i === 0) { tWarm = now; return { stop: false }; }
       const timed = i; // steps 1..i since the end of step 0
       const perStep = (now - tWarm) / 1000 / timed;
-      if (perStep * steps > cap && timed >= probe) return { stop: true, secPerStep: perStep };
+      // Enough probe steps, or (for very slow steps) at least 2 timed steps and a minute of timing.
+      if (perStep * steps > cap && (timed >= probe || (timed >= 2 && (now - tWarm) > 60_000))) return { stop: true, secPerStep: perStep };
       void t0;
       return { stop: false };
     },
@@ -201,8 +202,10 @@ async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: numbe
   init0: { values: Float32Array; shape: number[] }[], cap: number, probe: number): Promise<Row> {
   const library = `tfjs-${backend}`;
   const row: Row = { library, model: kind, status: 'ok', epochSec: [], epochCpuSec: [], testAccuracy: [], meanLoss: [] };
+  if (process.env.FASHION_DEBUG) console.log(`  setBackend(${backend})…`);
   if (!(await tf.setBackend(backend))) throw new Error(`setBackend('${backend}') returned false`);
   await tf.ready();
+  if (process.env.FASHION_DEBUG) console.log(`  backend ${tf.getBackend()} ready`);
   const vars = init0.map((p) => tf.tidy(() => tf.variable(tf.tensor(p.values, p.shape))));
   const forward = (x: any) => {
     if (kind === 'mlp') {
@@ -333,7 +336,7 @@ async function main() {
     initModel.dispose();
     rows.push(runAdjoint(kind, epochs, args.seed, split, args.cap, args.probe));
     if (tf === null) continue;
-    let wasmOk = !args.peers.includes('tfjs-wasm');
+    let wasmOk = false;
     if (args.peers.includes('tfjs-wasm')) {
       const r = await runTf(tf, 'wasm', kind, epochs, args.seed, sh, init0, args.cap, args.probe);
       rows.push(r);
