@@ -160,6 +160,12 @@ describe('the feedback matrix B', () => {
     const m = new nn.Sequential(new nn.Linear(6, 4, { feedback: 'alignment' }), new nn.Linear(4, 2, { feedback: 'alignment' }));
     m.dispose();
     expect(A.memory().tensors).toBe(before);
+    // Nested in a Residual (not a Sequential): the base Module.dispose reaches B too.
+    const bytes = A.memory().bytesInUse;
+    const r = new nn.Residual(new nn.Linear(4, 4, { feedback: 'alignment' }));
+    expect(A.memory().tensors).toBe(before + 3);
+    r.dispose();
+    expect(A.memory()).toMatchObject({ tensors: before, bytesInUse: bytes });
     expect(() => new nn.Linear(3, 2, { feedback: 'dfa' as never })).toThrow(/Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/);
     expect(() => linearFA(A.ones([2, 3]), A.ones([4, 3]), A.ones([3, 4]))).toThrow(A.ShapeError);
   });

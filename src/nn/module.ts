@@ -132,9 +132,13 @@ export abstract class Module {
     }
   }
 
-  /** Frees every parameter (and its gradient). */
+  /**
+   * Frees every parameter (and its gradient) and, through each submodule's own dispose(), what
+   * a submodule owns besides (a Linear's feedback matrix inside a Residual, say).
+   */
   dispose(): void {
-    for (const p of this.parameters()) p.dispose();
+    for (const c of this.children.values()) c.dispose();
+    for (const p of this.ownParams.values()) p.dispose();
   }
 }
 
