@@ -7,6 +7,8 @@
 //   wasm build is browser-only and capped at half the cores; tfNodeThreads() below lifts both.
 // --browser: the same in headless Chromium on a cross-origin isolated page (a fresh browser per
 //   configuration; TF.js sees hardwareConcurrency = 2·threads); needs /usr/bin/chromium.
+// bench/threads-step.ts compares adjoint's MLP step on 1 and 2 threads within one process
+// (eager and compile()d, in alternating rounds), which is steadier on a shared machine.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -210,7 +212,8 @@ if (argv[0] === '--child') {
   const counts = (ti >= 0 ? argv[ti + 1] : '1,2').split(',').map(Number);
   const browser = argv.includes('--browser'), node = argv.includes('--node') || !browser;
   const results: Record<string, Result[]> = {};
-  console.log(`machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores)`);
+  const load = (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores); load average ${load}`);
   if (node) report('Node', (results.node = runNode(counts)));
   if (browser) report('Chromium', (results.browser = await runBrowser(counts)));
   if (argv.includes('--json')) console.log(JSON.stringify(results, null, 1));

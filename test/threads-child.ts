@@ -7,10 +7,13 @@
 //             the busy-machine pause kick in at every wait, mixing split and unsplit launches.
 //   fallback  removes SharedArrayBuffer, then init({ threads: 2 }): one thread and one notice.
 //   death     a worker exits mid-matmul: the call throws, later calls work, init() restarts.
+//   terminate a worker is killed from outside (terminate(), no code of it runs) in the middle of
+//             a long GEMM piece while the caller is blocked waiting for it: the call throws.
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
-import { busy, threadCount, threadStats, killWorkerOnNextJob } from '../src/wasm/threads.js';
+import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/wasm/threads.js';
+import { kernel } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
 import { matmulT } from '../src/ops/api.js';
 
@@ -101,7 +104,8 @@ if (mode === 'digest') {
   }
   if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
   const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms(), optim = optimizers();
-  out({ threads: threadCount(), f32, f64, wide, optim, dispatches: threadStats.dispatches, stolen: threadStats.stolen, pauses: threadStats.pauses });
+  // The pool's size, not threadCount(): that is 1 while the busy-machine pause is on.
+  out({ threads: poolSize(), f32, f64, wide, optim, dispatches: threadStats.dispatches, stolen: threadStats.stolen, pauses: threadStats.pauses });
 } else if (mode === 'fallback') {
   const warnings: string[] = [];
   console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
@@ -124,6 +128,32 @@ if (mode === 'digest') {
   await A.init();
   const restarted = threadCount(), again = bigMatmul();
   out({ error, afterThreads, afterOk: after === reference, restarted, againOk: again === reference, dispatches: threadStats.dispatches });
+} else if (mode === 'terminate') {
+  await A.init({ threads: 2 });
+  const reference = bigMatmul();
+  // One GEMM of n³ cut unevenly: the caller's piece is 16 rows, the worker's the rest (≈ 0.1 s on
+  // one core), and the worker is terminated 25 ms in. If the caller claimed the worker's piece
+  // itself (the worker was descheduled: a loaded machine), nothing died: try again.
+  const n = 1024, a = A.randn([n, n], { seed: 11 }), b = A.randn([n, n], { seed: 12 }), c = A.randn([n, n], { seed: 13 }); // overwritten (accumulate = 0)
+  const job = (i0: number, i1: number) => [a.ptr + i0 * n * 4, b.ptr, c.ptr + i0 * n * 4, i1 - i0, n, n, n, n, n, 0, 0, 0];
+  let error: { message: string; isAdjoint: boolean } | null = null, attempts = 0, waitedMs = 0;
+  while (error === null && attempts++ < 20) {
+    const w0 = threadStats.waitMs;
+    terminateWorkerLater(0, 25);
+    try {
+      runJobs('gemm_f32', [job(0, 16), job(16, n)], kernel('gemm_f32'));
+      await new Promise((r) => setTimeout(r, 100)); // the worker survived (its piece was stolen); the kill lands now
+      await A.init({ threads: 1 }); // a fresh pool for the next attempt
+      await A.init({ threads: 2 });
+    } catch (e) {
+      error = { message: (e as Error).message, isAdjoint: e instanceof A.AdjointError };
+      waitedMs = threadStats.waitMs - w0;
+    }
+  }
+  const afterThreads = threadCount(), after = bigMatmul();
+  await A.init();
+  const restarted = threadCount(), again = bigMatmul();
+  out({ error, attempts, waitedMs, afterThreads, afterOk: after === reference, restarted, againOk: again === reference });
 } else if (mode === 'resize') {
   // One engine, its pool resized by init({ threads }) between runs: same bytes every time.
   await A.init({ threads: 2 });

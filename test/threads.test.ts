@@ -1,5 +1,6 @@
 // The thread pool (issue 8): bit-identical results for any thread count, the one-thread
-// fallback with a notice, a worker dying mid-kernel, the run-time shared-memory variant of
+// fallback with a notice, a worker dying mid-kernel (by its own exit, or killed from outside
+// while the caller is blocked waiting for it), the run-time shared-memory variant of
 // the kernels, and the partition helper. init() is once per process, so every engine
 // configuration runs in a child process (test/threads-child.ts, bundled once here).
 import { spawnSync } from 'node:child_process';
@@ -23,10 +24,14 @@ beforeAll(async () => {
   });
 }, 60_000);
 
-/** Runs the child with `args` and returns its JSON line. */
+/** Runs the child with `args` and returns its JSON line; a child still running after `timeout` ms is killed (a hang fails). */
 function child(...args: string[]): Record<string, unknown> {
-  const p = spawnSync(process.execPath, [bundle, ...args], { encoding: 'utf8', timeout: 120_000, cwd: root });
+  return childWithin(120_000, ...args);
+}
+function childWithin(timeout: number, ...args: string[]): Record<string, unknown> {
+  const p = spawnSync(process.execPath, [bundle, ...args], { encoding: 'utf8', timeout, cwd: root });
   const line = p.stdout.trim().split('\n').pop() ?? '';
+  if (p.signal !== null) throw new Error(`child ${args.join(' ')} was killed (${p.signal}) after ${timeout} ms: it hung`);
   if (p.status !== 0 || !line.startsWith('{')) throw new Error(`child ${args.join(' ')} failed (${p.status}):\n${p.stdout}\n${p.stderr}`);
   return JSON.parse(line) as Record<string, unknown>;
 }
@@ -72,8 +77,18 @@ describe('threads: failure modes', () => {
   it('reports a worker that dies mid-kernel as an AdjointError naming it, then recovers on init()', () => {
     const r = child('death') as { error: { name: string; message: string; isAdjoint: boolean } } & Record<string, unknown>;
     expect(r.error.isAdjoint).toBe(true);
-    expect(r.error.message).toMatch(/worker 1 of 1 died while running gemm_f32/);
+    expect(r.error.message).toMatch(/worker 1 of 1 died while running gemm_f32 \(exit code 70\)/);
     expect(r.error.message).toMatch(/await init\(\)/);
+    expect(r).toMatchObject({ afterThreads: 1, afterOk: true, restarted: 2, againOk: true });
+  }, 60_000);
+
+  it('reports a worker terminated from outside while the caller is blocked waiting for it, then recovers on init()', () => {
+    // Before the supervisor thread, this child hung forever in Atomics.wait (no code of a
+    // terminated worker runs, and the caller's event loop, which would get its exit event, is blocked).
+    const r = childWithin(45_000, 'terminate') as { error: { message: string; isAdjoint: boolean } | null } & Record<string, unknown>;
+    expect(r.error?.isAdjoint).toBe(true);
+    expect(r.error?.message).toMatch(/worker 1 of 1 died while running gemm_f32 \(exited with code 1\)/);
+    expect(r.waitedMs).toBeGreaterThan(0); // the caller reached its wait for the worker
     expect(r).toMatchObject({ afterThreads: 1, afterOk: true, restarted: 2, againOk: true });
   }, 60_000);
 });

@@ -9,11 +9,14 @@
 // isolated; a precompiled module; no Worker) init falls back to one thread with a console
 // notice. A worker that dies mid-kernel fails that call with an AdjointError naming it; later
 // calls run on the calling thread (same bits, by construction) until init() restarts the pool.
+// The workers are started by a supervisor thread whose only job is to see them die: a caller
+// blocked in Atomics.wait runs no events, so it learns of a death through the slot (GONE).
 import { AdjointError, ArgumentError } from '../errors.js';
 import { compile, decodeBase64, runtime, type InitOptions } from './module.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { sharedMemoryVariant } from './shared-module.js';
-import { SLOT, OK, FAILED, DEAD, QUIT, DIE, NODE_WORKER, WEB_WORKER } from './worker-source.js';
+import { SLOT, OK, FAILED, DEAD, QUIT, DIE } from './worker-source.js';
+import { supervisorStarter, type Supervisor } from './supervisor.js';
 import { hooks } from '../graph/trace-hooks.js';
 
 /** Upper bound for `threads` (and for 'auto'). */
@@ -22,16 +25,12 @@ const MAX_THREADS = 64;
 const SPIN = 20000;
 /** How long workers may take to start before init gives up on them (and runs on one thread). */
 const START_MS = 60_000;
+/** Longest single Atomics.wait of a caller (it re-checks the worker's GONE word in between). */
+const WAIT_SLICE_MS = 100;
 
-interface Thread {
-  ready: Promise<void>;
-  /** Set when the worker's thread has ended (its exit event); checked before each dispatch. */
-  exit: string | null;
-  stop(): void;
-}
 interface Pool {
   count: number;
-  threads: Thread[];
+  supervisor: Supervisor;
   slots: Int32Array[];
   args: Float64Array[];
   msgs: Uint16Array[];
@@ -182,64 +181,46 @@ export function scratchOf(t: number): { ptr: number; bytes: number } {
 async function startPool(count: number): Promise<void> {
   const r = runtime(), module = threadModule!;
   const names = Object.keys(r.exports).filter((n) => typeof r.exports[n] === 'function');
-  const spawn = nodeLike() ? await nodeSpawner() : webSpawner();
-  const p: Pool = { count, threads: [], slots: [], args: [], msgs: [], index: new Map(names.map((n, i) => [n, i])), canBlock: canBlock() };
+  const start = await supervisorStarter(nodeLike());
+  const p: Pool = { count, supervisor: null!, slots: [], args: [], msgs: [], index: new Map(names.map((n, i) => [n, i])), canBlock: canBlock() };
+  const workers: Record<string, unknown>[] = [];
+  for (let w = 0; w < count - 1; w++) {
+    // Fresh control slots for every pool: a stopped worker may still be exiting on its old one.
+    const slot = r.arena.reserve(SLOT.BYTES), s = scratchOf(w + 1), buf = r.memory.buffer;
+    p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
+    p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
+    p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
+    workers.push({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: busy.spinMs, calmMs: busy.calmMs, calmAfter: busy.calmAfter });
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    for (let w = 0; w < count - 1; w++) {
-      // Fresh control slots for every pool: a stopped worker may still be exiting on its old one.
-      const slot = r.arena.reserve(SLOT.BYTES), s = scratchOf(w + 1), buf = r.memory.buffer;
-      p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
-      p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
-      p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
-      p.threads.push(spawn({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: busy.spinMs, calmMs: busy.calmMs, calmAfter: busy.calmAfter }));
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    p.supervisor = start({ memory: r.memory, workers }, (why) => p.slots.forEach((_, w) => markGone(p, w, why)));
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`not ready after ${START_MS / 1000} s`)), START_MS);
     });
-    await Promise.race([Promise.all(p.threads.map((t) => t.ready)), late]).finally(() => clearTimeout(timer));
+    await Promise.race([p.supervisor.ready, late]);
   } catch (e) {
-    for (const t of p.threads) t.stop();
+    p.supervisor?.stop();
     notice(`worker threads could not start (${(e as Error).message})`);
     return;
+  } finally {
+    clearTimeout(timer);
   }
   pool = p;
   strikes = judged = pausedUntil = 0;
 }
 
-type Spawn = (data: Record<string, unknown>) => Thread;
-
-async function nodeSpawner(): Promise<Spawn> {
-  const { Worker } = await import('node:worker_threads');
-  return (data) => {
-    const w = new Worker(NODE_WORKER, { eval: true });
-    w.unref(); // a blocked worker must not keep the process alive
-    const t: Thread = { ready: null!, exit: null, stop: () => void w.terminate() };
-    t.ready = new Promise((resolve, reject) => {
-      w.once('message', (m: { error?: string }) => (m.error !== undefined ? reject(new Error(m.error)) : resolve()));
-      w.once('error', reject);
-      w.once('exit', (code) => reject(new Error(`a worker exited with code ${code} while starting`)));
-    });
-    w.on('exit', (code) => (t.exit ??= `exit code ${code}`));
-    w.on('error', (e) => (t.exit ??= String(e)));
-    w.postMessage(data);
-    return t;
-  };
-}
-
-function webSpawner(): Spawn {
-  const url = URL.createObjectURL(new Blob([WEB_WORKER], { type: 'text/javascript' }));
-  return (data) => {
-    const w = new Worker(url, { type: 'module' });
-    const t: Thread = { ready: null!, exit: null, stop: () => w.terminate() };
-    t.ready = new Promise((resolve, reject) => {
-      w.onmessage = (e: MessageEvent<{ error?: string }>) => (e.data.error !== undefined ? reject(new Error(e.data.error)) : resolve());
-      w.onerror = (e) => reject(new Error(e.message));
-    });
-    w.addEventListener('error', (e) => (t.exit ??= e.message || 'error'));
-    w.postMessage(data);
-    return t;
-  };
+/** The supervisor's gone() (worker-source.ts) for the slots of a supervisor that itself ended. */
+function markGone(p: Pool, w: number, why: string): void {
+  const c = p.slots[w];
+  if (Atomics.load(c, SLOT.GONE) !== 0) return;
+  const msg = why.slice(0, SLOT.MSG_CHARS);
+  for (let i = 0; i < msg.length; i++) p.msgs[w][i] = msg.charCodeAt(i);
+  c[SLOT.MSGLEN] = msg.length;
+  c[SLOT.STATUS] = DEAD;
+  Atomics.store(c, SLOT.GONE, 1);
+  Atomics.add(c, SLOT.DONE, 1);
+  Atomics.notify(c, SLOT.DONE);
 }
 
 /** Whether Atomics.wait may block this thread (it throws on a browser's main thread). */
@@ -257,9 +238,14 @@ function stopPool(): void {
   pool = null;
   if (p === null) return;
   p.slots.forEach((c, w) => {
-    if (p.threads[w].exit === null) post(c, p.args[w], QUIT, []);
-    p.threads[w].stop();
+    if (Atomics.load(c, SLOT.GONE) === 0) post(c, p.args[w], QUIT, []);
   });
+  p.supervisor.stop();
+}
+
+/** Threads in the pool, paused or not (1 without a pool). */
+export function poolSize(): number {
+  return pool === null ? 1 : pool.count;
 }
 
 /** Threads a kernel call may be split over (1 without a pool, or while it is paused). */
@@ -270,24 +256,28 @@ export function threadCount(): number {
 /**
  * Fork-join on cores that are busy with other work: a worker that has claimed its piece gets
  * descheduled, and the caller waits a scheduler slice (milliseconds) for a piece worth
- * microseconds. (The other failure, workers too starved to claim their pieces in time, costs
- * little: the caller runs those pieces itself, and workers that notice stop polling; see
- * worker-source.ts.) A call is a strike when the caller waited, after its own piece, longer
- * than both `ratio` times that piece and `minWaitMs`; after `strikes` in a row the pool pauses
+ * microseconds. Or workers too starved to claim their pieces in time: the caller runs those
+ * pieces itself, and the workers' polling and wake-ups take CPU from it (measured: 2 threads
+ * 0.55–0.75× the speed of 1 with one core taken by another process). A call is a strike when
+ * the caller waited, after its own piece, longer than both `ratio` times that piece and
+ * `minWaitMs`, or when it had to run a worker's piece itself after an own piece of over
+ * `claimMs` (time enough for a sleeping worker to wake); after `strikes` in a row the pool pauses
  * for `pauseMs` (kernels run on the calling thread, same bits), then tries again. `pauseMs = 0`
  * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  */
 export const busy = {
-  strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, grace: 32,
+  strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, claimMs: 0.25, grace: 32,
   /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
   spinMs: 1, calmAfter: 3, calmMs: 100,
 };
 let strikes = 0, pausedUntil = 0, judged = 0;
 const paused = (): boolean => performance.now() < pausedUntil;
 
-function congestion(ownMs: number, waitMs: number): void {
+function congestion(ownMs: number, waitMs: number, stole: boolean): void {
   if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
-  if (waitMs <= Math.max(busy.minWaitMs, busy.ratio * ownMs)) {
+  const waitedLong = waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs);
+  if (!waitedLong && stole && ownMs <= busy.claimMs) return; // too short to tell a sleeping worker from a starved one
+  if (!waitedLong && !stole) {
     strikes = 0;
   } else if (++strikes >= busy.strikes) {
     strikes = 0;
@@ -307,9 +297,16 @@ function post(c: Int32Array, a: Float64Array, op: number, args: readonly number[
   return seq;
 }
 
+/**
+ * Waits until the worker publishes DONE = seq or is marked gone. A death changes DONE too (see
+ * gone() in worker-source.ts), so the wait is on the value read before checking GONE; the
+ * bounded slices are a second line of defence, not the mechanism.
+ */
 function awaitDone(c: Int32Array, seq: number, canBlock: boolean): void {
-  for (let spin = 0; Atomics.load(c, SLOT.DONE) !== seq && Atomics.load(c, SLOT.GONE) === 0; spin++) {
-    if (canBlock && spin > SPIN) Atomics.wait(c, SLOT.DONE, Atomics.load(c, SLOT.DONE), 1000);
+  for (let spin = 0; ; spin++) {
+    const done = Atomics.load(c, SLOT.DONE);
+    if (done === seq || Atomics.load(c, SLOT.GONE) !== 0) return;
+    if (canBlock && spin > SPIN) Atomics.wait(c, SLOT.DONE, done, WAIT_SLICE_MS);
   }
 }
 
@@ -328,8 +325,8 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
   }
   // compile()'s tracer records the pieces as one launch and hands back the unrecorded kernel.
   if (hooks.recorder !== null) kernel = hooks.recorder.jobs(name, jobs);
-  const dead = p.threads.findIndex((t, w) => w < jobs.length - 1 && (t.exit !== null || Atomics.load(p.slots[w], SLOT.GONE) !== 0));
-  if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${p.threads[dead].exit ?? 'exited'})`], name);
+  const dead = p.slots.findIndex((c, w) => w < jobs.length - 1 && Atomics.load(c, SLOT.GONE) !== 0);
+  if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${message(p, dead)})`], name);
   const op = p.index.get(name);
   if (op === undefined || jobs.length > p.count) throw new AdjointError(`internal: cannot split ${name} over ${jobs.length} threads`);
   threadStats.dispatches++;
@@ -362,22 +359,21 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
     const c = p.slots[w];
     awaitDone(c, seq, p.canBlock);
     const status = Atomics.load(c, SLOT.GONE) !== 0 ? DEAD : c[SLOT.STATUS];
-    if (status === DEAD) problems.push(`worker ${w + 1} of ${p.count - 1} died while running ${name}`);
-    else if (status === FAILED) {
-      const msg = String.fromCharCode(...p.msgs[w].subarray(0, c[SLOT.MSGLEN]));
-      problems.push(`worker ${w + 1} of ${p.count - 1} failed in ${name}: ${msg}`);
-    }
+    if (status === DEAD) problems.push(`worker ${w + 1} of ${p.count - 1} died while running ${name} (${message(p, w)})`);
+    else if (status === FAILED) problems.push(`worker ${w + 1} of ${p.count - 1} failed in ${name}: ${message(p, w)}`);
   });
   const t3 = performance.now();
   threadStats.ownMs += t1 - t0;
   threadStats.waitMs += t3 - t2;
-  congestion(t1 - t0, t3 - t2);
+  congestion(t1 - t0, t3 - t2, stolen.some(Boolean));
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);
     throw new AdjointError(`threads: ${problems.join('; ')}`);
   }
 }
+
+const message = (p: Pool, w: number): string => String.fromCharCode(...p.msgs[w].subarray(0, p.slots[w][SLOT.MSGLEN]));
 
 /** Stops the pool after a worker died and throws; init() restarts it. */
 function fail(p: Pool, problems: string[], name: string): never {
@@ -393,4 +389,8 @@ function fail(p: Pool, problems: string[], name: string): never {
 const die = new Set<number>();
 export function killWorkerOnNextJob(w: number): void {
   die.add(w);
+}
+/** Test hook: the supervisor terminates worker w (0-based) `afterMs` from now, as an outside kill would. */
+export function terminateWorkerLater(w: number, afterMs: number): void {
+  pool?.supervisor.send({ kill: w, afterMs });
 }

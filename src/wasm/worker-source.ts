@@ -7,6 +7,7 @@
 // ready, and then serves its control slot forever: wait for SEQ to move, claim the job (TAKEN:
 // seq − 1 → seq; the caller may have claimed it first and run it itself), run kernel OP with the
 // f64 arguments, write STATUS (and a message on failure), publish DONE = SEQ. See threads.ts.
+// The workers are started by a supervisor thread (at the end), which watches them die.
 
 /** Control slot layout, shared with threads.ts (i32 indices; byte offsets for the areas). */
 export const SLOT = {
@@ -17,7 +18,24 @@ export const SLOT = {
 export const OK = 0, FAILED = 1, DEAD = 2;
 export const QUIT = -1, DIE = -2;
 
-const serve = `
+// Marks a worker's slot dead: a message, STATUS, GONE, then a change of DONE and a notify, so a
+// caller about to wait on DONE's old value, or waiting on it, wakes. Idempotent; the first
+// reason stays. (Mirrored by markGone in threads.ts for the supervisor's own death.)
+const gone = `
+function gone(c, m, why) {
+  var S = ${JSON.stringify(SLOT)};
+  if (Atomics.load(c, S.GONE) !== 0) return;
+  var msg = String(why).slice(0, S.MSG_CHARS);
+  for (var j = 0; j < msg.length; j++) m[j] = msg.charCodeAt(j);
+  c[S.MSGLEN] = msg.length;
+  c[S.STATUS] = ${DEAD};
+  Atomics.store(c, S.GONE, 1);
+  Atomics.add(c, S.DONE, 1);
+  Atomics.notify(c, S.DONE);
+}
+`;
+
+const serve = `${gone}
 function serve(d, reply, onExit, exit) {
   var S = ${JSON.stringify(SLOT)};
   var inst;
@@ -38,9 +56,10 @@ function serve(d, reply, onExit, exit) {
     Atomics.store(c, S.DONE, seq);
     Atomics.notify(c, S.DONE);
   };
-  // Whatever ends this thread (short of terminate()) marks it gone and ends a caller's wait on it.
+  // Whatever ends this thread and still runs its code (process.exit, close) marks it gone and
+  // ends a caller's wait on it; deaths that run no code are the supervisor's (below).
   var quit = false;
-  onExit(function () { if (!quit) { Atomics.store(c, S.GONE, 1); done(Atomics.load(c, S.SEQ), ${DEAD}); } });
+  onExit(function (why) { if (!quit) gone(c, m, why); });
   var seen = Atomics.load(c, S.SEQ);
   var spinMs = d.spinMs, calmUntil = 0, lost = 0;
   reply({ ready: true });
@@ -89,7 +108,7 @@ export const NODE_WORKER = `${serve}
 var wt = require('node:worker_threads');
 wt.parentPort.once('message', function (d) {
   serve(d, function (m) { wt.parentPort.postMessage(m); },
-    function (f) { process.on('exit', f); },
+    function (f) { process.on('exit', function (code) { f('exit code ' + code); }); },
     function () { process.exit(70); });
 });
 `;
@@ -101,6 +120,80 @@ self.onmessage = function (e) {
   var hook = null;
   serve(e.data, function (m) { self.postMessage(m); },
     function (f) { hook = f; },
-    function () { if (hook) hook(); self.close(); });
+    function () { if (hook) hook('closed'); self.close(); });
+};
+`;
+
+// The supervisor: a thread that starts the workers and does nothing else. A caller blocked in
+// Atomics.wait cannot run its event loop, so it would never see the 'exit' of a worker killed
+// from outside (terminate(), an out-of-memory kill: no code of the worker runs); the
+// supervisor's event loop is always free, so it sees every death and marks the slot (gone).
+const supervise = `${gone}
+function supervise(d, spawn, reply, listen, close) {
+  var S = ${JSON.stringify(SLOT)};
+  var pending = d.workers.length, failed = false;
+  var fail = function (msg) { if (!failed) { failed = true; reply({ error: msg }); } };
+  var ws = d.workers.map(function (data, i) {
+    var c = new Int32Array(d.memory.buffer, data.slot, S.ARGS_AT >> 2);
+    var m = new Uint16Array(d.memory.buffer, data.slot + S.MSG_AT, S.MSG_CHARS);
+    var started = false, why = null;
+    return spawn(data, {
+      ready: function (err) {
+        started = true;
+        if (err !== undefined) fail(err);
+        else if (--pending === 0 && !failed) reply({ ready: true });
+      },
+      error: function (msg) { why = why || msg; },
+      exit: function (msg) {
+        if (!started) fail(why || 'a worker ' + msg + ' while starting');
+        gone(c, m, why || msg);
+      },
+    });
+  });
+  listen(function (msg) {
+    // A thread that ends does not end its workers everywhere (Deno): terminate them first.
+    if (msg.stop) Promise.all(ws.map(function (w) { return w.terminate(); })).then(close, close);
+    // Test hook: kill worker msg.kill from outside, as terminate() would, afterMs from now.
+    else if (msg.kill !== undefined) setTimeout(function () { ws[msg.kill].terminate(); }, msg.afterMs);
+  });
+}
+`;
+
+/** The supervisor for node:worker_threads; its message carries NODE_WORKER as `source`. */
+export const NODE_SUPERVISOR = `${supervise}
+var wt = require('node:worker_threads');
+wt.parentPort.once('message', function (d) {
+  supervise(d, function (data, on) {
+    var w = new wt.Worker(d.source, { eval: true });
+    w.once('message', function (r) { on.ready(r.error); });
+    w.on('error', function (e) { on.error(String((e && e.message) || e)); });
+    w.on('exit', function (code) { on.exit('exited with code ' + code); });
+    w.postMessage(data);
+    return w;
+  }, function (r) { wt.parentPort.postMessage(r); },
+  function (f) { wt.parentPort.on('message', f); },
+  function () { process.exit(0); });
+});
+`;
+
+/** The supervisor as a Web Worker; its message carries WEB_WORKER as `source`. */
+export const WEB_SUPERVISOR = `${supervise}
+self.onmessage = function (e) {
+  var d = e.data;
+  self.onmessage = null;
+  if (typeof Worker !== 'function') return void self.postMessage({ error: 'workers cannot start workers in this runtime' });
+  var url = URL.createObjectURL(new Blob([d.source], { type: 'text/javascript' }));
+  supervise(d, function (data, on) {
+    var w = new Worker(url, { type: 'module' });
+    w.onmessage = function (r) { w.onmessage = null; on.ready(r.data.error); };
+    // No exit event on the web: an uncaught error ends the worker's service loop, so it counts as death.
+    w.onerror = function (ev) { ev.preventDefault(); w.terminate(); on.error(ev.message || 'an uncaught error'); on.exit('stopped'); };
+    w.postMessage(data);
+    // Nor after terminate(), which on the web only this thread (the owner) can call: stop, and the
+    // test hook, whose mark may come just before the thread has really stopped.
+    return { terminate: function () { w.terminate(); on.exit('terminated'); } };
+  }, function (r) { self.postMessage(r); },
+  function (f) { self.onmessage = function (ev) { f(ev.data); }; },
+  function () { self.close(); });
 };
 `;

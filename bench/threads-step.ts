@@ -1,0 +1,113 @@
+// The MLP training step of issue 8 (784-256-256-10, batch 128, ReLU, crossEntropy, plain SGD),
+// eager and compile()d, on 1 and 2 threads in ONE process: the pool is resized with
+// init({ threads }) between rounds, and rounds alternate, so load from other processes on a
+// shared machine hits every configuration alike. Each round also measures how much of a second
+// core the process gets (a pure-JS loop on one thread, then on two at once: 2.00 = two idle
+// cores), and the ratios are reported over all rounds and over the rounds that had ≥ 1.8.
+// Also counts, for 2 threads, splits per step, pieces the caller had to run itself (stolen),
+// and the time in the caller's own pieces and in its waits for workers.
+//   node scripts/run-ts.mjs bench/threads-step.ts [--rounds 15] [--reps 20] [--claim-ms X]
+// (--claim-ms sets busy.claimMs, the busy-machine rule for starved workers; Infinity turns it off.)
+import * as A from '../src/index.js';
+import { busy, threadStats } from '../src/wasm/threads.js';
+import { randomLabels, randomValues } from './timing.js';
+import { Worker } from 'node:worker_threads';
+
+const argv = process.argv.slice(2);
+const opt = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
+const ROUNDS = opt('--rounds', 15), REPS = opt('--reps', 20);
+const BATCH = 128, SIZES = [784, 256, 256, 10];
+
+await A.init({ threads: 2 });
+if (argv.includes('--claim-ms')) busy.claimMs = opt('--claim-ms', busy.claimMs);
+
+function runner(compiled: boolean): () => void {
+  const layers: A.nn.Module[] = [];
+  for (let i = 0; i + 1 < SIZES.length; i++) {
+    layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
+    if (i + 2 < SIZES.length) layers.push(new A.nn.ReLU());
+  }
+  const m = new A.nn.Sequential(...layers);
+  const sgd = new A.optim.SGD(m.parameters(), { lr: 0.01 });
+  const step = (x: A.Tensor, y: Int32Array) => {
+    const loss = A.crossEntropy(m.forward(x), y);
+    loss.backward();
+    sgd.step();
+    sgd.zeroGrad();
+    return loss;
+  };
+  const f = compiled ? A.compile(step) : (x: A.Tensor, y: Int32Array) => A.tidy(() => step(x, y));
+  const data = [0, 1, 2, 3].map((s) => ({
+    x: A.tensor(randomValues(BATCH * SIZES[0], 100 + s), { shape: [BATCH, SIZES[0]] }), y: randomLabels(BATCH, 10, 200 + s),
+  }));
+  let i = 0;
+  return () => {
+    const b = data[i++ % data.length];
+    const loss = f(b.x, b.y);
+    loss.item();
+    loss.dispose();
+  };
+}
+
+const configs = [
+  { name: 'eager ×1', threads: 1, run: runner(false) }, { name: 'eager ×2', threads: 2, run: runner(false) },
+  { name: 'compiled ×1', threads: 1, run: runner(true) }, { name: 'compiled ×2', threads: 2, run: runner(true) },
+];
+/** Work two threads of plain JS get done per unit of one thread's (the probe runs ≈ 3 × 15 ms). */
+const probe = new Worker(`const p = require('node:worker_threads').parentPort; p.on('message', (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; p.postMessage(x); });`, { eval: true });
+const spin = (n: number) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; return x; };
+async function capacity(n = 1e7): Promise<number> {
+  const once = () => new Promise((r) => probe.once('message', r));
+  let t = performance.now();
+  spin(n);
+  const solo = performance.now() - t;
+  t = performance.now();
+  const done = once();
+  probe.postMessage(n);
+  spin(n);
+  await done;
+  return (2 * solo) / (performance.now() - t);
+}
+await capacity();
+const caps: number[] = [];
+const samples = new Map(configs.map((c) => [c.name, [] as number[]]));
+const split = new Map(configs.map((c) => [c.name, { own: 0, wait: 0, dispatches: 0, stolen: 0, steps: 0 }]));
+const uptime = async () => (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ');
+console.log(`load average before: ${await uptime()}`);
+for (let r = -2; r < ROUNDS; r++) {
+  if (r >= 0) caps.push(await capacity());
+  for (const c of configs) {
+    await A.init({ threads: c.threads });
+    for (let i = 0; i < 3; i++) c.run();
+    const s0 = { ...threadStats };
+    const t0 = performance.now();
+    for (let i = 0; i < REPS; i++) c.run();
+    const ms = (performance.now() - t0) / REPS;
+    if (r < 0) continue; // warm-up rounds
+    samples.get(c.name)!.push(ms);
+    const sp = split.get(c.name)!;
+    sp.own += threadStats.ownMs - s0.ownMs;
+    sp.wait += threadStats.waitMs - s0.waitMs;
+    sp.dispatches += threadStats.dispatches - s0.dispatches;
+    sp.stolen += threadStats.stolen - s0.stolen;
+    sp.steps += REPS;
+  }
+}
+const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const min = (xs: number[]) => Math.min(...xs);
+for (const c of configs) {
+  const xs = samples.get(c.name)!, sp = split.get(c.name)!;
+  const per = (v: number) => (v / sp.steps).toFixed(3);
+  console.log(`${c.name.padEnd(12)} median ${med(xs).toFixed(2)} ms, best ${min(xs).toFixed(2)} ms` +
+    (c.threads > 1 ? `; per step: ${per(sp.dispatches)} splits, ${per(sp.stolen)} stolen, own pieces ${per(sp.own)} ms, waits ${per(sp.wait)} ms` : ''));
+}
+for (const kind of ['eager', 'compiled']) {
+  const one = samples.get(`${kind} ×1`)!, two = samples.get(`${kind} ×2`)!;
+  // Per-round ratios: both measured within a second of each other, under the same load.
+  const ratios = one.map((x, i) => x / two[i]), calm = ratios.filter((_, i) => caps[i] >= 1.8);
+  console.log(`${kind}: 2 threads vs 1: median of per-round ratios ${med(ratios).toFixed(2)}× (${calm.length} rounds with capacity ≥ 1.8: ${calm.length ? med(calm).toFixed(2) + '×' : '—'}), ` +
+    `ratio of medians ${(med(one) / med(two)).toFixed(2)}×, ratio of bests ${(min(one) / min(two)).toFixed(2)}×`);
+}
+console.log(`second-core capacity per round: median ${med(caps).toFixed(2)}, max ${Math.max(...caps).toFixed(2)}`);
+console.log(`load average after: ${await uptime()}; pauses: ${threadStats.pauses}`);
+process.exit(0);
