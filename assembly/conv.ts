@@ -6,8 +6,9 @@
 //   input grad   dx[n] = col2im(Wᵀ · g[n])                   M = C·kh·kw, N = Ho·Wo,   K = O
 //   filter grad  dW = Σ_n g[n] · col(x[n])ᵀ, n ascending     M = O,       N = C·kh·kw, K = Ho·Wo
 // A 1×1, stride-1, unpadded conv is already a GEMM on x[n] itself: col is skipped.
-// Geometry arrives as an i32[13] block `geo` (JS writes it into its argument block):
-//   N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo   (strides sh, sw ≥ 1; paddings ≥ 0).
+// Geometry arrives as an i32[15] block `geo` (JS writes it into its argument block):
+//   N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo, lo, hi   (strides sh, sw ≥ 1; paddings ≥ 0;
+//   [lo, hi) the part of the output computed, for the thread pool: see the note above conv2d).
 import { lanes, ld, st, at, ldi } from './lanes';
 import { gemm_f32, gemm_f64 } from './matmul';
 
@@ -72,100 +73,98 @@ import { gemm_f32, gemm_f64 } from './matmul';
   for (; k < n; k++) st<T>(dst, k, ld<T>(dst, k) + ld<T>(src, k));
 }
 
+@inline const GLO = 13;
+@inline const GHI = 14;
+
+@inline const GATHER = 0; // im2col: col = the receptive fields of x
+@inline const SCATTER = 1; // col2im: x += col at the pixels each entry read
+
 /**
- * col[(c·kh + i)·kw + j, oh·Wo + ow] = x[c, oh·sh − ph + i, ow·sw − pw + j] (one image x[C, H, W])
- * for the entries inside the image. The entries that read padding are the same for every image:
- * the caller zeroes col once and they are never written here. Per (c, i, j) the in-image output
- * columns [lo, hi) are found once, so each output row is one copy (SIMD when sw = 1).
+ * im2col (GATHER) and its transpose col2im (SCATTER) for rows [r0, r1) of one image's col matrix,
+ *   col[(c·kh + i)·kw + j, oh·Wo + ow] = x[c, oh·sh − ph + i, ow·sw − pw + j]   (x = x[n]),
+ * stored from `col` on, for the entries inside the image. The entries that read padding are the
+ * same for every image: GATHER leaves them alone (the caller zeroes col once) and SCATTER skips
+ * them. Per row the in-image output columns [lo, hi) are found once, so each output row is one run
+ * (SIMD when sw = 1). SCATTER adds into x in row order, so each pixel's sum has one order.
  */
-function im2col<T>(x: usize, col: usize, geo: usize): void {
-  const C = ldi(geo, GC), H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
+@inline function unroll<T>(mode: i32, x: usize, col: usize, geo: usize, r0: i32, r1: i32): void {
+  const H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
   const sh = ldi(geo, GSH), sw = ldi(geo, GSW), ph = ldi(geo, GPH), pw = ldi(geo, GPW);
   const Ho = ldi(geo, GHO), Wo = ldi(geo, GWO);
   let row = col;
-  for (let c = 0; c < C; c++) {
-    for (let i = 0; i < kh; i++) {
-      for (let j = 0; j < kw; j++) {
-        const lo = firstAtLeast(pw - j, sw, Wo), hi = max(lo, firstAtLeast(W + pw - j, sw, Wo));
-        for (let oh = 0; oh < Ho; oh++) {
-          const ih = oh * sh - ph + i;
-          if (ih < 0 || ih >= H) continue;
-          const dst = at<T>(row, oh * Wo + lo), src = at<T>(x, (c * H + ih) * W + lo * sw - pw + j);
-          if (sw == 1) copyRun<T>(dst, src, hi - lo);
-          else for (let ow = 0; ow < hi - lo; ow++) st<T>(dst, ow, ld<T>(src, ow * sw));
-        }
-        row = at<T>(row, Ho * Wo);
+  for (let r = r0; r < r1; r++) {
+    const c = r / (kh * kw), i = r / kw % kh, j = r % kw;
+    const lo = firstAtLeast(pw - j, sw, Wo), hi = max(lo, firstAtLeast(W + pw - j, sw, Wo));
+    for (let oh = 0; oh < Ho; oh++) {
+      const ih = oh * sh - ph + i;
+      if (ih < 0 || ih >= H) continue;
+      const img = at<T>(x, (c * H + ih) * W + lo * sw - pw + j), run = at<T>(row, oh * Wo + lo);
+      if (mode == GATHER) {
+        if (sw == 1) copyRun<T>(run, img, hi - lo);
+        else for (let ow = 0; ow < hi - lo; ow++) st<T>(run, ow, ld<T>(img, ow * sw));
+      } else {
+        if (sw == 1) addRun<T>(img, run, hi - lo);
+        else for (let ow = 0; ow < hi - lo; ow++) st<T>(img, ow * sw, ld<T>(img, ow * sw) + ld<T>(run, ow));
       }
     }
+    row = at<T>(row, Ho * Wo);
   }
 }
 
-/** The transpose of im2col: dx[C, H, W] = Σ of the col entries that read each pixel (dx is overwritten; fixed (c, i, j, oh) order). */
-function col2im<T>(col: usize, dx: usize, geo: usize): void {
-  const C = ldi(geo, GC), H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
-  const sh = ldi(geo, GSH), sw = ldi(geo, GSW), ph = ldi(geo, GPH), pw = ldi(geo, GPW);
-  const Ho = ldi(geo, GHO), Wo = ldi(geo, GWO);
-  zeroRun<T>(dx, C * H * W);
-  let row = col;
-  for (let c = 0; c < C; c++) {
-    for (let i = 0; i < kh; i++) {
-      for (let j = 0; j < kw; j++) {
-        const lo = firstAtLeast(pw - j, sw, Wo), hi = max(lo, firstAtLeast(W + pw - j, sw, Wo));
-        for (let oh = 0; oh < Ho; oh++) {
-          const ih = oh * sh - ph + i;
-          if (ih < 0 || ih >= H) continue;
-          const dst = at<T>(dx, (c * H + ih) * W + lo * sw - pw + j), src = at<T>(row, oh * Wo + lo);
-          if (sw == 1) addRun<T>(dst, src, hi - lo);
-          else for (let ow = 0; ow < hi - lo; ow++) st<T>(dst, ow * sw, ld<T>(dst, ow * sw) + ld<T>(src, ow));
-        }
-        row = at<T>(row, Ho * Wo);
-      }
-    }
-  }
-}
+// Each kernel computes the part [lo, hi) = (geo[13], geo[14]) of its output for all N images of
+// its geometry: output channels of y (whole call: 0, O), input channels of dx (0, C), columns
+// (c·kh + i)·kw + j of dw (0, C·kh·kw). Each is a block of GEMM rows or columns, which needs only
+// its own rows of col, and a GEMM element's summation order does not depend on the block it
+// falls in (matmul.ts): the thread pool may cut a call over images or these ranges and get the
+// same bits (src/ops/conv.ts). Only the filter gradient's sum over images is never cut.
 
 @inline function conv2d<T>(x: usize, w: usize, y: usize, col: usize, geo: usize): void {
-  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO);
+  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), m = ldi(geo, GHI) - lo;
   const K = C * ldi(geo, GKH) * ldi(geo, GKW), P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
   const direct = pointwise(geo);
   if (!direct) zeroRun<T>(col, K * P);
   for (let n = 0; n < N; n++) {
     const xn = x + bytes<T>(n) * <usize>(C * HW);
-    if (!direct) im2col<T>(xn, col, geo);
-    gemm<T>(w, direct ? xn : col, y + bytes<T>(n) * <usize>(O * P), O, P, K, K, P, P, 0, 0, 0);
+    if (!direct) unroll<T>(GATHER, xn, col, geo, 0, K);
+    gemm<T>(w + bytes<T>(lo * K), direct ? xn : col, y + bytes<T>(n * O + lo) * <usize>P, m, P, K, K, P, P, 0, 0, 0);
   }
 }
 
+/** Rows [lo·kk, hi·kk) of Wᵀ·g[n] are the col rows of channels [lo, hi): col2im them into those channels of dx[n]. */
 @inline function conv2dInputGrad<T>(g: usize, w: usize, dx: usize, col: usize, geo: usize): void {
-  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO);
-  const K = C * ldi(geo, GKH) * ldi(geo, GKW), P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
+  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), hi = ldi(geo, GHI);
+  const kk = ldi(geo, GKH) * ldi(geo, GKW), K = C * kk, P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
   const direct = pointwise(geo);
   for (let n = 0; n < N; n++) {
-    const dxn = dx + bytes<T>(n) * <usize>(C * HW);
-    gemm<T>(w, g + bytes<T>(n) * <usize>(O * P), direct ? dxn : col, K, P, O, K, P, P, 1, 0, 0);
-    if (!direct) col2im<T>(col, dxn, geo);
+    const dxn = dx + bytes<T>(n * C) * <usize>HW, part = dxn + bytes<T>(lo) * <usize>HW;
+    gemm<T>(w + bytes<T>(lo * kk), g + bytes<T>(n) * <usize>(O * P), direct ? part : col, (hi - lo) * kk, P, O, K, P, P, 1, 0, 0);
+    if (direct) continue;
+    zeroRun<T>(part, (hi - lo) * HW);
+    unroll<T>(SCATTER, dxn, col, geo, lo * kk, hi * kk);
   }
 }
 
+/** Columns [lo, hi) of dw: Σ_n g[n] · (rows [lo, hi) of col(x[n]))ᵀ, accumulated image by image. */
 @inline function conv2dFilterGrad<T>(x: usize, g: usize, dw: usize, col: usize, geo: usize): void {
-  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO);
+  const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), hi = ldi(geo, GHI);
   const K = C * ldi(geo, GKH) * ldi(geo, GKW), P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
-  const direct = pointwise(geo);
-  if (N == 0) zeroRun<T>(dw, O * K);
-  if (!direct) zeroRun<T>(col, K * P);
+  const direct = pointwise(geo), dwl = dw + bytes<T>(lo);
+  if (N == 0) for (let o = 0; o < O; o++) zeroRun<T>(dwl + bytes<T>(o * K), hi - lo);
+  if (!direct) zeroRun<T>(col, (hi - lo) * P);
   for (let n = 0; n < N; n++) {
     const xn = x + bytes<T>(n) * <usize>(C * HW);
-    if (!direct) im2col<T>(xn, col, geo);
-    gemm<T>(g + bytes<T>(n) * <usize>(O * P), direct ? xn : col, dw, O, K, P, P, P, K, 0, 1, n > 0 ? 1 : 0);
+    if (!direct) unroll<T>(GATHER, xn, col, geo, lo, hi);
+    const b = direct ? xn + bytes<T>(lo) * <usize>HW : col;
+    gemm<T>(g + bytes<T>(n) * <usize>(O * P), b, dwl, O, hi - lo, P, P, P, K, 0, 1, n > 0 ? 1 : 0);
   }
 }
 
-/** y[N, O, Ho, Wo] = conv(x, w); col: scratch of C·kh·kw·Ho·Wo elements (unused when pointwise); y must not alias x, w or col. */
+/** y[N, lo:hi, Ho, Wo] = conv(x, w); col: scratch of C·kh·kw·Ho·Wo elements (unused when pointwise); y must not alias x, w or col. */
 export function conv2d_f32(x: usize, w: usize, y: usize, col: usize, geo: usize): void { conv2d<f32>(x, w, y, col, geo); }
 export function conv2d_f64(x: usize, w: usize, y: usize, col: usize, geo: usize): void { conv2d<f64>(x, w, y, col, geo); }
-/** dx[N, C, H, W] = VJP of conv2d w.r.t. x at cotangent g[N, O, Ho, Wo] (overwritten); col as for conv2d; no aliasing. */
+/** dx[N, lo:hi, H, W] = VJP of conv2d w.r.t. x at cotangent g[N, O, Ho, Wo] (overwritten); col as for conv2d; no aliasing. */
 export function conv2d_input_grad_f32(g: usize, w: usize, dx: usize, col: usize, geo: usize): void { conv2dInputGrad<f32>(g, w, dx, col, geo); }
 export function conv2d_input_grad_f64(g: usize, w: usize, dx: usize, col: usize, geo: usize): void { conv2dInputGrad<f64>(g, w, dx, col, geo); }
-/** dw[O, C, kh, kw] = VJP of conv2d w.r.t. w at cotangent g (overwritten; images summed in order); col as for conv2d; no aliasing. */
+/** dw[O, C·kh·kw][:, lo:hi] = VJP of conv2d w.r.t. w at cotangent g (overwritten; images summed in order); col as for conv2d; no aliasing. */
 export function conv2d_filter_grad_f32(x: usize, g: usize, dw: usize, col: usize, geo: usize): void { conv2dFilterGrad<f32>(x, g, dw, col, geo); }
 export function conv2d_filter_grad_f64(x: usize, g: usize, dw: usize, col: usize, geo: usize): void { conv2dFilterGrad<f64>(x, g, dw, col, geo); }

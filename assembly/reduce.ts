@@ -24,36 +24,42 @@ import { lanes, ld, st, at, hsum, hmax } from './lanes';
   return s;
 }
 
-/** Strided case (inner > 1): accumulate whole rows of `inner` into y, SIMD across i. */
-@inline function columnReduce<T>(op: i32, x: usize, y: usize, r: i32, inner: i32): void {
+/** Strided case (inner > 1): accumulate rows `inner` apart into y's first `cols` columns, SIMD across i. */
+@inline function columnReduce<T>(op: i32, x: usize, y: usize, r: i32, inner: i32, cols: i32): void {
   const L = lanes<T>();
   let i = 0;
-  for (; i + L <= inner; i += L) {
+  for (; i + L <= cols; i += L) {
     let v = v128.splat<T>(id<T>(op));
     for (let j = 0; j < r; j++) v = accv<T>(op, v, v128.load(at<T>(x, j * inner + i)));
     v128.store(at<T>(y, i), v);
   }
-  for (; i < inner; i++) {
+  for (; i < cols; i++) {
     let s = id<T>(op);
     for (let j = 0; j < r; j++) s = acc<T>(op, s, ld<T>(x, j * inner + i));
     st<T>(y, i, s);
   }
 }
 
-@inline function reduce<T>(op: i32, x: usize, y: usize, outer: i32, r: i32, inner: i32): void {
+/** Columns [0, cols) of every y[o, ·] (cols = inner: all of them; fewer: a thread's slice, x and y offset to it). */
+@inline function reduce<T>(op: i32, x: usize, y: usize, outer: i32, r: i32, inner: i32, cols: i32): void {
   for (let o = 0; o < outer; o++) {
     const xo = at<T>(x, o * r * inner);
     if (inner == 1) st<T>(y, o, rowReduce<T>(op, xo, r));
-    else columnReduce<T>(op, xo, at<T>(y, o * inner), r, inner);
+    else columnReduce<T>(op, xo, at<T>(y, o * inner), r, inner, cols);
   }
 }
 
 /** y[o, i] = Σ_j x[o, j, i] */
-export function sum_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(SUM, x, y, outer, r, inner); }
-export function sum_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(SUM, x, y, outer, r, inner); }
+export function sum_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(SUM, x, y, outer, r, inner, inner); }
+export function sum_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(SUM, x, y, outer, r, inner, inner); }
 /** y[o, i] = max_j x[o, j, i] (−∞ for r = 0; NaN-propagating) */
-export function max_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(MAX, x, y, outer, r, inner); }
-export function max_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(MAX, x, y, outer, r, inner); }
+export function max_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f32>(MAX, x, y, outer, r, inner, inner); }
+export function max_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32): void { reduce<f64>(MAX, x, y, outer, r, inner, inner); }
+/** As sum / max, for the first `cols` ≤ inner columns only: every column is reduced alone, so a call can be cut over columns. */
+export function sum_cols_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32, cols: i32): void { reduce<f32>(SUM, x, y, outer, r, inner, cols); }
+export function sum_cols_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32, cols: i32): void { reduce<f64>(SUM, x, y, outer, r, inner, cols); }
+export function max_cols_f32(x: usize, y: usize, outer: i32, r: i32, inner: i32, cols: i32): void { reduce<f32>(MAX, x, y, outer, r, inner, cols); }
+export function max_cols_f64(x: usize, y: usize, outer: i32, r: i32, inner: i32, cols: i32): void { reduce<f64>(MAX, x, y, outer, r, inner, cols); }
 
 /** NaN and ±Inf are exactly the values where v − v is not 0: SIMD lane masks (−1) summed per lane, then a scalar tail. */
 @inline function countNonFinite<T>(x: usize, n: i32): i32 {

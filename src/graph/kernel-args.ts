@@ -8,10 +8,10 @@
 const LEADING: Record<number, string> = {
   1: 'count_nonfinite fill rand_uniform rand_normal dropout_mask sum_squares scale',
   2: 'neg exp log sqrt abs square sin cos tanh sigmoid relu softplus leaky_relu clamp step inside sign recip ' +
-    'sum max softmax layer_norm',
+    'sum max sum_cols max_cols softmax layer_norm',
   3: 'add sub mul div pow maximum minimum gt ge eq gather scatter_add gemm sgd tanh_vjp sigmoid_vjp relu_vjp ' +
     'softmax_xent layer_norm_vjp avg_pool2d avg_pool2d_vjp',
-  4: 'adam max_pool2d max_pool2d_vjp softmax_xent_vjp',
+  4: 'adam max_pool2d max_pool2d_vjp softmax_xent_vjp gemm_bias_act bias_act_vjp',
   5: 'conv2d conv2d_input_grad conv2d_filter_grad',
 };
 

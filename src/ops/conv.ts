@@ -7,10 +7,10 @@
 // picks once x fixes the argmax, so maxPool2dGrad (scatter g to the argmax) and maxPool2dGather
 // (pick v at the argmax) are each other's transpose; avgPool2d and avgPool2dGrad likewise.
 import { Tensor } from '../tensor/tensor.js';
-import { BYTES, type DType } from '../tensor/dtype.js';
+import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
 import type { Rule } from './table.js';
-import { k } from './launch.js';
+import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
 import {
   conv2dRaw, conv2dInputGrad, conv2dFilterGrad, maxPool2dGrad, maxPool2dGather, avgPool2dRaw, avgPool2dGrad,
@@ -37,7 +37,7 @@ const plus = (u: Tensor | null, v: Tensor | null): Tensor => (u === null ? v! : 
 /** The output extent along one axis: ⌊(n + 2·pad − k) / stride⌋ + 1. */
 export const outExtent = (n: number, k: number, stride: number, pad: number): number => Math.floor((n + 2 * pad - k) / stride) + 1;
 
-/** The kernels' i32[13] geometry block: N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo. */
+/** The kernels' geometry block up to Wo: N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo (launchConv appends each piece's channel range). */
 function convGeometry(N: number, C: number, [H, W]: Pair, O: number, [kh, kw]: Pair, p: ConvParams): number[] {
   const [sh, sw] = p.stride, [ph, pw] = p.padding;
   return [N, C, H, W, O, kh, kw, sh, sw, ph, pw, outExtent(H, kh, sh, ph), outExtent(W, kw, sw, pw)];
@@ -61,17 +61,37 @@ export function withGemmScratch(dtype: DType, [M, N, K]: readonly number[], f: (
   }
 }
 
-/** Runs a conv kernel (a, b → out) whose per-image GEMM is M×N×K, with scratch for one image's im2col matrix. */
-function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly number[], geo: number[], gemm: number[]): Tensor {
+/**
+ * How a conv kernel may be cut: a range of its `ch` output channels (dw: columns), in multiples
+ * of `align`, and, unless `images` is null, images (per-image element strides of its first
+ * argument and its output). See assembly/conv.ts for why every cut gives the same bits.
+ */
+interface Cut {
+  ch: number;
+  align: number;
+  images: readonly [number, number] | null;
+}
+
+/**
+ * Runs a conv kernel (a, b → out) whose per-image GEMM is M×N×K, cut into pieces across the
+ * thread pool when large; each piece gets its own geometry block (its images and channels) and
+ * its own im2col scratch (workers have their own GEMM packing scratch).
+ */
+function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly number[], geo: number[], gemm: number[], cut: Cut): Tensor {
   const y = Tensor.empty(outShape, a.dtype);
   if (y.size === 0) return y;
-  const [, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo;
+  const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo, bytes = BYTES[a.dtype];
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
+  const colSize = pointwise ? 1 : Math.max(1, C * kh * kw * Ho * Wo);
+  const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
+  const [sa, sy] = cut.images ?? [0, 0];
   let col: Tensor | null = null;
   try {
-    col = Tensor.empty([pointwise ? 1 : Math.max(1, C * kh * kw * Ho * Wo)], a.dtype);
-    const colPtr = col.ptr;
-    withGemmScratch(a.dtype, gemm, () => k(name, a.dtype)(a.ptr, b.ptr, y.ptr, colPtr, writeArgs(0, geo)));
+    col = Tensor.empty([colSize * pieces.length], a.dtype);
+    const colPtr = col.ptr, ap = a.ptr, bp = b.ptr, yp = y.ptr;
+    const jobs = pieces.map(([n0, n1, c0, c1], i) =>
+      [ap + n0 * sa * bytes, bp, yp + n0 * sy * bytes, colPtr + i * colSize * bytes, writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1])]);
+    withGemmScratch(a.dtype, gemm, () => runPieces(`${name}_${SUFFIX[a.dtype]}`, jobs));
   } catch (e) {
     y.dispose();
     throw e;
@@ -88,26 +108,37 @@ function conv2dForward(x: Tensor, w: Tensor, p: ConvParams): Tensor {
   const [N, C, H, W] = x.shape, [O, , kh, kw] = w.shape;
   const geo = convGeometry(N, C, [H, W], O, [kh, kw], p);
   const [K, P] = kp(geo);
-  return launchConv('conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K]);
+  return launchConv('conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K], { ch: O, align: 4, images: [C * H * W, O * P] });
 }
 
 function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor {
   const [N, O] = g.shape, [, C, kh, kw] = w.shape;
   const geo = convGeometry(N, C, p.size, O, [kh, kw], p), [K, P] = kp(geo);
-  return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O]);
+  return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O], { ch: C, align: 1, images: [O * P, C * p.size[0] * p.size[1]] });
 }
 
+/**
+ * Cut over the C·kh·kw columns of dw (each piece unrolls only its rows of col; 8 = a GEMM
+ * micro-tile's width, when there are enough), never over images: dw sums over them, in order.
+ */
 function filterGradForward(x: Tensor, g: Tensor, p: ConvFilterGradParams): Tensor {
   const [N, C, H, W] = x.shape, O = g.shape[1];
   const geo = convGeometry(N, C, [H, W], O, p.kernel, p), [K, P] = kp(geo);
-  return launchConv('conv2d_filter_grad', x, g, [O, C, ...p.kernel], geo, [O, K, P]);
+  return launchConv('conv2d_filter_grad', x, g, [O, C, ...p.kernel], geo, [O, K, P], { ch: K, align: K >= 32 ? 8 : 1, images: null });
 }
 
-/** Runs a pool kernel over the planes of an [N, C, H, W] tensor; `args` are its pointers before the geometry. */
-function launchPool(name: string, dtype: DType, args: number[], [N, C, H, W]: readonly number[], p: PoolParams): void {
-  const [kh, kw] = p.kernel, [sh, sw] = p.stride;
-  const geo = [N * C, H, W, kh, kw, sh, sw, outExtent(H, kh, sh, 0), outExtent(W, kw, sw, 0)];
-  if (N * C * H * W > 0) k(name, dtype)(...args, writeArgs(0, geo));
+/**
+ * Runs a pool kernel over the planes of an [N, C, H, W] tensor, cut over planes across the pool
+ * when large. `ptrs` are its pointers before the geometry; `kinds` says for each whether it
+ * points at input-sized ('i') or output-sized ('o') planes.
+ */
+function launchPool(name: string, dtype: DType, ptrs: number[], kinds: string, [N, C, H, W]: readonly number[], p: PoolParams): void {
+  const [kh, kw] = p.kernel, [sh, sw] = p.stride, Ho = outExtent(H, kh, sh, 0), Wo = outExtent(W, kw, sw, 0);
+  if (N * C * H * W === 0) return;
+  const step = (i: number) => (kinds[i] === 'i' ? H * W : Ho * Wo) * BYTES[dtype];
+  let piece = 0; // each piece's geometry in its own slot of the argument block
+  splitRun(`${name}_${SUFFIX[dtype]}`, N * C, 1, N * C * Ho * Wo * kh * kw, (lo, hi) =>
+    [...ptrs.map((ptr, i) => ptr + lo * step(i)), writeArgs(16 * piece++, [hi - lo, H, W, kh, kw, sh, sw, Ho, Wo])]);
 }
 
 function pooledShape([N, C, H, W]: readonly number[], p: PoolParams): number[] {
@@ -117,26 +148,26 @@ function pooledShape([N, C, H, W]: readonly number[], p: PoolParams): number[] {
 /** y = v at the argmax of each window of x (v = x: max pooling). */
 function maxPoolForward(x: Tensor, v: Tensor, p: PoolParams): Tensor {
   const y = Tensor.empty(pooledShape(x.shape, p), x.dtype);
-  if (y.size > 0) launchPool('max_pool2d', x.dtype, [x.ptr, v.ptr, y.ptr], x.shape, p);
+  if (y.size > 0) launchPool('max_pool2d', x.dtype, [x.ptr, v.ptr, y.ptr], 'iio', x.shape, p);
   return y;
 }
 
 function maxPoolGradForward(x: Tensor, g: Tensor, p: PoolParams): Tensor {
   const dx = Tensor.empty(x.shape, x.dtype);
-  launchPool('max_pool2d_vjp', x.dtype, [x.ptr, g.ptr, dx.ptr], x.shape, p);
+  launchPool('max_pool2d_vjp', x.dtype, [x.ptr, g.ptr, dx.ptr], 'ioi', x.shape, p);
   return dx;
 }
 
 function avgPoolForward(x: Tensor, p: PoolParams): Tensor {
   const y = Tensor.empty(pooledShape(x.shape, p), x.dtype);
-  if (y.size > 0) launchPool('avg_pool2d', x.dtype, [x.ptr, y.ptr], x.shape, p);
+  if (y.size > 0) launchPool('avg_pool2d', x.dtype, [x.ptr, y.ptr], 'io', x.shape, p);
   return y;
 }
 
 function avgPoolGradForward(g: Tensor, p: PoolGradParams): Tensor {
   const shape = [g.shape[0], g.shape[1], ...p.size];
   const dx = Tensor.empty(shape, g.dtype);
-  launchPool('avg_pool2d_vjp', g.dtype, [g.ptr, dx.ptr], shape, p);
+  launchPool('avg_pool2d_vjp', g.dtype, [g.ptr, dx.ptr], 'oi', shape, p);
   return dx;
 }
 
