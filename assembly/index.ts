@@ -7,6 +7,7 @@ export * from './softmax';
 export * from './norm';
 export * from './random';
 export * from './matmul';
+export * from './dense';
 export * from './conv';
 export * from './pool';
 export * from './optim';

@@ -17,6 +17,11 @@
 // acc = acc + a·b for k ascending (separate mul and add, no FMA), then C = acc (first block when
 // not accumulating) or C = C + acc. It depends only on (M, N, K, transA, transB) — never on the
 // scratch size, the MC/NC blocking or the engine.
+//
+// gemm_bias_act adds an epilogue (epilogue.ts's biasAct): once a C block's last K block is stored,
+// while the block is still in cache, C = act(C + bias) — the bias added to the finished sum,
+// one rounding, exactly as a separate add would, then the unary kernel's activation.
+import { biasAct } from './epilogue';
 
 /** Rows of C per micro-tile. */
 const MR: i32 = 4;
@@ -67,19 +72,32 @@ export function gemm_f64(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, l
   gemm<f64>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, accumulate);
 }
 
-/** C[M,N] (+)= op(A)·op(B) for T = f32 | f64: normalises transposition into (row, col) element strides and dispatches to the packed or the unpacked path. */
-function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32): void {
+/** f32 C[M,N] = act(op(A)·op(B) + bias[0:N]) (bias per column; act 0 none, 1 relu, 2 tanh, 3 sigmoid): gemm_f32 with the epilogue; bias must not alias C. */
+export function gemm_bias_act_f32(a: usize, b: usize, c: usize, bias: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, act: i32): void {
+  gemm<f32>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, 0, bias, act);
+}
+
+/** f64 C[M,N] = act(op(A)·op(B) + bias); same contract as gemm_bias_act_f32. */
+export function gemm_bias_act_f64(a: usize, b: usize, c: usize, bias: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, act: i32): void {
+  gemm<f64>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, 0, bias, act);
+}
+
+/** C[M,N] (+)= op(A)·op(B) for T = f32 | f64: normalises transposition into (row, col) element strides and dispatches to the packed or the unpacked path. act ≥ 0 runs the bias epilogue. */
+function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32,
+  bias: usize = 0, act: i32 = -1): void {
   if (M <= 0 || N <= 0) return;
   const acc = accumulate != 0;
   if (K <= 0) {
     if (!acc) zero_c<T>(c, M, N, ldc);
+    if (act >= 0) biasAct<T>(c, ldc, bias, M, N, act);
     return;
   }
   // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
   const ars = transA ? 1 : lda, acs = transA ? lda : 1;
   const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc)) {
+  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act)) {
     gemm_unpacked<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc);
+    if (act >= 0) biasAct<T>(c, ldc, bias, M, N, act);
   }
 }
 
@@ -92,7 +110,8 @@ function zero_c<T>(c: usize, M: i32, N: i32, ldc: i32): void {
 }
 
 /** Packed path: loops jc (NC) → pc (KC) → ic (MC) around the macro-tile; returns false, computing nothing, when the scratch region cannot hold one A block plus one B sliver. */
-function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool): bool {
+function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool,
+  bias: usize, act: i32): bool {
   if (scratchPtr == 0) return false;
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const base = (scratchPtr + 63) & ~(<usize>63); // cache-line aligned packed panels
@@ -112,11 +131,14 @@ function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i
     for (let pc = 0; pc < K; pc += KC) {
       const kc = imin(KC, K - pc);
       const overwrite = pc == 0 && !accumulate;
+      const epilogue = act >= 0 && pc + kc == K; // the block's sums are final after this K block
       pack_b<T>(bp, b + off<T>(pc, jc, brs, bcs), brs, bcs, kc, ncur);
       for (let ic = 0; ic < M; ic += mc) {
         const mcur = imin(mc, M - ic);
+        const cb = c + off<T>(ic, jc, ldc, 1);
         pack_a<T>(ap, a + off<T>(ic, pc, ars, acs), ars, acs, mcur, kc);
-        macro_tile<T>(ap, bp, c + off<T>(ic, jc, ldc, 1), ldc, mcur, ncur, kc, overwrite, tile);
+        macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
+        if (epilogue) biasAct<T>(cb, ldc, bias + <usize>(jc * S), mcur, ncur, act);
       }
     }
   }

@@ -5,6 +5,7 @@ import * as A from '../src/index.js';
 import type { Tensor, DType } from '../src/index.js';
 import * as R from './ref.js';
 import type { Nd } from './ref.js';
+import { dense } from '../src/ops/dense.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
 export function rng(seed: number): () => number {
@@ -66,6 +67,7 @@ const op = (name: string, shapes: number[][], f: (...xs: Tensor[]) => Tensor, re
   ({ name, f, ref, shapes, domain });
 
 const X3 = [[2, 3, 4]];
+const DENSE_ACT = { none: (v: number) => v, relu: (v: number) => Math.max(v, 0), tanh: Math.tanh, sigmoid: R.sigmoid };
 const labels = [1, 0, 4, 2];
 
 export const SPECS: OpSpec[] = [
@@ -125,6 +127,9 @@ export const SPECS: OpSpec[] = [
   op('matmul 2-D·1-D', [[3, 4], [4]], A.matmul, R.matmul),
   op('matmul 2-D', [[3, 4], [4, 5]], A.matmul, R.matmul),
   op('matmul batched', [[2, 1, 3, 4], [3, 4, 2]], A.matmul, R.matmul),
+  // Fused dense layer act(x·Wᵀ + b) (src/ops/dense.ts: nn.Linear's op), one row per activation
+  ...(['none', 'relu', 'tanh', 'sigmoid'] as const).map((act) => op(`dense ${act}`, [[3, 5], [4, 5], [4]], (x, w, b) => dense(x, w, b, act),
+    (x, w, b) => R.map(R.zip(R.matmul(x, R.transpose(w)), R.broadcastTo(b, [3, 4]), (u, v) => u + v), DENSE_ACT[act]))),
   // Neural
   op('softmax', [[3, 5]], (x) => A.softmax(x), (x) => R.softmax(x)),
   op('softmax axis 0', [[3, 4]], (x) => A.softmax(x, 0), (x) => R.softmax(x, 0)),

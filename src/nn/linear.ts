@@ -1,15 +1,20 @@
 // nn.Linear: y = x·Wᵀ + b with PyTorch's layout (W is [out, in]) and default initialisation
 // (kaiming_uniform_ with a = √5, i.e. U(−1/√in, 1/√in), and the same bound for the bias).
-// The product runs as one GEMM with B transposed in place, never materialising Wᵀ.
+// The product runs as one GEMM with B transposed in place, never materialising Wᵀ; with a bias
+// (and plain backpropagation) it is the fused dense op, whose GEMM epilogue adds the bias and
+// applies an activation that follows (see forwardAct and nn.Sequential).
 import type { Tensor } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { add, reshape, composite } from '../ops/api.js';
+import { add, reshape, relu, tanh, sigmoid, composite } from '../ops/api.js';
+import { dense, type Activation } from '../ops/dense.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { type Feedback, checkFeedback, feedbackProduct, drawFeedback, feedbackStream } from './feedback.js';
 
 /** How the adjoint flows back to the input: 'bp' (Wᵀ), 'alignment' (fixed random B), 'sign' (sign(W)); see feedback.ts. */
 export type { Feedback } from './feedback.js';
+
+const ACTIVATIONS: Record<Activation, (t: Tensor) => Tensor> = { none: (t) => t, relu, tanh, sigmoid };
 
 export interface LinearOptions {
   bias?: boolean;
@@ -72,13 +77,23 @@ export class Linear extends Module {
   }
 
   forward(x: Tensor): Tensor {
+    return this.forwardAct(x, 'none');
+  }
+
+  /**
+   * act(forward(x)): one dense op (GEMM with a bias + activation epilogue, one-pass backward)
+   * when the layer has a bias and sends g·W back; otherwise the product, the bias add and the
+   * activation op in turn. Both give the same values bit for bit (the bias is added to the
+   * finished sum either way); nn.Sequential calls this for a Linear followed by ReLU or Tanh.
+   */
+  forwardAct(x: Tensor, act: Activation): Tensor {
     checkInput('Linear', x, this.dtype, -1, this.inFeatures, 'last axis (in_features)');
-    if (x.shape.length === 1) return composite(() => reshape(this.forward(reshape(x, [1, this.inFeatures])), [this.outFeatures]));
-    const y = this.project(x);
-    if (this.bias === null) return y;
-    const out = add(y, this.bias);
-    y.dispose();
-    return out;
+    if (x.shape.length === 1) return composite(() => reshape(this.forwardAct(reshape(x, [1, this.inFeatures]), act), [this.outFeatures]));
+    if (this.bias !== null && this.mode === 'bp') return dense(x, this.weight, this.bias, act);
+    return composite(() => {
+      const y = this.project(x);
+      return ACTIVATIONS[act](this.bias === null ? y : add(y, this.bias));
+    });
   }
 
   /** x·Wᵀ; its backward pass sends g·W to x ('bp'), g·B ('alignment') or g·sign(W)/√(3·in) ('sign'). */

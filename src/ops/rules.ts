@@ -9,8 +9,9 @@ import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
 import { convRules } from './conv.js';
 import { fusedRules } from './fused.js';
+import { denseRules } from './dense.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules, ...denseRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;
