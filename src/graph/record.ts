@@ -2,7 +2,7 @@
 // carry the tangent along (forward mode), and record a node with exactly what the rule says
 // it saves (reverse mode).
 import { OutOfMemoryError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import { Storage, type Tensor } from '../tensor/tensor.js';
 import { exempt } from '../tensor/scope.js';
 import { rules, type Prim, type ParamsOf } from '../ops/rules.js';
 import type { Rule, Saved } from '../ops/table.js';
@@ -26,17 +26,20 @@ export function observingInputs<T>(observe: (xs: readonly Tensor[]) => void, fn:
 }
 
 export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsOf<K>): Tensor {
-  for (const x of xs) x.check(name);
+  for (let i = 0; i < xs.length; i++) xs[i].check(name);
   if (inputObserver !== null) inputObserver(xs);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
   let y: Tensor;
+  Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
   try {
     y = rule.forward(xs, p);
   } catch (e) {
     throw e instanceof OutOfMemoryError ? e.in(name) : e;
+  } finally {
+    Storage.reading--;
   }
   if (modes.anomaly) checkFinite(name, y, xs);
-  if (modes.forward && xs.some((x) => x.tangent !== null)) {
+  if (modes.forward && anyTangent(xs)) {
     try {
       y.tangent = tangentOf(rule, xs, y, p);
     } catch (e) {
@@ -44,11 +47,21 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
       throw e;
     }
   }
-  if (modes.record && xs.some((x) => x.requiresGrad)) {
+  if (modes.record && anyRequiresGrad(xs)) {
     y.requiresGrad = true;
     y.node = new Node(name, p, xs, saveFor(rule, xs, y));
   }
   return y;
+}
+
+// Plain loops: every op asks these, and `xs.some(arrow)` allocates a closure per call.
+function anyTangent(xs: readonly Tensor[]): boolean {
+  for (let i = 0; i < xs.length; i++) if (xs[i].tangent !== null) return true;
+  return false;
+}
+function anyRequiresGrad(xs: readonly Tensor[]): boolean {
+  for (let i = 0; i < xs.length; i++) if (xs[i].requiresGrad) return true;
+  return false;
 }
 
 /** The JVP, run with recording and tangent propagation off (a tangent has no tangent of its own). */

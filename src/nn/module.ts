@@ -146,7 +146,7 @@ export abstract class Module {
 function copyInto(dst: Tensor, src: Tensor): void {
   if (src === dst) return;
   const from = src.dtype === dst.dtype ? src : cast(src, dst.dtype);
-  const v = views();
-  v.u8.copyWithin(dst.ptr, from.ptr, from.ptr + from.size * BYTES[from.dtype]);
+  const to = dst.ptr, at = from.ptr; // before views(): filling a lazy transpose may grow the memory
+  views().u8.copyWithin(to, at, at + from.size * BYTES[from.dtype]);
   if (from !== src) from.dispose();
 }

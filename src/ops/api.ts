@@ -8,6 +8,7 @@ import { apply } from '../graph/record.js';
 import { derive } from '../graph/trace-hooks.js';
 import { filled, broadcastShapes, sizeOf } from './launch.js';
 import { matmulDims } from './linalg.js';
+import { transposedSource } from './shape.js';
 
 import { composite } from './composite.js';
 
@@ -221,21 +222,24 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   tensorArg('matmul', b, 'second operand');
   if (a.dtype !== b.dtype) throw new DtypeError(`matmul: dtypes differ: ${a.dtype} [${a.shape}] and ${b.dtype} [${b.shape}]`);
   if (a.shape.length === 0 || b.shape.length === 0) throw new ShapeError(`matmul: operands must be at least 1-D, got [${a.shape}] x [${b.shape}]`);
-  if (a.shape.length >= 2 && b.shape.length >= 2) {
-    matmulDims(a.shape, b.shape, { ta: false, tb: false });
-    return matmulT(a, b, false, false);
-  }
+  if (a.shape.length >= 2 && b.shape.length >= 2) return matmul2(a, b);
   // 1-D operands: a vector is a row (left) or a column (right), removed again afterwards.
   return composite(() => {
     const a2 = a.shape.length === 1 ? reshape(a, [1, a.shape[0]]) : a;
     const b2 = b.shape.length === 1 ? reshape(b, [b.shape[0], 1]) : b;
-    matmulDims(a2.shape, b2.shape, { ta: false, tb: false });
-    const y = matmulT(a2, b2, false, false);
+    const y = matmul2(a2, b2);
     const shape = y.shape.slice(0, -2);
     if (a.shape.length > 1) shape.push(y.shape[y.shape.length - 2]);
     if (b.shape.length > 1) shape.push(y.shape[y.shape.length - 1]);
     return reshape(y, shape);
   });
+}
+
+/** A·B of rank ≥ 2 operands; an unfilled lazy transpose operand runs as its source with the GEMM's transpose flag, uncopied. */
+function matmul2(a: Tensor, b: Tensor): Tensor {
+  matmulDims(a.shape, b.shape, { ta: false, tb: false });
+  const sa = transposedSource(a), sb = transposedSource(b);
+  return matmulT(sa ?? a, sb ?? b, sa !== null, sb !== null);
 }
 
 /** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */

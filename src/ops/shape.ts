@@ -1,8 +1,10 @@
 // Data-movement primitives. All are linear, so each JVP is the op applied to the tangent
 // (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor, type Pending } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { runtime, views, kernel } from '../wasm/module.js';
+import { exempt } from '../tensor/scope.js';
+import { modes } from '../graph/modes.js';
+import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
 import type { Rule } from './table.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
@@ -79,6 +81,71 @@ function castForward(x: Tensor, dtype: DType): Tensor {
   return y;
 }
 
+// A transpose of the last two axes is lazy: its memory is allocated and filled on first use of
+// its pointer (Storage.ptr), and matmul() reads an unfilled one as its source with a GEMM
+// transpose flag instead, so matmul(transpose(a), b) never copies A. Its node is recorded as for
+// any op, so every other use (and its gradient) is unchanged. Small ones are copied at once.
+/** Transposes of at least this many elements are lazy (tests lower it to reach small shapes). */
+export const lazyTranspose = { minSize: 4096 };
+/** Argument slots of fills, clear of those a launch may have written before it reads a lazy input's pointer. */
+const FILL_SLOT = ARGS_BYTES >> 3;
+
+const swapsLastTwo = (perm: readonly number[]): boolean => {
+  const r = perm.length;
+  return r >= 2 && perm[r - 2] === r - 1 && perm[r - 1] === r - 2 && perm.every((p, i) => i >= r - 2 || p === i);
+};
+
+/** Writes x with its axes permuted by `perm` to the block at `dst`. */
+function permuteInto(x: Tensor, perm: readonly number[], dst: number, slot = 0): void {
+  const src = x.ptr; // first: filling a lazy x writes argument slots of its own
+  const xs = stridesOf(x.shape);
+  const shape = perm.length > 0 ? perm.map((i) => x.shape[i]) : [1];
+  if (sizeOf(shape) === 0) return;
+  const n = shape.length;
+  const strides = perm.length > 0 ? perm.map((i) => xs[i]) : [1];
+  k('strided_copy', x.dtype)(src, dst, n, writeArgs(slot, shape), writeArgs(slot + n, strides), writeArgs(slot + 2 * n, stridesOf(shape)));
+}
+
+/** The pending fill of a lazy transpose: a handle on the source's memory, let go once filled or dropped. */
+class LazyTranspose implements Pending {
+  readonly op = 'transpose';
+  private readonly src: Tensor;
+  constructor(readonly of: Tensor, readonly perm: readonly number[], readonly shape: readonly number[]) {
+    this.src = of.view();
+    exempt(this.src); // owned by the lazy block, never by a tidy scope
+  }
+  fill(ptr: number): void {
+    permuteInto(this.src, this.perm, ptr, FILL_SLOT);
+  }
+  drop(): void {
+    this.src.dispose();
+  }
+}
+
+function transposeForward(x: Tensor, perm: readonly number[]): Tensor {
+  const shape = perm.map((i) => x.shape[i]);
+  if (x.size >= lazyTranspose.minSize && swapsLastTwo(perm)) {
+    return Tensor.lazy(shape, x.dtype, new LazyTranspose(x, perm, shape), x.storage);
+  }
+  const y = Tensor.empty(shape, x.dtype);
+  permuteInto(x, perm, y.ptr);
+  return y;
+}
+
+/**
+ * The source of t when t is an unfilled lazy transpose and reading that source with a transpose
+ * flag gives what reading t would (the same values, recorded graph and tangent); else null.
+ * matmul() runs on it (src/ops/api.ts).
+ */
+export function transposedSource(t: Tensor): Tensor | null {
+  const lazy = t.storage.lazy;
+  if (!(lazy instanceof LazyTranspose)) return null;
+  const x = lazy.of;
+  if (x.disposed || t.shape.length !== lazy.shape.length || t.shape.some((d, i) => d !== lazy.shape[i])) return null;
+  const graph = !modes.record || (t.requiresGrad ? t.node !== null && t.node.inputs[0] === x : !x.requiresGrad);
+  return graph && (t.tangent === null) === (x.tangent === null) ? x : null;
+}
+
 export const shapeRules = {
   reshape: {
     saves: NONE,
@@ -88,14 +155,7 @@ export const shapeRules = {
   } satisfies Rule<{ shape: readonly number[] }>,
   transpose: {
     saves: NONE,
-    forward: ([x], { perm }) => {
-      const shape = perm.map((i) => x.shape[i]);
-      const y = Tensor.empty(shape, x.dtype);
-      const xs = stridesOf(x.shape);
-      if (shape.length > 0) stridedCopy(x, 0, y, 0, shape, perm.map((i) => xs[i]), stridesOf(shape));
-      else stridedCopy(x, 0, y, 0, [1], [1], [1]);
-      return y;
-    },
+    forward: ([x], { perm }) => transposeForward(x, perm),
     vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
     jvp: linearJvp('transpose'),
   } satisfies Rule<{ perm: readonly number[] }>,

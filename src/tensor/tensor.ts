@@ -1,7 +1,7 @@
 // The Tensor: a shape, a dtype and a block of wasm memory, plus the autodiff fields (the node
 // that produced it, its gradient, its forward-mode tangent). Memory blocks are reference
 // counted so the backward pass can keep what it saved after the user disposed a tensor.
-import { DisposedError, ShapeError } from '../errors.js';
+import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
 import type { Node } from '../graph/node.js';
 import { views, runtime } from '../wasm/module.js';
 import { BYTES, type DType } from './dtype.js';
@@ -10,17 +10,103 @@ import * as ops from '../ops/api.js';
 import { backward as runBackward } from '../autodiff/backward.js';
 import { hooks } from '../graph/trace-hooks.js';
 
+/** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
+export interface Pending {
+  /** The op that made the block, named in an OutOfMemoryError when there is no room to fill it. */
+  readonly op: string;
+  /** Writes the contents into the block just allocated at `ptr`. */
+  fill(ptr: number): void;
+  /** Lets go of what fill would read; called once, after the fill or when the block dies unfilled. */
+  drop(): void;
+}
+
 /** A block of wasm memory shared by every tensor that views it. */
 export class Storage {
   refs = 1;
   /** Holds a gradient: memory() counts it apart from activations (see Arena.gradBytes). */
   gradient = false;
-  constructor(readonly ptr: number, readonly bytes: number) {}
+  /** Depth of code that only reads memory (primitive forwards, fills): no in-place write happens there. */
+  static reading = 0;
+  /** Lazy blocks whose fill reads this one: filled before code that may write here in place gets the pointer. */
+  readers: Set<Storage> | null = null;
+  private at: number;
+  private pending: Pending | null = null;
+  private source: Storage | null = null;
+
+  constructor(ptr: number, readonly bytes: number) {
+    this.at = ptr;
+  }
+
+  /** A block allocated and filled on first use of its pointer; `source` is the block the fill reads. */
+  static lazy(bytes: number, pending: Pending, source: Storage): Storage {
+    const s = new Storage(-1, bytes);
+    s.pending = pending;
+    s.source = source;
+    (source.readers ??= new Set()).add(s);
+    return s;
+  }
+
+  get ptr(): number {
+    if (this.pending !== null) this.fill();
+    return this.at;
+  }
+
+  /** What fills this block on first use (null once filled, and for ordinary blocks). */
+  get lazy(): Pending | null {
+    return this.pending;
+  }
+
+  /** Allocates and fills a lazy block; an OutOfMemoryError (or any failure) leaves it lazy. */
+  private fill(): void {
+    const pending = this.pending!;
+    let at: number;
+    try {
+      at = runtime().arena.alloc(this.bytes);
+    } catch (e) {
+      throw e instanceof OutOfMemoryError ? e.in(`${pending.op} (filled on first use)`) : e;
+    }
+    this.pending = null;
+    this.at = at;
+    Storage.reading++;
+    try {
+      const r = hooks.recorder; // compile()'s tracer: the fill may come between a perCall() and its launch
+      if (r !== null) r.nested(() => pending.fill(at));
+      else pending.fill(at);
+    } catch (e) {
+      this.pending = pending;
+      this.at = -1;
+      runtime().arena.free(at, this.bytes);
+      throw e;
+    } finally {
+      Storage.reading--;
+    }
+    this.detach(pending);
+  }
+
+  private detach(pending: Pending): void {
+    const src = this.source!;
+    src.readers!.delete(this);
+    if (src.readers!.size === 0) src.readers = null;
+    this.source = null;
+    pending.drop();
+  }
+
+  /** Fills every lazy block that reads this one: its contents may be about to change in place. */
+  settleReaders(): void {
+    for (const r of [...(this.readers ?? [])]) r.fill();
+  }
+
   release(): void {
-    if (--this.refs === 0) runtime().arena.free(this.ptr, this.bytes, this.gradient);
+    if (--this.refs !== 0) return;
+    if (this.pending !== null) {
+      const p = this.pending;
+      this.pending = null;
+      this.detach(p); // never read: nothing was allocated
+    } else runtime().arena.free(this.at, this.bytes, this.gradient);
   }
   markGradient(): void {
     if (this.gradient || this.refs === 0) return;
+    if (this.pending !== null) this.fill(); // gradient bytes are counted as allocated ones
     this.gradient = true;
     runtime().arena.markGradient(this.bytes);
   }
@@ -33,6 +119,12 @@ let nextId = 1;
 /** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
 export const nextTensorId = (): number => nextId;
 
+function sizeOfShape(shape: readonly number[]): number {
+  let n = 1;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
+  return n;
+}
+
 export class Tensor {
   readonly id = nextId++;
   readonly size: number;
@@ -43,19 +135,23 @@ export class Tensor {
   tangent: Tensor | null = null;
   private isDisposed = false;
 
-  private constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage) {
-    let n = 1;
-    for (const d of shape) n *= d;
-    this.size = n;
+  private constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
+    this.size = size;
     track(this);
   }
 
   /** A new tensor of the given shape with uninitialised memory. */
   static empty(shape: readonly number[], dtype: DType): Tensor {
-    let n = 1;
-    for (const d of shape) n *= d;
-    const bytes = n * BYTES[dtype];
-    return new Tensor(Object.freeze(shape.slice()), dtype, new Storage(runtime().arena.alloc(bytes), bytes));
+    const n = sizeOfShape(shape), bytes = n * BYTES[dtype];
+    // Shapes are frozen, so another tensor's shape can be shared instead of copied.
+    const own = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
+    return new Tensor(own, dtype, new Storage(runtime().arena.alloc(bytes), bytes), n);
+  }
+
+  /** A tensor whose memory is allocated and filled (by `pending`, reading `source`) on first use of its pointer. */
+  static lazy(shape: readonly number[], dtype: DType, pending: Pending, source: Storage): Tensor {
+    const bytes = shape.reduce((a, b) => a * b, 1) * BYTES[dtype];
+    return new Tensor(Object.freeze(shape.slice()), dtype, Storage.lazy(bytes, pending, source));
   }
 
   /** A second handle on the same memory, with another (same-size) shape and its own lifetime. */
@@ -102,8 +198,12 @@ export class Tensor {
   /** Byte offset of the data in wasm memory; throws if disposed. */
   get ptr(): number {
     if (this.isDisposed) throw new DisposedError(`tensor #${this.id} (shape [${this.shape}]) was disposed and cannot be used`);
+    const s = this.storage;
+    // Outside a primitive the caller may write here in place (an optimizer step): lazy copies of this block are filled first.
+    if (s.readers !== null && Storage.reading === 0) s.settleReaders();
+    const p = s.ptr;
     hooks.recorder?.pointer(this); // compile()'s tracer: which persistent tensors a step touches
-    return this.storage.ptr;
+    return p;
   }
 
   check(op: string): this {
