@@ -18,7 +18,7 @@ export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
 export { detectAnomaly, withAnomalyDetection } from './graph/anomaly.js';
-export { compile, type Compiled, type CompileStats } from './graph/compile.js';
+export { compile, type Compiled, type CompileOptions, type CompileStats } from './graph/compile.js';
 export * as nn from './nn/index.js';
 export { setFeedback, withBackprop } from './nn/feedback.js';
 export { gradientStats, gradientWarnings, alignmentAngles, type GradientStat, type AlignmentAngle, type WarningOptions } from './nn/diagnostics.js';

@@ -15,6 +15,7 @@ import { hooks } from './trace-hooks.js';
 import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
+import { fusion } from './fuse.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
@@ -30,8 +31,18 @@ export interface CompileStats {
   signatures: number;
   /** Bytes of the static memory plans held right now. */
   planBytes: number;
+  /** Launches of the schedules held right now that replay tile-major, in fused elementwise runs. */
+  fused: number;
   /** Why the last signature that could not be compiled runs eagerly, or null. */
   fallback: string | null;
+}
+
+export interface CompileOptions {
+  /**
+   * Replay runs of consecutive elementwise ops tile by tile, so their intermediates stay in cache
+   * (and get tile-sized buffers when nothing else uses them); same bits either way. Default true.
+   */
+  fuse?: boolean;
 }
 
 export type Compiled<A extends unknown[], R> = ((...args: A) => R) & {
@@ -60,14 +71,17 @@ interface Args {
  * behaves like `tidy(() => fn(...args))`. Tensors fn reads besides its arguments (parameters,
  * optimizer state) are found by identity when traced and must stay alive; JS values fn reads
  * (closure variables, module.training, other number arguments) are fixed per signature — call
- * `compiled.reset()` after changing them. See docs/readme-compile.md.
+ * `compiled.reset()` after changing them. `options.fuse` (default true): replay runs of elementwise
+ * ops tile by tile (src/graph/fuse.ts). See docs/readme-compile.md.
  */
-export function compile<A extends unknown[], R>(fn: (...args: A) => R): Compiled<A, R> {
+export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): Compiled<A, R> {
   if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${typeof fn}`);
+  if (options === null || typeof options !== 'object') throw new ArgumentError(`compile: options must be an object such as { fuse: false }, got ${options === null ? 'null' : typeof options}`);
+  if (options.fuse !== undefined && typeof options.fuse !== 'boolean') throw new ArgumentError(`compile: options.fuse must be a boolean, got ${typeof options.fuse}`);
   const entries = new Map<string, Entry>();
   /** Array arguments (by path) fn uses as values rather than as data: keyed by value. */
   const statics = new Set<string>();
-  const stats: CompileStats = { eager: 0, traced: 0, replayed: 0, signatures: 0, planBytes: 0, fallback: null };
+  const stats: CompileStats = { eager: 0, traced: 0, replayed: 0, signatures: 0, planBytes: 0, fused: 0, fallback: null };
   let warnedFallback = false, warnedMany = false;
   /** The last replayed signature, for a quick check of the next call's arguments (no key string built). */
   let last: { sig: Quick; entry: Entry } | null = null;
@@ -78,7 +92,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R): Compiled
   };
 
   const drop = (key: string, e: Entry): void => {
-    if (e.program !== null) stats.planBytes -= e.program.bytes;
+    if (e.program !== null) stats.planBytes -= e.program.bytes, stats.fused -= e.program.fused;
     e.program?.dispose();
     e.program = null;
     e.state = WARM;
@@ -99,12 +113,14 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R): Compiled
 
   const trace = (args: A, a: Args): [R, Trace] => {
     stats.traced++;
+    for (const t of a.tensors) void t.storage.ptr; // fills a lazy argument (src/ops/shape.ts): an input, not a block of the call
     const rec = new Trace(a.tensors, a.data, nextTensorId());
     const restore = interposeArena(rec);
     hooks.recorder = rec;
     let result: R;
     try {
       result = scoped(() => fn(...args));
+      for (const t of inspect([result], new Set()).tensors) void t.storage.ptr; // a returned lazy transpose is filled where the trace sees it
     } finally {
       hooks.recorder = null;
       restore();
@@ -139,6 +155,7 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R): Compiled
     if (e.state === READY && !e.program!.valid()) {
       // A tensor the schedule reads or returns was disposed (a new optimizer or model?): start over.
       stats.planBytes -= e.program!.bytes;
+      stats.fused -= e.program!.fused;
       e.program!.dispose();
       e.program = null;
       e.state = WARM;
@@ -175,13 +192,14 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R): Compiled
       if (diff !== null) giveUp(e, `fn's kernel schedule changed between two calls with the same signature (${diff}) — JS state that changes every call, such as a counter or an unseeded random draw, reaches the kernels`);
       else {
         try {
-          e.program = Program.build(t);
+          e.program = Program.build(t, options.fuse ?? fusion.enabled);
         } catch (err) {
           if (!(err instanceof OutOfMemoryError)) throw err;
           giveUp(e, `no memory for the static plan (${err.message})`);
           return result;
         }
         stats.planBytes += e.program.bytes;
+        stats.fused += e.program.fused;
         e.first = null;
         e.state = READY;
       }

@@ -6,7 +6,8 @@
 // patched in before the first kernel runs: pointers into the call's tensor arguments, pointers into
 // the fresh output tensors, array arguments written into memory (crossEntropy's labels), and the
 // perCall() trailing arguments (step counts, learning rates, seeds). Replay is the recorded
-// launches in order — pooled ones through runJobs with the traced cuts — and no other JS work.
+// launches in order — pooled ones through runJobs with the traced cuts — and no other JS work,
+// except that runs of elementwise launches replay tile by tile (src/graph/fuse.ts).
 import { AdjointError } from '../errors.js';
 import { Tensor, type Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -14,6 +15,7 @@ import { runtime, views } from '../wasm/module.js';
 import { runJobs } from '../wasm/threads.js';
 import type { Kernel, Derivation } from './trace-hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
+import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -28,6 +30,16 @@ interface LaunchStep {
   readonly argv: number[][];
   readonly dyn: number;
   readonly compute: (() => readonly number[]) | null;
+  readonly tiled?: false;
+}
+/** A run of elementwise launches replayed tile-major (src/graph/fuse.ts). */
+interface TiledStep {
+  readonly w: false;
+  readonly tiled: true;
+  readonly ops: readonly TiledOp[];
+  readonly n: number;
+  readonly tile: number;
+  readonly threads: number;
 }
 interface WriteStep {
   readonly w: true;
@@ -55,12 +67,14 @@ export class Program {
   private disposed = false;
   /** fn returns one fresh tensor (the common case: no result structure to rebuild). */
   private readonly single: boolean;
+  /** Launches replayed tile-major in fused runs. */
+  readonly fused: number;
 
   private constructor(
     /** The plan block (arena offset) and its size. */
     private readonly base: number,
     readonly bytes: number,
-    private readonly steps: readonly (LaunchStep | WriteStep)[],
+    private readonly steps: readonly (LaunchStep | TiledStep | WriteStep)[],
     private readonly patches: readonly Patch[],
     private readonly binds: readonly { readonly arg: number; readonly make: Derivation | null; readonly count: number }[],
     private readonly slots: readonly { readonly shape: readonly number[]; readonly dtype: DType }[],
@@ -69,10 +83,11 @@ export class Program {
     private readonly exts: readonly Storage[],
   ) {
     this.single = 'out' in template && outs.length === 1 && outs[0].k === 'slot';
+    this.fused = steps.reduce((k, s) => k + (s.w === false && s.tiled === true ? s.ops.length : 0), 0);
   }
 
-  /** Plans memory for a (checked, untainted) trace and allocates the plan block. */
-  static build(trace: Trace): Program {
+  /** Plans memory for a (checked, untainted) trace and allocates the plan block; `fuse`: tile-major elementwise runs. */
+  static build(trace: Trace, fuse = fusion.enabled): Program {
     const slotOf = new Map<number, number>();
     const slots: { shape: readonly number[]; dtype: DType }[] = [];
     const outs = trace.outputs.map((o): Out => {
@@ -82,7 +97,8 @@ export class Program {
       if (slot === undefined) slotOf.set(o.block, (slot = slots.push({ shape: o.shape, dtype: o.dtype }) - 1));
       return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
     });
-    const { offsets, total } = assign(trace.blocks.filter((b) => b.free >= 0));
+    const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
+    const { offsets, total } = assign(fusedBlocks(trace.blocks.filter((b) => b.free >= 0), runs));
     const base = total > 0 ? runtime().arena.alloc(total) : 0;
     const exts = new Set<Storage>();
     const resolve = (r: Ref): [Base, number, number] => {
@@ -101,7 +117,22 @@ export class Program {
     };
     const patches: Patch[] = [];
     const binds: { arg: number; make: Derivation | null; count: number }[] = [];
-    const steps = trace.ops.map((op): LaunchStep | WriteStep => {
+    const tiled = (r: Run): TiledStep => ({
+      w: false, tiled: true, n: r.n, tile: r.tile, threads: r.threads, ops: r.ops.map((f): TiledOp => {
+        const base = f.args.slice();
+        f.ptrs.forEach((i) => {
+          const [b, idx, off] = resolve(f.refs[i]!);
+          if (b === ABS) base[i] = off;
+          else patches.push({ argv: base, i, base: b, idx, off });
+        });
+        const fixed = f.ptrs.map((i) => f.refs[i]!.k === 'block' && r.scratch.has((f.refs[i] as { block: number }).block));
+        const pieces = Array.from({ length: r.threads }, () => base.slice());
+        return { name: f.name, f: runtime().exports[f.name], base, pieces, ptrs: f.ptrs, steps: f.steps, fixed, count: f.count };
+      }),
+    });
+    const runAt = new Map(runs.map((r) => [r.first, r]));
+    const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
+    const step = (op: Trace['ops'][number]): LaunchStep | WriteStep => {
       if (op.kind === 'write') {
         const [b, idx, off] = resolve(op.dest);
         let bind = -1;
@@ -120,6 +151,12 @@ export class Program {
         else patches.push({ argv: argv[j], i, base: b, idx, off });
       }));
       return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute };
+    };
+    // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
+    const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
+      const run = runAt.get(at);
+      if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i])), tiled(run)];
+      return moved.has(at) ? [] : [step(op)];
     });
     return new Program(base, total, steps, patches, binds, slots, outs, trace.template, [...exts]);
   }
@@ -143,6 +180,7 @@ export class Program {
     try {
       for (const s of this.slots) fresh.push(Tensor.empty(s.shape, s.dtype));
       for (const p of this.patches) p.argv[p.i] = (p.base === IN ? inPtr[p.idx] : fresh[p.idx].ptr) + p.off;
+      for (const s of this.exts) if (s.readers !== null) s.settleReaders(); // lazy copies (src/ops/shape.ts) of what the schedule may write in place
       this.execute(inPtr, fresh, bound);
     } catch (e) {
       for (const t of fresh) t.dispose();
@@ -169,6 +207,10 @@ export class Program {
         const v = views();
         const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
         dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
+        continue;
+      }
+      if (s.tiled) {
+        runTiles(s.ops, s.n, s.tile, s.threads);
         continue;
       }
       if (s.compute !== null) {

@@ -31,6 +31,8 @@ export interface Recorder {
   perCall(values: readonly number[], compute: () => readonly number[], onTape: boolean): void;
   /** `derived` was computed from `source` by `make` (make(source) gives it again). */
   derive(derived: object, source: object, make: Derivation): void;
+  /** Runs fn, whose launches come in the middle of another launch's preparation (a lazy block filled on first use). */
+  nested(fn: () => void): void;
 }
 
 export const hooks: { recorder: Recorder | null } = { recorder: null };

@@ -36,6 +36,8 @@ export interface Launch {
   /** Number of trailing arguments recomputed by `compute` on every call (see perCall). */
   readonly dyn: number;
   readonly compute: (() => readonly number[]) | null;
+  /** Event clock of the launch (on the same clock as Block.alloc/free). */
+  readonly at: number;
 }
 
 export type Typed = Float32Array | Float64Array | Int32Array | Uint8Array;
@@ -152,6 +154,16 @@ export class Trace implements Recorder {
     this.derivations.push({ derived, source, make });
   }
 
+  nested(fn: () => void): void {
+    const p = this.pending; // a perCall() made before: its values belong to the launch after fn's
+    this.pending = null;
+    try {
+      fn();
+    } finally {
+      this.pending = p;
+    }
+  }
+
   // ---- the arena, interposed by compile() for the call ----
 
   alloc(ptr: number, bytes: number): void {
@@ -192,7 +204,7 @@ export class Trace implements Recorder {
     const copies = jobs.map((j) => j.slice());
     const refs = copies.map((a) => a.map((v, i) => ((mask >> i) & 1 ? this.ref(v) : null)));
     for (const rs of refs) for (const r of rs) if (r?.k === 'block') this.untouched.delete(this.blocks[r.block]);
-    this.ops.push({ kind: 'launch', name, pooled, jobs: copies, refs, dyn, compute: p?.compute ?? null });
+    this.ops.push({ kind: 'launch', name, pooled, jobs: copies, refs, dyn, compute: p?.compute ?? null, at: this.clock });
     this.clock++;
   }
 
