@@ -104,10 +104,16 @@ function asGradient(t: Tensor): Tensor {
 
 /** Sums a broadcast-shaped cotangent back to the input's shape (the one place broadcasting is undone). */
 function fitTo(c: Tensor, shape: readonly number[]): Tensor {
-  if (c.shape.length === shape.length && c.shape.every((d, i) => d === shape[i])) return c;
+  if (sameShape(c.shape, shape)) return c;
   const r = sumTo(c, shape);
   c.dispose();
   return r;
+}
+
+function sameShape(s: readonly number[], t: readonly number[]): boolean {
+  if (s.length !== t.length) return false;
+  for (let i = 0; i < s.length; i++) if (s[i] !== t[i]) return false;
+  return true;
 }
 
 function accumulate<K>(adjoint: Map<K, Tensor>, key: K, c: Tensor): void {

@@ -8,6 +8,9 @@ import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside,
 import { tanhGrad, sigmoidGrad, reluGrad } from './fused.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
+// Forwards index xs rather than destructure it: they run on every op, and destructuring an
+// array goes through the iterator protocol.
+const launchWith = (kernel: string, x: Tensor, p: [number, number]): Tensor => launchUnary(kernel, x, p[0], p[1]);
 const SAVE_X: Saves = { inputs: [0], output: false };
 const SAVE_Y: Saves = { inputs: [], output: true };
 const SAVE_NONE: Saves = { inputs: [], output: false };
@@ -16,7 +19,7 @@ const SAVE_NONE: Saves = { inputs: [], output: false };
 function unary<P = Record<string, never>>(kernel: string, save: 'x' | 'y', d: Deriv<P>, args: (p: P) => [number, number] = () => [0, 0]): Rule<P> {
   return {
     saves: save === 'x' ? SAVE_X : SAVE_Y,
-    forward: ([x], p) => launchUnary(kernel, x, ...args(p)),
+    forward: (xs, p) => launchWith(kernel, xs[0], args(p)),
     vjp: (g, s, p) => [mul(g, d(s.x[0]!, s.y!, p))],
     jvp: ([t], [x], y, p) => mul(t!, d(x, y, p)),
   };
@@ -24,14 +27,14 @@ function unary<P = Record<string, never>>(kernel: string, save: 'x' | 'y', d: De
 
 /** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (fused.ts); the JVP is grad(y, t). */
 function fusedUnary(kernel: string, grad: (y: Tensor, g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { saves: SAVE_Y, forward: ([x]) => launchUnary(kernel, x), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!) };
+  return { saves: SAVE_Y, forward: (xs) => launchUnary(kernel, xs[0]), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!) };
 }
 
 /** A unary primitive with derivative zero everywhere it is defined (masks, sign). */
 function constant<P>(kernel: string, args: (p: P) => [number, number]): Rule<P> {
   return {
     saves: SAVE_NONE,
-    forward: ([x], p) => launchUnary(kernel, x, ...args(p)),
+    forward: (xs, p) => launchWith(kernel, xs[0], args(p)),
     vjp: () => [null],
     jvp: (_ts, _xs, y) => zerosLike(y),
   };
@@ -39,7 +42,7 @@ function constant<P>(kernel: string, args: (p: P) => [number, number]): Rule<P> 
 
 /** A linear unary primitive: its JVP is the op itself and its VJP the adjoint op. */
 function linear1(kernel: string, op: (t: Tensor) => Tensor, adjoint: (g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { saves: SAVE_NONE, forward: ([x]) => launchUnary(kernel, x), vjp: (g) => [adjoint(g)], jvp: ([t]) => op(t!) };
+  return { saves: SAVE_NONE, forward: (xs) => launchUnary(kernel, xs[0]), vjp: (g) => [adjoint(g)], jvp: ([t]) => op(t!) };
 }
 
 type Partials = (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needs: readonly boolean[]) => (Tensor | null)[];
@@ -48,7 +51,7 @@ type Partials = (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needs: readonly boo
 function binary(op: string, save: Saves, partials: Partials, tangent: (ta: Tensor | null, tb: Tensor | null, a: Tensor, b: Tensor, y: Tensor) => Tensor): Rule<Record<string, never>> {
   return {
     saves: save,
-    forward: ([a, b]) => launchBinary(op, op, a, b),
+    forward: (xs) => launchBinary(op, op, xs[0], xs[1]),
     vjp: (g, s, _p, needs) => partials(g, s.x[0]!, s.x[1]!, s.y!, needs),
     jvp: ([ta, tb], [a, b], y) => tangent(ta, tb, a, b, y),
   };
@@ -102,7 +105,7 @@ export const binaryRules = {
 
 /** Comparison: a 0/1 mask, with zero derivative. */
 function cmp(op: string): Rule<Record<string, never>> {
-  return { saves: SAVE_NONE, forward: ([a, b]) => launchBinary(op, op, a, b), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y) };
+  return { saves: SAVE_NONE, forward: (xs) => launchBinary(op, op, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y) };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {

@@ -4,7 +4,7 @@ import { ShapeError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
 import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
-import { splitBinary, splitMap, splitRows } from '../wasm/split.js';
+import { runsLocally, splitBinary, splitMap, splitReduce } from '../wasm/split.js';
 
 export const sizeOf = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
@@ -40,8 +40,17 @@ export function broadcastStrides(shape: readonly number[], out: readonly number[
   return out.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : own[i - off]));
 }
 
+/** Export names `${name}_f32` / `${name}_f64`, built once per name: building them per launch showed in per-op profiles. */
+const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>() };
+export function kernelName(name: string, dtype: DType): string {
+  const m = exportNames[dtype];
+  let s = m.get(name);
+  if (s === undefined) m.set(name, (s = `${name}_${SUFFIX[dtype]}`));
+  return s;
+}
+
 export function k(name: string, dtype: DType) {
-  return kernel(`${name}_${SUFFIX[dtype]}`);
+  return kernel(kernelName(name, dtype));
 }
 
 /** Kernels that evaluate a transcendental function per element: worth splitting across threads sooner. */
@@ -51,7 +60,10 @@ const bytesOf = (dtype: DType): number => (dtype === 'float32' ? 4 : 8);
 /** y = f(x) elementwise with the unary kernel `name` (split across threads when large). */
 export function launchUnary(name: string, x: Tensor, p0 = 0, p1 = 0): Tensor {
   const y = Tensor.empty(x.shape, x.dtype);
-  splitMap(`${name}_${SUFFIX[x.dtype]}`, bytesOf(x.dtype), [x.ptr, y.ptr], x.size, [p0, p1], SLOW.has(name) ? 8 : 1);
+  const kname = kernelName(name, x.dtype), n = x.size, cost = SLOW.has(name) ? 8 : 1;
+  // A call that stays on this thread is the one splitMap would make, minus its argument arrays.
+  if (runsLocally(n * cost)) kernel(kname)(x.ptr, y.ptr, n, p0, p1);
+  else splitMap(kname, bytesOf(x.dtype), [x.ptr, y.ptr], n, [p0, p1], cost);
   return y;
 }
 
@@ -90,6 +102,50 @@ export function pairOffsets(shape: readonly number[], sa: readonly number[], sb:
 
 /** y = a ∘ b with broadcasting, using the binary kernel `name`. */
 export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Tensor {
+  const kname = kernelName(name, a.dtype), cost = SLOW.has(name) ? 8 : 1;
+  return launchSimple(kname, cost, a, b) ?? launchBroadcast(op, kname, cost, a, b);
+}
+
+const sameShape = (s: readonly number[], t: readonly number[]): boolean => {
+  if (s.length !== t.length) return false;
+  for (let i = 0; i < s.length; i++) if (s[i] !== t[i]) return false;
+  return true;
+};
+
+/** m is [rows, cols] and v is [cols], both axes longer than 1 (so collapse() would keep both). */
+const isBias = (m: readonly number[], v: readonly number[]): boolean => m.length === 2 && v.length === 1 && m[1] === v[0] && m[0] > 1 && m[1] > 1;
+
+/**
+ * The layouts most ops see — same shapes, a one-element operand, a [rows, cols] + [cols] bias —
+ * launched with the kernel arguments collapse() would derive for them, without building stride
+ * arrays (this is most of the per-op cost on small tensors). null: use the general path.
+ */
+function launchSimple(kname: string, cost: number, a: Tensor, b: Tensor): Tensor | null {
+  const as = a.shape, bs = b.shape;
+  let out = as, rows = 1, sar = 0, sac = 1, sbr = 0, sbc = 1;
+  if (sameShape(as, bs)) out = as;
+  else if (b.size === 1 && bs.length <= as.length) sbc = 0;
+  else if (a.size === 1 && as.length <= bs.length) {
+    out = bs;
+    sac = 0;
+  } else if (isBias(as, bs)) {
+    rows = as[0];
+    sar = as[1];
+  } else if (isBias(bs, as)) {
+    out = bs;
+    rows = bs[0];
+    sbr = bs[1];
+  } else return null;
+  const y = Tensor.empty(out, a.dtype);
+  if (y.size === 0) return y;
+  const cols = y.size / rows, bytes = bytesOf(a.dtype);
+  if (cols === 1 && rows === 1) sac = sbc = 0; // collapse() drops every axis of a one-element output
+  splitBinary(kname, bytes, a.ptr, b.ptr, y.ptr, rows, cols, sar, sac, sbr, sbc, cost);
+  return y;
+}
+
+/** The general case: broadcast strides, collapsed axes, one 2-D kernel call per block of leading axes. */
+function launchBroadcast(op: string, kname: string, cost: number, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(op, a.shape, b.shape);
   const y = Tensor.empty(shape, a.dtype);
   if (y.size === 0) return y;
@@ -98,13 +154,12 @@ export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Te
   const dims = c.shape.length;
   const cols = dims > 0 ? c.shape[dims - 1] : 1;
   const rows = dims > 1 ? c.shape[dims - 2] : 1;
-  const kname = `${name}_${SUFFIX[a.dtype]}`, cost = SLOW.has(name) ? 8 : 1;
   const col = (s: number[]) => (dims > 0 ? s[dims - 1] : 0);
   const row = (s: number[]) => (dims > 1 ? s[dims - 2] : 0);
   // Axes beyond the last two (rare after collapsing) are looped here, one 2-D call each.
   const outer = c.shape.slice(0, Math.max(0, dims - 2));
   const blocks = sizeOf(outer);
-  const bytes = a.dtype === 'float32' ? 4 : 8;
+  const bytes = bytesOf(a.dtype);
   for (let blk = 0; blk < blocks; blk++) {
     const [oa, ob] = pairOffsets(outer, sa, sb, blk);
     splitBinary(kname, bytes, a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb), cost);
@@ -114,16 +169,16 @@ export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Te
 
 /** Reduces the sorted, distinct `axes` of x with the reduce kernel `name` ('sum' or 'max'). */
 export function launchReduce(name: string, x: Tensor, axes: readonly number[], outShape: readonly number[]): Tensor {
-  let cur = x, shape = x.shape.slice();
+  let cur = x, shape = x.shape;
   // Reduce runs of adjacent axes from the last run to the first; each run is one kernel call.
   let i = axes.length - 1;
   while (i >= 0) {
     let j = i;
     while (j > 0 && axes[j - 1] === axes[j] - 1) j--;
     const lo = axes[j], hi = axes[i];
-    const outer = sizeOf(shape.slice(0, lo)), r = sizeOf(shape.slice(lo, hi + 1)), inner = sizeOf(shape.slice(hi + 1));
-    shape = [...shape.slice(0, lo), ...shape.slice(hi + 1)];
+    const outer = span(shape, 0, lo), r = span(shape, lo, hi + 1), inner = span(shape, hi + 1, shape.length);
     const last = j === 0;
+    if (!last) shape = [...shape.slice(0, lo), ...shape.slice(hi + 1)]; // the last run's output has outShape
     let y: Tensor;
     try {
       y = Tensor.empty(last ? outShape : shape, x.dtype);
@@ -131,14 +186,20 @@ export function launchReduce(name: string, x: Tensor, axes: readonly number[], o
       if (cur !== x) cur.dispose(); // out of memory between two runs: drop the partial result
       throw e;
     }
-    // Split over `outer` only: each y[o, ·] is reduced whole, in the kernel's order.
-    const src = cur, dst = y, bytes = bytesOf(x.dtype);
-    splitRows(`${name}_${SUFFIX[x.dtype]}`, outer, r * inner, 1, (lo, hi) => [src.ptr + lo * r * inner * bytes, dst.ptr + lo * inner * bytes, hi - lo, r, inner]);
+    // Split over outer rows or inner columns, never along r: each y[o, i] is reduced whole, in the kernel's order.
+    splitReduce(kernelName(name, x.dtype), bytesOf(x.dtype), cur.ptr, y.ptr, outer, r, inner);
     if (cur !== x) cur.dispose();
     cur = y;
     i = j - 1;
   }
   return cur === x ? copyAs(x, outShape) : cur;
+}
+
+/** Product of shape[lo..hi). */
+function span(shape: readonly number[], lo: number, hi: number): number {
+  let n = 1;
+  for (let i = lo; i < hi; i++) n *= shape[i];
+  return n;
 }
 
 /** A fresh contiguous copy of x with another (same-size) shape. */
@@ -160,6 +221,7 @@ export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, sh
 /** A tensor of `shape` filled with v. */
 export function filled(shape: readonly number[], dtype: DType, v: number): Tensor {
   const y = Tensor.empty(shape, dtype);
-  splitMap(`fill_${SUFFIX[dtype]}`, bytesOf(dtype), [y.ptr], y.size, [v]);
+  if (runsLocally(y.size)) kernel(kernelName('fill', dtype))(y.ptr, y.size, v);
+  else splitMap(kernelName('fill', dtype), bytesOf(dtype), [y.ptr], y.size, [v]);
   return y;
 }

@@ -16,9 +16,9 @@ export interface MatmulParams {
 
 /** [M, K, N] of op(A)·op(B), or a ShapeError naming both shapes. */
 export function matmulDims(a: readonly number[], b: readonly number[], p: MatmulParams): [number, number, number] {
-  const [ar, ac] = a.slice(-2), [br, bc] = b.slice(-2);
-  const [M, K] = p.ta ? [ac, ar] : [ar, ac];
-  const [K2, N] = p.tb ? [bc, br] : [br, bc];
+  // Indexed, not destructured: this runs on every matmul and the VJP's two.
+  const ar = a[a.length - 2], ac = a[a.length - 1], br = b[b.length - 2], bc = b[b.length - 1];
+  const M = p.ta ? ac : ar, K = p.ta ? ar : ac, K2 = p.tb ? bc : br, N = p.tb ? br : bc;
   if (K !== K2) {
     const show = (s: readonly number[], t: boolean) => `[${s}]${t ? 'ᵀ' : ''}`;
     throw new ShapeError(`matmul: inner dimensions differ: ${show(a, p.ta)} x ${show(b, p.tb)} (${K} vs ${K2})`);
@@ -28,6 +28,7 @@ export function matmulDims(a: readonly number[], b: readonly number[], p: Matmul
 
 function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
   const [M, K, N] = matmulDims(a.shape, b.shape, p);
+  if (a.shape.length === 2 && b.shape.length === 2 && K > 0 && M * N > 0) return forward2(a, b, p, M, K, N);
   const batch = broadcastShapes('matmul', a.shape.slice(0, -2), b.shape.slice(0, -2));
   const y = K === 0 ? filled([...batch, M, N], a.dtype, 0) : Tensor.empty([...batch, M, N], a.dtype);
   if (K === 0 || y.size === 0) return y;
@@ -46,6 +47,18 @@ function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
       y.dispose(); // the packing scratch is reserved on first use and may not fit: fail without leaving y behind
       throw e;
     }
+  }
+  return y;
+}
+
+/** The unbatched case without the batch-broadcast bookkeeping (the same one GEMM call as forward's loop makes). */
+function forward2(a: Tensor, b: Tensor, p: MatmulParams, M: number, K: number, N: number): Tensor {
+  const y = Tensor.empty([M, N], a.dtype);
+  try {
+    gemm(a.dtype === 'float32' ? 4 : 8, a.ptr, b.ptr, y.ptr, M, N, K, a.shape[1], b.shape[1], N, p.ta, p.tb, false);
+  } catch (e) {
+    y.dispose();
+    throw e;
   }
   return y;
 }

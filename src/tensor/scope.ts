@@ -52,10 +52,21 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
     throw e;
   }
   scopes.pop();
+  if (isTensor(result)) {
+    closeKeeping(scope, result); // the common case (every composite op), without a keeper set
+    return result;
+  }
   const keepers = new Set<Tensor>();
   collect(result, keepers, isTensor);
   for (const t of scope) if (!keepers.has(t)) t.dispose();
   const parent = scopes[scopes.length - 1];
   if (parent !== undefined) for (const t of keepers) if (scope.has(t)) parent.add(t);
   return result;
+}
+
+/** The end of a scope whose result is the one tensor `kept`: dispose the rest, hand `kept` to the parent. */
+function closeKeeping(scope: Set<Tensor>, kept: Tensor): void {
+  for (const t of scope) if (t !== kept) t.dispose();
+  const parent = scopes[scopes.length - 1];
+  if (parent !== undefined && scope.has(kept)) parent.add(kept);
 }
