@@ -20,6 +20,10 @@ const BATCH = 128, SIZES = [784, 256, 256, 10];
 
 await A.init({ threads: 2 });
 if (argv.includes('--claim-ms')) busy.claimMs = opt('--claim-ms', busy.claimMs);
+// Other knobs of the pool (read when a pool starts): --spin-ms, --calm-after, --pause-ms.
+for (const [flag, key] of [['--spin-ms', 'spinMs'], ['--calm-after', 'calmAfter'], ['--pause-ms', 'pauseMs']] as const) {
+  if (argv.includes(flag)) busy[key] = opt(flag, busy[key]);
+}
 
 function runner(compiled: boolean): () => void {
   const layers: A.nn.Module[] = [];

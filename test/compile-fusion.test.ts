@@ -194,6 +194,7 @@ describe('what is left unfused', () => {
   it('compile(fn, { fuse }) checks its options', () => {
     expect(() => compile((x: Tensor) => x, { fuse: 'yes' as never })).toThrow(A.AdjointError);
     expect(() => compile((x: Tensor) => x, null as never)).toThrow(/options/);
+    expect(() => compile((x: Tensor) => x, { fuse: true, tile: 4 } as never)).toThrow(/compile: unknown option "tile" \(the options are: fuse\)/);
   });
 
   it('fusion.enabled = false compiles without runs', () => {

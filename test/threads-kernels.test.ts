@@ -12,7 +12,7 @@ import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { imagePieces, thresholds } from '../src/wasm/split.js';
 import { conv2dInputGrad, conv2dFilterGrad, type ConvParams } from '../src/ops/conv-api.js';
-import { busy, threadCount, threadStats } from '../src/wasm/threads.js';
+import { busy, pauseFor, threadCount, threadStats } from '../src/wasm/threads.js';
 
 type DT = 'float32' | 'float64';
 const saved = { ...thresholds }, pauseMs = busy.pauseMs;
@@ -177,7 +177,7 @@ describe('threads: a small CNN', () => {
 
 describe('threads: a compiled CNN step', () => {
   /** Weights after 3 Adam steps of an nn.Sequential CNN, eagerly or through compile() (which replays the pooled launches' cuts). */
-  function run(compiled: boolean): Tensor[] {
+  function run(compiled: boolean, pauses = false): Tensor[] {
     const { nn } = A;
     const model = new nn.Sequential(
       new nn.Conv2d(2, 6, 3, { padding: 1, seed: 1 }), new nn.ReLU(), new nn.MaxPool2d(2),
@@ -185,19 +185,26 @@ describe('threads: a compiled CNN step', () => {
       new nn.LayerNorm(32 * 4), new nn.Linear(32 * 4, 10, { seed: 3 }),
     );
     const opt = new A.optim.Adam(model.parameters(), { lr: 0.01 });
+    let midway = false;
     const step = (x: Tensor, y: Int32Array) => {
       const loss = A.crossEntropy(model.forward(x), y);
+      if (midway) pauseFor(1e9);
       loss.backward();
       opt.step();
       opt.zeroGrad();
       return loss;
     };
     const f = compiled ? A.compile(step) : (x: Tensor, y: Int32Array) => A.tidy(() => step(x, y));
-    for (let i = 0; i < 3; i++) {
+    const stats = (f as Partial<A.Compiled<[Tensor, Int32Array], Tensor>>).stats;
+    for (let i = 0; i < 3 + (pauses ? 3 : 0); i++) {
       const x = rn([5, 2, 16, 16], 30 + i), y = Int32Array.from({ length: 5 }, (_, j) => (i + 3 * j) % 10);
+      // A busy-machine pause starting and ending between calls, and once in the middle of a traced call (i = 2).
+      if (pauses) pauseFor(i % 2 ? 1e9 : 0);
+      midway = pauses && i === 2;
       f(x, y).dispose();
       x.dispose();
     }
+    if (pauses && stats) expect(stats).toMatchObject({ eager: 1, traced: 2, replayed: 3, signatures: 1 }); // one signature, replayed paused or not
     return model.parameters();
   }
 
@@ -210,6 +217,16 @@ describe('threads: a compiled CNN step', () => {
       expect(r.dispatches).toBeGreaterThan(0);
     }
     expect(warn).not.toHaveBeenCalled(); // compiled, not run eagerly after a warning
+    warn.mockRestore();
+  }, 60_000);
+
+  it('traces and replays one schedule while the pool pauses and resumes, even mid-trace (no eager fallback)', async () => {
+    const eager = await at(1, () => run(false, true));
+    const warn = vi.spyOn(console, 'warn');
+    const r = await at(2, () => run(true, true));
+    pauseFor(0);
+    expect(r.digest).toBe(eager.digest);
+    expect(warn).not.toHaveBeenCalled();
     warn.mockRestore();
   }, 60_000);
 });

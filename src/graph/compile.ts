@@ -9,7 +9,7 @@ import { ArgumentError, OutOfMemoryError } from '../errors.js';
 import { isTensor, nextTensorId, type Tensor } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { runtime } from '../wasm/module.js';
-import { threadCount } from '../wasm/threads.js';
+import { poolSize } from '../wasm/threads.js';
 import { modes } from './modes.js';
 import { hooks } from './trace-hooks.js';
 import { Trace } from './trace.js';
@@ -77,6 +77,8 @@ interface Args {
 export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): Compiled<A, R> {
   if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${typeof fn}`);
   if (options === null || typeof options !== 'object') throw new ArgumentError(`compile: options must be an object such as { fuse: false }, got ${options === null ? 'null' : typeof options}`);
+  const unknown = Object.keys(options).filter((k) => k !== 'fuse');
+  if (unknown.length) throw new ArgumentError(`compile: unknown option ${JSON.stringify(unknown[0])} (the options are: fuse)`);
   if (options.fuse !== undefined && typeof options.fuse !== 'boolean') throw new ArgumentError(`compile: options.fuse must be a boolean, got ${typeof options.fuse}`);
   const entries = new Map<string, Entry>();
   /** Array arguments (by path) fn uses as values rather than as data: keyed by value. */
@@ -263,12 +265,12 @@ function quickSig(args: readonly unknown[], a: Args): Quick | null {
     else if (isNumberArray(v) && a.data.includes(v)) items.push({ tag: Object.prototype.toString.call(v), length: v.length });
     else return null;
   }
-  return { modes: modeBits(), threads: threadCount(), items };
+  return { modes: modeBits(), threads: poolSize(), items };
 }
 
 /** The tensors and data of a call whose arguments fit `q`, or null. */
 function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor[]; data: unknown[] } | null {
-  if (args.length !== q.items.length || modeBits() !== q.modes || threadCount() !== q.threads) return null;
+  if (args.length !== q.items.length || modeBits() !== q.modes || poolSize() !== q.threads) return null;
   const tensors: Tensor[] = [], data: unknown[] = [];
   for (let i = 0; i < args.length; i++) {
     const v = args[i], it = q.items[i];
@@ -305,7 +307,7 @@ const isNumberArray = (v: unknown): v is ArrayLike<number> =>
  */
 function inspect(args: readonly unknown[], statics: ReadonlySet<string>): Args {
   const a: Args = { tensors: [], data: [], dataPaths: [], key: '' };
-  const parts: string[] = [`${+modes.record}${+modes.forward}${+modes.anomaly}t${threadCount()}`];
+  const parts: string[] = [`${+modes.record}${+modes.forward}${+modes.anomaly}t${poolSize()}`];
   const walk = (v: unknown, path: string, depth: number): void => {
     if (isTensor(v)) {
       const alias = a.tensors.findIndex((t) => t.storage === v.storage);

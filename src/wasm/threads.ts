@@ -250,7 +250,7 @@ export function poolSize(): number {
 
 /** Threads a kernel call may be split over (1 without a pool, or while it is paused). */
 export function threadCount(): number {
-  return pool === null || (pausedUntil > 0 && paused()) ? 1 : pool.count;
+  return pool === null || paused() ? 1 : pool.count;
 }
 
 /**
@@ -271,7 +271,13 @@ export const busy = {
   spinMs: 1, calmAfter: 3, calmMs: 100,
 };
 let strikes = 0, pausedUntil = 0, judged = 0;
-const paused = (): boolean => performance.now() < pausedUntil;
+/** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
+const paused = (): boolean => pausedUntil > 0 && hooks.recorder === null && performance.now() < pausedUntil;
+
+/** Pauses the pool for `ms` as a busy machine would (tests); 0 ends a pause. */
+export function pauseFor(ms: number): void {
+  pausedUntil = ms > 0 ? performance.now() + ms : 0;
+}
 
 function congestion(ownMs: number, waitMs: number, stole: boolean): void {
   if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
@@ -319,7 +325,7 @@ function awaitDone(c: Int32Array, seq: number, canBlock: boolean): void {
  */
 export function runJobs(name: string, jobs: readonly (readonly number[])[], kernel: (...args: number[]) => number): void {
   const p = pool;
-  if (p === null || jobs.length === 1 || (pausedUntil > 0 && paused())) {
+  if (p === null || jobs.length === 1 || paused()) {
     for (const j of jobs) kernel(...j);
     return;
   }
