@@ -9,6 +9,7 @@
 //          the load average exceeds the core count at start, since then wall time mostly measures
 //          waiting for a core).
 import os from 'node:os';
+import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,22 @@ function repoRoot(): string {
   }
 }
 const outPath = opt('out') ?? path.join(repoRoot(), 'bench', 'results.json');
+
+/**
+ * Pins this process's main thread (only: V8's GC and compiler threads, started earlier, keep
+ * every core) to the last core with `taskset -p`, where it exists (Linux). Why: on the shared
+ * 2-vCPU VM this bench was developed on, an unpinned process ran single-threaded GEMM at ~30
+ * GFLOP/s in about half of the runs and ~46 in the others, for its whole life; with the main
+ * thread pinned every run gave 44–47. It applies to every library alike (they all compute on
+ * this thread). ADJOINT_PIN=off runs unpinned; ADJOINT_PIN=<n> picks core n.
+ */
+function pinMainThread(): string | null {
+  const want = process.env.ADJOINT_PIN ?? String(os.cpus().length - 1);
+  if (want === 'off' || process.platform !== 'linux') return null;
+  const r = spawnSync('taskset', ['-p', '-c', want, String(process.pid)], { stdio: 'ignore' });
+  return r.status === 0 ? want : null;
+}
+const pinned = pinMainThread();
 
 // ---------------------------------------------------------------- rows
 
@@ -279,10 +296,10 @@ async function main(): Promise<void> {
   const machine = {
     node: process.version, v8: process.versions.v8, platform: `${os.platform()} ${os.release()}`, arch: os.arch(),
     cpu: cpus[0]?.model ?? '?', cores: cpus.length, totalMemGB: +(os.totalmem() / 2 ** 30).toFixed(1),
-    loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), date: new Date().toISOString(),
+    loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), date: new Date().toISOString(), pinnedCore: pinned,
   };
   console.log(`adjoint bench — node ${machine.node}, ${machine.cpu} (${machine.cores} cores), load ${machine.loadavgStart.join(' ')}`);
-  console.log(`  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}`);
+  console.log(`  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}; ${pinned !== null ? `main thread pinned to core ${pinned} (ADJOINT_PIN=off to run unpinned)` : 'not pinned'}`);
 
   const own = JSON.parse(readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as { version?: string };
   const adjoint = await adjointSuite(own.version ?? '?');
