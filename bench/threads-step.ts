@@ -10,6 +10,7 @@
 // (--claim-ms sets busy.claimMs, the busy-machine rule for starved workers; Infinity turns it off.)
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/wasm/threads.js';
+import { thresholds } from '../src/wasm/split.js';
 import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';
 
@@ -20,10 +21,13 @@ const BATCH = 128, SIZES = [784, 256, 256, 10];
 
 await A.init({ threads: 2 });
 if (argv.includes('--claim-ms')) busy.claimMs = opt('--claim-ms', busy.claimMs);
-// Other knobs of the pool (read when a pool starts): --spin-ms, --calm-after, --pause-ms.
+// Other knobs of the pool (read when a pool starts): --spin-ms, --calm-after, --pause-ms; split
+// thresholds as powers of two: --gemm-log2, --elementwise-log2.
 for (const [flag, key] of [['--spin-ms', 'spinMs'], ['--calm-after', 'calmAfter'], ['--pause-ms', 'pauseMs']] as const) {
   if (argv.includes(flag)) busy[key] = opt(flag, busy[key]);
 }
+if (argv.includes('--gemm-log2')) thresholds.gemm = 2 ** opt('--gemm-log2', 17);
+if (argv.includes('--elementwise-log2')) thresholds.elementwise = 2 ** opt('--elementwise-log2', 17);
 
 function runner(compiled: boolean): () => void {
   const layers: A.nn.Module[] = [];
