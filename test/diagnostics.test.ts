@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
+import { f64, arr } from './helpers.js';
 import { angleDegrees } from '../src/nn/diagnostics.js';
 import { niceTicks, renderSvg } from '../src/cli/plot.js';
 import { main } from '../src/cli/main.js';
@@ -19,8 +20,6 @@ beforeAll(async () => {
   await A.init();
 });
 
-const f64 = { dtype: 'float64' as const };
-const arr = (t: Tensor) => Array.from(t.toArray());
 const l2 = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 const angle = (a: number[], b: number[]) => (Math.acos(a.reduce((s, x, i) => s + x * b[i], 0) / (l2(a) * l2(b))) * 180) / Math.PI;
 

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
+import { f64, arr, close } from './helpers.js';
 import { linearFA } from '../src/ops/api.js';
 import { parseTrainArgs } from '../src/cli/args.js';
 import { train } from '../src/cli/train.js';
@@ -21,12 +22,6 @@ beforeAll(async () => {
   await A.init();
 });
 
-const f64 = { dtype: 'float64' as const };
-const arr = (t: Tensor) => Array.from(t.toArray());
-const close = (got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-12) => {
-  expect(got.length).toBe(want.length);
-  for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(tol * Math.max(1, Math.abs(want[i])));
-};
 
 /** Row-major [m, k] · [k, n], with either operand read transposed (stored [k, m] / [n, k]). */
 function mm(a: number[], b: number[], m: number, k: number, n: number, ta = false, tb = false): number[] {

@@ -4,6 +4,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
+import { arr } from './helpers.js';
 
 const { io, nn } = A;
 
@@ -11,7 +12,6 @@ beforeAll(async () => {
   await A.init();
 });
 
-const arr = (t: Tensor) => Array.from(t.toArray());
 
 /**
  * Written by safetensors 0.8.0 (Python, safetensors.numpy.save) from

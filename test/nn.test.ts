@@ -4,6 +4,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
+import { f64, arr, close } from './helpers.js';
 
 const { nn } = A;
 
@@ -11,12 +12,6 @@ beforeAll(async () => {
   await A.init();
 });
 
-const f64 = { dtype: 'float64' as const };
-const arr = (t: Tensor) => Array.from(t.toArray());
-const close = (got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-12) => {
-  expect(got.length).toBe(want.length);
-  for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(tol * Math.max(1, Math.abs(want[i])));
-};
 const names = (m: A.nn.Module) => m.namedParameters().map(([n, t]) => `${n}:[${t.shape}]`);
 
 describe('Linear', () => {
