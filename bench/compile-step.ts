@@ -53,18 +53,22 @@ function row(name: string, r: ReturnType<typeof pair>, unit = 'ms'): void {
 }
 
 const fusionOnly = process.argv.includes('--fusion');
+
+/** One cross-entropy training step of m with opt, eager (in a tidy) or compiled; returns the loss. */
+function trainStep(m: A.nn.Module, opt: A.optim.Optimizer, compiled: boolean): (x: A.Tensor, y: Int32Array) => A.Tensor {
+  const step = (x: A.Tensor, y: Int32Array) => {
+    const loss = crossEntropy(m.forward(x), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  };
+  return compiled ? compile(step) : (x, y) => tidy(() => step(x, y));
+}
 if (!fusionOnly) for (const kind of ['SGD', 'Adam'] as const) {
   const runner = (compiled: boolean) => {
     const m = model();
-    const opt = kind === 'SGD' ? new optim.SGD(m.parameters(), { lr: 0.01, momentum: 0.9 }) : new optim.Adam(m.parameters(), { lr: 1e-3 });
-    const step = (x: A.Tensor, y: Int32Array) => {
-      const loss = crossEntropy(m.forward(x), y);
-      loss.backward();
-      opt.step();
-      opt.zeroGrad();
-      return loss;
-    };
-    const f = compiled ? compile(step) : (x: A.Tensor, y: Int32Array) => tidy(() => step(x, y));
+    const f = trainStep(m, kind === 'SGD' ? new optim.SGD(m.parameters(), { lr: 0.01, momentum: 0.9 }) : new optim.Adam(m.parameters(), { lr: 1e-3 }), compiled);
     let i = 0;
     return () => {
       const b = batches[i++ % batches.length];
@@ -80,15 +84,7 @@ if (!fusionOnly) {
   // The README's digits example: 64-512-10 with dropout 0.5, SGD + Nesterov momentum, batch 32.
   const runner = (compiled: boolean) => {
     const m = new nn.Sequential(new nn.Linear(64, 512, { seed: 1 }), new nn.ReLU(), new nn.Dropout(0.5, { seed: 2 }), new nn.Linear(512, 10, { seed: 3 }));
-    const opt = new optim.SGD(m.parameters(), { lr: 0.1, momentum: 0.9, nesterov: true });
-    const step = (x: A.Tensor, y: Int32Array) => {
-      const loss = crossEntropy(m.forward(x), y);
-      loss.backward();
-      opt.step();
-      opt.zeroGrad();
-      return loss;
-    };
-    const f = compiled ? compile(step) : (x: A.Tensor, y: Int32Array) => tidy(() => step(x, y));
+    const f = trainStep(m, new optim.SGD(m.parameters(), { lr: 0.1, momentum: 0.9, nesterov: true }), compiled);
     const data = [0, 1, 2, 3].map((s) => ({ x: tensor(randomValues(32 * 64, 300 + s), { shape: [32, 64] }), y: randomLabels(32, 10, 400 + s) }));
     let i = 0;
     return () => {

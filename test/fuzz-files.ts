@@ -50,7 +50,8 @@ export function safetensorsSeeds(): Uint8Array[] {
   ];
 }
 
-function idxFile(type: number, dims: number[], data: ArrayLike<number>): Uint8Array {
+/** An IDX file: magic 00 00 type ndims, big-endian u32 dims, then `data`. */
+export function idxFile(type: number, dims: number[], data: ArrayLike<number>): Uint8Array {
   const out = new Uint8Array(4 + 4 * dims.length + data.length);
   const view = new DataView(out.buffer);
   out.set([0, 0, type, dims.length]);

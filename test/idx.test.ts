@@ -2,16 +2,10 @@ import { describe, it, expect } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { FormatError } from '../src/errors.js';
 import { loadIdx } from '../src/data/idx.js';
+import { idxFile } from './fuzz-files.js';
 
-/** An IDX file: magic 00 00 type ndims, big-endian u32 dims, then `data`. */
-function idx(dims: number[], data: ArrayLike<number>, type = 0x08): Uint8Array {
-  const out = new Uint8Array(4 + 4 * dims.length + data.length);
-  const view = new DataView(out.buffer);
-  out.set([0, 0, type, dims.length]);
-  dims.forEach((d, i) => view.setUint32(4 + 4 * i, d, false));
-  out.set(data, 4 + 4 * dims.length);
-  return out;
-}
+/** An IDX file of `dims` (unsigned bytes unless `type` says otherwise). */
+const idx = (dims: number[], data: ArrayLike<number>, type = 0x08): Uint8Array => idxFile(type, dims, data);
 
 function expectFormatError(f: () => unknown, message: RegExp): void {
   let error: unknown;
