@@ -140,17 +140,7 @@ function runAdjoint(kind: Kind, epochs: number, seed: number, split: data.Split,
       i++;
       if (r.stop) { stopped = r.secPerStep; break; }
     }
-    const sec = (performance.now() - t0) / 1000, cpu = cpuNow() - c0;
-    if (stopped !== undefined) {
-      row.status = 'extrapolated';
-      row.probe = { steps: i - 1, secPerStep: stopped, stepsPerEpoch: steps };
-      row.epochSec.push(stopped * steps);
-      row.epochCpuSec.push(cpu / i * steps);
-      break;
-    }
-    row.epochSec.push(sec);
-    row.epochCpuSec.push(cpu);
-    row.meanLoss.push(lossSum / i);
+    if (endEpoch(row, { t0, c0, i, lossSum, stopped, steps, cap })) break;
     model.eval();
     row.testAccuracy.push(adjointAccuracy(model, split.xTest, split.yTest));
     progress(row, e, epochs);
@@ -158,6 +148,26 @@ function runAdjoint(kind: Kind, epochs: number, seed: number, split: data.Split,
   opt.dispose();
   model.dispose();
   return row;
+}
+
+/**
+ * Books an epoch's times and mean loss into the row, or — when the cap stopped it after i steps
+ * at `stopped` s/step — the extrapolated epoch time and a note; true then (the run ends there).
+ */
+function endEpoch(row: Row, e: { t0: number; c0: number; i: number; lossSum: number; stopped: number | undefined; steps: number; cap: number }): boolean {
+  const sec = (performance.now() - e.t0) / 1000, cpu = cpuNow() - e.c0;
+  if (e.stopped !== undefined) {
+    row.status = 'extrapolated';
+    row.probe = { steps: e.i - 1, secPerStep: e.stopped, stepsPerEpoch: e.steps };
+    row.epochSec.push(e.stopped * e.steps);
+    row.epochCpuSec.push(cpu / e.i * e.steps);
+    row.note = `timed ${e.i - 1} steps after 1 warm-up step (${e.stopped.toFixed(2)} s/step) × ${e.steps} steps; projected epoch > cap ${e.cap} s`;
+    return true;
+  }
+  row.epochSec.push(sec);
+  row.epochCpuSec.push(cpu);
+  row.meanLoss.push(e.lossSum / e.i);
+  return false;
 }
 
 // ---------------------------------------------------------------- TF.js
@@ -255,18 +265,7 @@ async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: numbe
         i++;
         if (r.stop) { stopped = r.secPerStep; break; }
       }
-      const sec = (performance.now() - t0) / 1000, cpu = cpuNow() - c0;
-      if (stopped !== undefined) {
-        row.status = 'extrapolated';
-        row.probe = { steps: i - 1, secPerStep: stopped, stepsPerEpoch: steps };
-        row.epochSec.push(stopped * steps);
-        row.epochCpuSec.push(cpu / i * steps);
-        row.note = `timed ${i - 1} steps after 1 warm-up step (${stopped.toFixed(2)} s/step) × ${steps} steps; projected epoch > cap ${cap} s`;
-        break;
-      }
-      row.epochSec.push(sec);
-      row.epochCpuSec.push(cpu);
-      row.meanLoss.push(lossSum / i);
+      if (endEpoch(row, { t0, c0, i, lossSum, stopped, steps, cap })) break;
       row.testAccuracy.push(accuracy());
       progress(row, e, epochs);
     }
