@@ -7,7 +7,7 @@ import { views, runtime } from '../wasm/module.js';
 import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
 import * as ops from '../ops/api.js';
-import { backward as runBackward } from '../autodiff/backward.js';
+import { backward as runBackward, type BackwardOptions } from '../autodiff/backward.js';
 import { hooks } from '../graph/trace-hooks.js';
 
 /** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
@@ -164,14 +164,14 @@ export class Tensor {
   /** Another tracked handle on the same memory and the same tangent. */
   alias(): Tensor {
     const t = this.view();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
   save(): Tensor {
     const t = this.view();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     exempt(t);
     return t;
   }
@@ -246,9 +246,13 @@ export class Tensor {
     return `Tensor(shape=[${this.shape}], dtype=${this.dtype}${this.requiresGrad ? ', requiresGrad' : ''})`;
   }
 
-  /** Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. */
-  backward(seed?: Tensor | number): void {
-    runBackward(this, seed);
+  /**
+   * Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. Options:
+   * createGraph (the gradients are differentiable again), retainGraph, inputs (the leaves whose
+   * .grad is written).
+   */
+  backward(seed?: Tensor | number, opts?: BackwardOptions): void {
+    runBackward(this, seed, opts);
   }
 
   detach(): Tensor { return ops.detach(this); }
@@ -293,6 +297,19 @@ export class Tensor {
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
   logSoftmax(axis?: number): Tensor { return ops.logSoftmax(this, axis); }
+}
+
+/**
+ * A saved handle on a tangent that keeps its tape: when a tangent is itself differentiated
+ * (reverse over forward), a copy of it must stay the same value for the outer sweep.
+ */
+function linkedSave(t: Tensor): Tensor {
+  const h = t.save();
+  if (t.requiresGrad) {
+    h.requiresGrad = true;
+    h.node = t.node;
+  }
+  return h;
 }
 
 export function isTensor(v: unknown): v is Tensor {
