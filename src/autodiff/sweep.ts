@@ -12,7 +12,8 @@
 import { type Tensor, isTensor } from '../tensor/tensor.js';
 import { exempt, runScoped } from '../tensor/scope.js';
 import type { Node } from '../graph/node.js';
-import { withMode } from '../graph/modes.js';
+import { modes, withMode } from '../graph/modes.js';
+import { apply } from '../graph/record.js';
 import { anomalySite } from '../graph/anomaly.js';
 import { rules, type Prim } from '../ops/rules.js';
 import type { Rule, Saved } from '../ops/table.js';
@@ -32,14 +33,38 @@ export interface Sweep {
   readonly only?: ReadonlySet<Tensor>;
 }
 
-/** A second handle on t that is the same value for every tape: same memory, tangent and node. */
+/**
+ * A second handle on t that is the same value for every tape: same memory, tangent and node. A
+ * leaf that requires grad gets an identity node on it (a plain copy would be a new leaf, which
+ * no sweep toward the original would reach); unrecorded, the copy is a constant.
+ */
 export function linked(t: Tensor): Tensor {
+  if (t.requiresGrad && t.node === null) return modes.record ? apply('reshape', [t], { shape: t.shape }) : t.alias();
   const h = t.alias();
   if (t.requiresGrad) {
     h.requiresGrad = true;
     h.node = t.node;
   }
   return h;
+}
+
+/** Leaves created by transforms for the tensors they differentiate (grad of grad nests on them). */
+const transformVariables = new WeakSet<Tensor>();
+
+/**
+ * The handle a transform's f sees for a differentiated tensor x: an identity node on x when an
+ * outer tape differentiates x (x is an outer transform's variable, or computed from tensors that
+ * require grad), so the inner gradient stays a function of x; else a fresh leaf. A parameter
+ * passed as the argument is the transform's own variable: its gradient is a constant (nest the
+ * transforms, or use autograd.grad with createGraph, to differentiate it again). Either handle
+ * carries x's tangent (forward over reverse).
+ */
+export function variable(x: Tensor): Tensor {
+  if (modes.record && x.requiresGrad && (x.node !== null || transformVariables.has(x))) return apply('reshape', [x], { shape: x.shape });
+  const v = x.alias();
+  v.requiresGrad = true;
+  transformVariables.add(v);
+  return v;
 }
 
 /** Every node reachable from the roots, in reverse topological order (decreasing id). */
@@ -101,8 +126,11 @@ function leadingTo(order: readonly Node[], targets: Targets): Set<Node> {
   return needed;
 }
 
-/** Runs the sweep; with targets, returns one gradient per target (null where unreached). */
-export function sweep(s: Sweep): (Tensor | null)[] {
+/**
+ * Runs the sweep; with targets, `grads` holds one gradient per target (null where unreached).
+ * `recorded`: whether the VJPs were recorded (the gradients, and the graph, live on).
+ */
+export function sweep(s: Sweep): { grads: (Tensor | null)[]; recorded: boolean } {
   const targets = s.targets === null ? null : new Targets(s.targets);
   const order = reachable(s.roots);
   const record = s.record === 'auto' ? ownedOutside(order, targets, s.seeds) : s.record;
@@ -110,7 +138,7 @@ export function sweep(s: Sweep): (Tensor | null)[] {
   const results: (Tensor | null)[] = s.targets === null ? [] : s.targets.map(() => null);
   const leaves = new Map<Tensor, Tensor>();
   const adjoint = new Map<Node, Tensor>();
-  return withMode('record', record, () => runScoped(() => {
+  const grads = withMode('record', record, () => runScoped(() => {
     // A root that is a leaf target (or a leaf, for backward) gets its seed as its gradient.
     s.roots.forEach((r, i) => {
       const seed = s.seeds[i];
@@ -139,6 +167,7 @@ export function sweep(s: Sweep): (Tensor | null)[] {
     for (const [leaf, c] of leaves) accumulateLeaf(leaf, c);
     return results; // handed to the caller's scope
   }, isTensor));
+  return { grads, recorded: record };
 }
 
 interface Ctx {
@@ -170,16 +199,21 @@ function wants(t: Tensor, c: Ctx): boolean {
 function savedFor(node: Node, record: boolean): Saved {
   const s = node.saved;
   if (!record) return s;
-  const x = s.x.map((t, i) => (t === undefined ? undefined : relink(t, node.inputs[i].requiresGrad, node.inputs[i].node)));
-  return { x, y: s.y === undefined ? undefined : relink(s.y, true, node), shapes: s.shapes };
+  const x = s.x.map((t, i) => (t === undefined ? undefined : relink(t, node.inputs[i])));
+  return { x, y: s.y === undefined ? undefined : withNode(s.y, node), shapes: s.shapes };
 }
 
-function relink(t: Tensor, requiresGrad: boolean, node: Node | null): Tensor {
+/** A saved input as the same value for the tape: the live leaf itself, or a handle on the input's node. */
+function relink(t: Tensor, input: Tensor): Tensor {
+  if (!input.requiresGrad) return t;
+  if (input.node === null) return input.disposed ? t : input; // a disposed leaf's gradient is dropped anyway
+  return withNode(t, input.node);
+}
+
+function withNode(t: Tensor, node: Node): Tensor {
   const h = t.alias();
-  if (requiresGrad) {
-    h.requiresGrad = true;
-    h.node = node;
-  }
+  h.requiresGrad = true;
+  h.node = node;
   return h;
 }
 
