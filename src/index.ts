@@ -15,6 +15,11 @@ export {
 } from './ops/api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
+export * as autograd from './autodiff/autograd.js';
+export type { AutogradOptions } from './autodiff/autograd.js';
+export type { BackwardOptions } from './autodiff/backward.js';
+export type { Pytree } from './autodiff/pytree.js';
+export { functionalCall } from './nn/functional.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
 export { detectAnomaly, withAnomalyDetection } from './graph/anomaly.js';
