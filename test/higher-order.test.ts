@@ -135,6 +135,33 @@ describe('nested reverse mode', () => {
   });
 });
 
+describe('through checkpoint and customVjp', () => {
+  it('second derivatives through a checkpointed segment equal the plain ones (both orders)', () => {
+    A.tidy(() => {
+      const W = A.tensor([[0.4, -0.2], [0.3, 0.9]], { ...f64, requiresGrad: true });
+      const seg = (h: Tensor) => A.tanh(A.matmul(A.sin(h), W));
+      const plain = (x: Tensor) => A.sum(A.exp(seg(A.mul(x, 0.7))));
+      const ck = (x: Tensor) => A.sum(A.exp(A.checkpoint(seg)(A.mul(x, 0.7))));
+      const x = t([[0.3, -0.5], [1.1, 0.2]]);
+      close(A.hessian(ck)(x).toArray(), A.hessian(plain)(x).toArray(), 1e-14);
+      close(A.jacrev(A.grad(ck) as F)(x).toArray(), A.jacrev(A.grad(plain) as F)(x).toArray(), 1e-14);
+      // the parameters' gradient of a gradient norm, through the checkpoint
+      const once = (f: F) => { const g = A.grad(f)(x) as Tensor; A.sum(A.square(g)).backward(); const r = arr(W.grad!); W.grad!.dispose(); W.grad = null; return r; };
+      close(once(ck), once(plain), 1e-14);
+    });
+  });
+
+  it('a customVjp whose backward is written with ops differentiates again', () => {
+    A.tidy(() => {
+      const mySin = A.customVjp((x: Tensor) => A.sin(x), (g, [x]) => [A.mul(g, A.cos(x))]);
+      const x = t([0.2, 1.3]);
+      close(A.jacrev(A.grad((z: Tensor) => A.sum(mySin(z))) as F)(x).toArray(), [-Math.sin(0.2), 0, 0, -Math.sin(1.3)], 1e-15);
+      expect(() => A.hessian((z: Tensor) => A.sum(mySin(z)))(x)).toThrow(/forward mode \(jvp\) is not defined/); // no JVP given: a clear error
+      close((A.grad((z: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(mySin(u)))(z) as Tensor))(x) as Tensor).toArray(), [-Math.sin(0.2), -Math.sin(1.3)], 1e-15);
+    });
+  });
+});
+
 describe('PyTorch style', () => {
   it('backward with createGraph: the .grad is differentiable again', () => {
     A.tidy(() => {
