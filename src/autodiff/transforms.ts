@@ -126,7 +126,7 @@ function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) 
       const y = scalarOut(fname, out);
       const { grads, recorded: live } = gradsOf(y, w.vars);
       const trees = perTree(w.trees, grads);
-      const value = live ? linked(y) : y.view();
+      const value = live ? linked(y) : y.alias(); // unrecorded: a constant, but with its tangent (jvp of valueAndGrad)
       const g = typeof opts.argnums === 'object' ? trees : trees[0];
       return [hasAux ? [value, aux] : value, g];
     }, isTensor);
