@@ -233,7 +233,7 @@ function visit(node: Node, g: Tensor, c: Ctx): void {
     if (input.node !== null) accumulate(c.adjoint, input.node, ci);
     else if (c.targets === null) asGradient(accumulate(c.leaves, input, ci));
     else {
-      for (const j of c.targets.leaf.get(input)!) c.results[j] = sum2(c.results[j], linked(ci));
+      for (const j of c.targets.leaf.get(input)!) c.results[j] = asGradient(sum2(c.results[j], linked(ci)));
       ci.dispose();
     }
   });
