@@ -6,7 +6,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor, DType } from '../src/index.js';
-import { apply } from '../src/graph/record.js';
+import { apply } from '../src/ops/apply.js';
 import { tanhGrad, sigmoidGrad, reluGrad } from '../src/ops/fused.js';
 import { rng, weights, relErr, uniform, type Domain } from './specs.js';
 

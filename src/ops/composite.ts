@@ -2,11 +2,11 @@
 // gradients, JVPs and Hessians come from the primitives). Each runs in a scope so its
 // temporaries are freed at once; the graph keeps only what primitives saved.
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from './tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
-import { apply } from '../graph/record.js';
-import { derive } from '../graph/trace-hooks.js';
+import { apply } from './apply.js';
+import { derive } from '../wasm/hooks.js';
 import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,

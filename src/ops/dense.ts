@@ -10,11 +10,11 @@
 // The JVP is written with ops, and so is the VJP whenever a tangent flows through the backward
 // pass (a Hessian-vector product), so higher derivatives keep working.
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
 import type { Rule } from './table.js';
-import { apply } from '../graph/record.js';
-import { modes } from '../graph/modes.js';
+import { apply } from './apply.js';
+import { modes } from './modes.js';
 import { gemm, splitRun } from '../wasm/split.js';
 import { sizeOf } from './launch.js';
 import { matmulT, reshape, sum, add, tensorArg } from './api.js';

@@ -1,7 +1,7 @@
 // Elementwise primitives. A unary row names its kernel, what it saves and its derivative f'
 // as a function of (x, y) built from ops; VJP (g·f') and JVP (t·f') follow from that one line.
 // Binary rows give their partial derivatives the same way.
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from './tensor.js';
 import type { Rule, Saves } from './table.js';
 import { launchUnary, launchBinary } from './launch.js';
 import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside, pow, log, ge, recip, zerosLike } from './api.js';

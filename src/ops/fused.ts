@@ -3,13 +3,13 @@
 // and its VJP, layer normalisation and its VJP. Each is a primitive whose own VJP and JVP are
 // compositions of ops, so hvp and higher derivatives keep working; the derivation of each
 // sits beside its rule. Internal: the public ops (tanh, crossEntropy, layerNorm, …) use them.
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
 import type { Rule, Rule0 } from './table.js';
 import { splitMap, splitRows } from '../wasm/split.js';
 import { runtime, views } from '../wasm/module.js';
-import { apply } from '../graph/record.js';
-import { hooks } from '../graph/trace-hooks.js';
+import { apply } from './apply.js';
+import { hooks } from '../wasm/hooks.js';
 import { filled } from './launch.js';
 import { softmaxJ } from './nn.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';

@@ -1,6 +1,6 @@
 // Neural-network primitives with kernels of their own: softmax over the last axis (one pass
 // per row, max-subtracted). Its VJP y·(g − Σ g·y) and JVP have the same form.
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import type { Rule } from './table.js';
 import { splitRows } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';

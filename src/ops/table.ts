@@ -1,7 +1,7 @@
 // The shape of a primitive's definition. Every primitive is one Rule: its forward kernel
 // launch, what it saves for the backward pass, its VJP and its JVP. The rule tables are
 // checked against this type, so a primitive without a VJP or JVP rule does not compile.
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from './tensor.js';
 
 /** What a primitive keeps for its VJP: input positions, and whether the output. */
 export interface Saves {
