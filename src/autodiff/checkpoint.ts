@@ -14,7 +14,7 @@ import { BYTES } from '../tensor/dtype.js';
 import { runScoped } from '../tensor/scope.js';
 import { modes, withMode } from '../ops/modes.js';
 import { apply, observingInputs } from '../ops/apply.js';
-import type { Saved } from '../ops/table.js';
+import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
 import { backward } from '../ops/backward.js';
 import { recordDraws, replayDraws } from '../tensor/replay.js';

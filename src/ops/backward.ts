@@ -8,7 +8,7 @@ import { exempt, runScoped } from '../tensor/scope.js';
 import { reverseTopological, type Node } from './node.js';
 import { withMode } from './modes.js';
 import { anomalySite } from './anomaly.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { add, sumTo } from './api.js';
 import { filled } from './launch.js';
 

@@ -9,7 +9,7 @@
 import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
 import {

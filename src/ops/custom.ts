@@ -2,7 +2,7 @@
 // output for the user's backward; forward mode through it is not defined (no JVP given).
 import { ArgumentError, GradError } from '../errors.js';
 import { isTensor, type Tensor } from './tensor.js';
-import type { Rule, Saved } from './table.js';
+import type { Rule, Saved } from './rule.js';
 import { withMode } from './modes.js';
 
 export interface CustomParams {

@@ -3,7 +3,7 @@
 // never materialising a transpose. Bilinear: the JVP is matmul(ta, b) + matmul(a, tb).
 import { ShapeError } from '../errors.js';
 import { Tensor } from './tensor.js';
-import type { Rule, Rule0 } from './table.js';
+import type { Rule, Rule0 } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';

@@ -3,7 +3,7 @@
 // sum, cast and concat. Their VJPs (the transposes) stay next to each forward in the tables.
 import type { Tensor } from './tensor.js';
 import { apply } from './apply.js';
-import type { Prim } from './rules.js';
+import type { Prim } from './table.js';
 import { zerosLike } from './composite.js';
 
 /** The JVP rule of the linear primitive `prim`: prim(t₁, …, tₙ; p), a missing tangent being zero. */

@@ -2,7 +2,7 @@
 // order; since an op's inputs always exist before it runs, decreasing id is a reverse
 // topological order, and no explicit sort of the graph is needed beyond that.
 import type { Tensor } from './tensor.js';
-import type { Rule, Saved } from './table.js';
+import type { Rule, Saved } from './rule.js';
 
 let nextId = 0;
 

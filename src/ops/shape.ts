@@ -6,7 +6,7 @@ import type { DType } from '../tensor/dtype.js';
 import { exempt } from '../tensor/scope.js';
 import { modes } from './modes.js';
 import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
 import { linearJvp } from './linear.js';
