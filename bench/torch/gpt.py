@@ -8,7 +8,8 @@ characters of the whole file.
 
   /usr/bin/python3 bench/torch/gpt.py [--steps 2000] [--threads 1] [--seed 0] [--data FILE]
 
-Prints progress, then one JSON line: median ms/step (forward + backward + clip + AdamW step),
+Prints progress, then one JSON line: median ms/step (forward + backward + clip + AdamW step;
+wall time, and process CPU time, which stays near the unloaded wall time on a busy machine),
 tokens/s, wall time, validation loss over 20 random batches and over the whole validation split
 (consecutive non-overlapping windows of 64 characters, each predicting its next 64 characters;
 the incomplete tail window is dropped). Skips (one JSON line, exit 0) without python3-torch.
@@ -113,19 +114,20 @@ def main():
     vgen = torch.Generator().manual_seed(args.seed + 2)
     print(f"torch {torch.__version__}, {args.threads} thread(s), {nparams} parameters, vocab {vocab}, train {len(train)} val {len(val)} chars", flush=True)
 
-    times = []
+    times, cpu_times = [], []
     t_start = time.perf_counter()
     loss_v = float("nan")
     for step in range(args.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args.steps)
         x, y = batch(train, gen)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
         opt.step()
+        cpu_times.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
         loss_v = loss.item()
         if (step + 1) % EVAL_EVERY == 0 and step + 1 < args.steps:
@@ -136,6 +138,7 @@ def main():
     v20 = val_random(model, val, vgen, vocab)
     vfull = val_full(model, val, vocab)
     med = statistics.median(times) * 1e3
+    cpu_med = statistics.median(cpu_times) * 1e3
     print(f"val loss (20 batches): {v20:.4f}, whole validation split: {vfull:.4f}")
     print(
         json.dumps(
@@ -147,7 +150,10 @@ def main():
                 "params": nparams,
                 "msPerStepMedian": round(med, 3),
                 "tokensPerSec": round(BATCH * CONTEXT / med * 1e3, 1),
+                "cpuMsPerStepMedian": round(cpu_med, 3),
+                "tokensPerSecCpu": round(BATCH * CONTEXT / cpu_med * 1e3, 1),
                 "trainWallSeconds": round(train_wall, 2),
+                "loadAvg1m": round(os.getloadavg()[0], 2),
                 "finalTrainLoss": round(loss_v, 4),
                 "valLoss20": round(v20, 4),
                 "valLossFull": round(vfull, 4),
