@@ -2,9 +2,9 @@
 // accumulated into .grad. Inputs may be leaves or intermediate tensors; with createGraph the
 // sweep records, so the gradients are differentiable again (a gradient penalty, a Hessian).
 import { ArgumentError, GradError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { constantGradients, seedFor } from './backward.js';
-import { sweep } from './sweep.js';
+import { Tensor } from '../ops/tensor.js';
+import { constantGradients, seedFor } from '../ops/backward.js';
+import { sweep } from '../ops/sweep.js';
 
 export interface AutogradOptions {
   /** One seed per output (a Tensor of its shape, a number, or null for ones on a scalar). */

@@ -4,14 +4,14 @@
 // written with differentiable ops, a tangent also flows through a backward pass: hvp is the
 // JVP of grad (forward-over-reverse, Pearlmutter 1994), and hessian stacks hvp columns.
 import { ArgumentError, DtypeError, GradError, ShapeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
-import { withMode } from '../graph/modes.js';
+import { withMode } from '../ops/modes.js';
 import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
-import { sweep, linked, variable } from './sweep.js';
+import { sweep, linked, variable } from '../ops/sweep.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 

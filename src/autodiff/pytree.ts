@@ -3,7 +3,7 @@
 // by index, objects by key insertion) and rebuild puts tensors back in that structure, so a
 // gradient mirrors its argument.
 import { ArgumentError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 
 export type Pytree = Tensor | readonly Pytree[] | { readonly [key: string]: Pytree };
 

@@ -5,13 +5,13 @@
 // inner gradient stays a function of it. Tensors f captures are constants here; when an outer
 // tape owns them the sweep records, and the gradients handed back are differentiable by it.
 import { GradError, ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
-import { withMode } from '../graph/modes.js';
-import { nextNodeId } from '../graph/node.js';
-import { apply } from '../graph/record.js';
-import { constantGradients, seedFor } from './backward.js';
-import { sweep, linked, reachable, variable } from './sweep.js';
+import { withMode } from '../ops/modes.js';
+import { nextNodeId } from '../ops/node.js';
+import { apply } from '../ops/apply.js';
+import { constantGradients, seedFor } from '../ops/backward.js';
+import { sweep, linked, reachable, variable } from '../ops/sweep.js';
 import { flatten, rebuild } from './pytree.js';
 import { filled } from '../ops/launch.js';
 import { zerosLike } from '../ops/api.js';

@@ -2,7 +2,7 @@
 // replaced, for that call only, so a gradient with respect to a model's parameters is one line:
 //   grad((p) => loss(functionalCall(model, p, x), y))(model.stateDict())
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import { Module } from './module.js';
 
 type Owner = { module: Module; local: string };

@@ -1,0 +1,263 @@
+// A traced call turned into a replayable program. Static memory plan: every block the call
+// allocated and freed again gets an offset in one arena block, allocated once, assigned greedily
+// by size among the blocks whose lifetimes overlap (so buffers that are never alive together share
+// bytes); pointer arguments into them are baked in as absolute addresses, as are pointers into
+// persistent tensors (parameters, optimizer state: storage never moves). What changes per call is
+// patched in before the first kernel runs: pointers into the call's tensor arguments, pointers into
+// the fresh output tensors, array arguments written into memory (crossEntropy's labels), and the
+// perCall() trailing arguments (step counts, learning rates, seeds). Replay is the recorded
+// launches in order — pooled ones through runJobs with the traced cuts — and no other JS work,
+// except that runs of elementwise launches replay tile by tile (src/compile/fuse.ts).
+import { AdjointError } from '../errors.js';
+import { Tensor } from '../ops/tensor.js';
+import { type Storage } from '../tensor/tensor.js';
+import type { DType } from '../tensor/dtype.js';
+import { runtime, views } from '../wasm/module.js';
+import { runJobs } from '../wasm/threads.js';
+import type { Kernel, Derivation } from '../wasm/hooks.js';
+import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
+import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
+
+const NONE: readonly ArrayLike<number>[] = [];
+const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
+const ABS = 0, IN = 1, OUT = 2;
+type Base = typeof ABS | typeof IN | typeof OUT;
+
+interface LaunchStep {
+  readonly w: false;
+  readonly name: string;
+  readonly f: Kernel;
+  readonly pooled: boolean;
+  readonly argv: number[][];
+  readonly dyn: number;
+  readonly compute: (() => readonly number[]) | null;
+  readonly tiled?: false;
+}
+/** A run of elementwise launches replayed tile-major (src/compile/fuse.ts). */
+interface TiledStep {
+  readonly w: false;
+  readonly tiled: true;
+  readonly ops: readonly TiledOp[];
+  readonly n: number;
+  readonly tile: number;
+  readonly threads: number;
+}
+interface WriteStep {
+  readonly w: true;
+  readonly base: Base;
+  readonly idx: number;
+  readonly off: number;
+  readonly elem: WriteKind;
+  readonly data: Typed;
+  /** Index into the program's bound arrays, or -1 for constant data. */
+  readonly bind: number;
+}
+interface Patch {
+  readonly argv: number[];
+  readonly i: number;
+  readonly base: typeof IN | typeof OUT;
+  readonly idx: number;
+  readonly off: number;
+}
+type Out =
+  | { readonly k: 'slot'; readonly slot: number; readonly first: boolean; readonly shape: readonly number[]; readonly requiresGrad: boolean }
+  | { readonly k: 'input'; readonly input: number }
+  | { readonly k: 'same'; readonly tensor: Tensor };
+
+export class Program {
+  private disposed = false;
+  /** fn returns one fresh tensor (the common case: no result structure to rebuild). */
+  private readonly single: boolean;
+  /** Launches replayed tile-major in fused runs. */
+  readonly fused: number;
+
+  private constructor(
+    /** The plan block (arena offset) and its size. */
+    private readonly base: number,
+    readonly bytes: number,
+    private readonly steps: readonly (LaunchStep | TiledStep | WriteStep)[],
+    private readonly patches: readonly Patch[],
+    private readonly binds: readonly { readonly arg: number; readonly make: Derivation | null; readonly count: number }[],
+    private readonly slots: readonly { readonly shape: readonly number[]; readonly dtype: DType }[],
+    private readonly outs: readonly Out[],
+    private readonly template: Template,
+    private readonly exts: readonly Storage[],
+  ) {
+    this.single = 'out' in template && outs.length === 1 && outs[0].k === 'slot';
+    this.fused = steps.reduce((k, s) => k + (s.w === false && s.tiled === true ? s.ops.length : 0), 0);
+  }
+
+  /** Plans memory for a (checked, untainted) trace and allocates the plan block; `fuse`: tile-major elementwise runs. */
+  static build(trace: Trace, fuse = fusion.enabled): Program {
+    const slotOf = new Map<number, number>();
+    const slots: { shape: readonly number[]; dtype: DType }[] = [];
+    const outs = trace.outputs.map((o): Out => {
+      if (o.k !== 'fresh') return o;
+      let slot = slotOf.get(o.block);
+      const first = slot === undefined;
+      if (slot === undefined) slotOf.set(o.block, (slot = slots.push({ shape: o.shape, dtype: o.dtype }) - 1));
+      return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
+    });
+    const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
+    const { offsets, total } = assign(fusedBlocks(trace.blocks.filter((b) => b.free >= 0), runs));
+    const base = total > 0 ? runtime().arena.alloc(total) : 0;
+    const exts = new Set<Storage>();
+    const resolve = (r: Ref): [Base, number, number] => {
+      switch (r.k) {
+        case 'block': {
+          const s = slotOf.get(r.block);
+          if (s !== undefined) return [OUT, s, r.off];
+          const off = offsets.get(r.block);
+          if (off === undefined) throw new AdjointError(`internal: compile: block ${r.block} has no place in the plan`);
+          return [ABS, 0, base + off + r.off];
+        }
+        case 'input': return [IN, r.input, r.off];
+        case 'ext': exts.add(r.storage); return [ABS, 0, r.storage.ptr + r.off];
+        case 'abs': return [ABS, 0, r.ptr];
+      }
+    };
+    const patches: Patch[] = [];
+    const binds: { arg: number; make: Derivation | null; count: number }[] = [];
+    const tiled = (r: Run): TiledStep => ({
+      w: false, tiled: true, n: r.n, tile: r.tile, threads: r.threads, ops: r.ops.map((f): TiledOp => {
+        const base = f.args.slice();
+        f.ptrs.forEach((i) => {
+          const [b, idx, off] = resolve(f.refs[i]!);
+          if (b === ABS) base[i] = off;
+          else patches.push({ argv: base, i, base: b, idx, off });
+        });
+        const fixed = f.ptrs.map((i) => f.refs[i]!.k === 'block' && r.scratch.has((f.refs[i] as { block: number }).block));
+        const pieces = Array.from({ length: r.threads }, () => base.slice());
+        return { name: f.name, f: runtime().exports[f.name], base, pieces, ptrs: f.ptrs, steps: f.steps, fixed, count: f.count };
+      }),
+    });
+    const runAt = new Map(runs.map((r) => [r.first, r]));
+    const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
+    const step = (op: Trace['ops'][number]): LaunchStep | WriteStep => {
+      if (op.kind === 'write') {
+        const [b, idx, off] = resolve(op.dest);
+        let bind = -1;
+        if (op.bind !== null) {
+          const { arg, make } = op.bind;
+          bind = binds.findIndex((x) => x.arg === arg && x.make === make);
+          if (bind < 0) bind = binds.push({ arg, make, count: op.data.length }) - 1;
+        }
+        return { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
+      }
+      const argv = op.jobs.map((a) => a.slice());
+      op.refs.forEach((refs, j) => refs.forEach((r, i) => {
+        if (r === null) return;
+        const [b, idx, off] = resolve(r);
+        if (b === ABS) argv[j][i] = off;
+        else patches.push({ argv: argv[j], i, base: b, idx, off });
+      }));
+      return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute };
+    };
+    // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
+    const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
+      const run = runAt.get(at);
+      if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i])), tiled(run)];
+      return moved.has(at) ? [] : [step(op)];
+    });
+    return new Program(base, total, steps, patches, binds, slots, outs, trace.template, [...exts]);
+  }
+
+  /** Whether every persistent tensor the schedule touches (and every one it returns) is still alive. */
+  valid(): boolean {
+    return !this.disposed && this.exts.every((s) => s.refs > 0) && this.outs.every((o) => o.k !== 'same' || !o.tensor.disposed);
+  }
+
+  /** Runs the schedule on new arguments; returns fn's result with fresh output tensors. */
+  run(inputs: readonly Tensor[], data: readonly unknown[]): unknown {
+    // Everything that can throw comes before the first kernel, so a failed call changes nothing:
+    // bound arrays (crossEntropy validates its labels here), disposed inputs, allocating outputs.
+    const bound = this.binds.length === 0 ? NONE : this.binds.map(({ arg, make, count }) => {
+      const v = (make === null ? data[arg] : make(data[arg] as never)) as ArrayLike<number>;
+      if (v.length !== count) throw new AdjointError(`compile: argument data has ${v.length} values where the traced call had ${count}`);
+      return v;
+    });
+    const inPtr = inputs.map((t) => t.ptr);
+    const fresh: Tensor[] = [];
+    try {
+      for (const s of this.slots) fresh.push(Tensor.empty(s.shape, s.dtype));
+      for (const p of this.patches) p.argv[p.i] = (p.base === IN ? inPtr[p.idx] : fresh[p.idx].ptr) + p.off;
+      for (const s of this.exts) if (s.readers !== null) s.settleReaders(); // lazy copies (src/ops/shape.ts) of what the schedule may write in place
+      this.execute(inPtr, fresh, bound);
+    } catch (e) {
+      for (const t of fresh) t.dispose();
+      throw e;
+    }
+    if (this.single) {
+      fresh[0].requiresGrad = (this.outs[0] as { requiresGrad: boolean }).requiresGrad;
+      return fresh[0];
+    }
+    const outs = this.outs.map((o) => {
+      if (o.k === 'input') return inputs[o.input];
+      if (o.k === 'same') return o.tensor;
+      const t = o.first ? fresh[o.slot] : fresh[o.slot].view(o.shape);
+      t.requiresGrad = o.requiresGrad;
+      return t;
+    });
+    return rebuild(this.template, outs);
+  }
+
+  private execute(inPtr: readonly number[], fresh: readonly Tensor[], bound: readonly ArrayLike<number>[]): void {
+    for (const s of this.steps) {
+      if (s.w) {
+        const at = s.base === ABS ? s.off : (s.base === IN ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
+        const v = views();
+        const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
+        dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
+        continue;
+      }
+      if (s.tiled) {
+        runTiles(s.ops, s.n, s.tile, s.threads);
+        continue;
+      }
+      if (s.compute !== null) {
+        const vals = s.compute();
+        for (const a of s.argv) for (let i = 0, at = a.length - s.dyn; i < s.dyn; i++) a[at + i] = vals[i];
+      }
+      if (s.pooled) runJobs(s.name, s.argv, s.f);
+      else s.f.apply(null, s.argv[0]);
+    }
+  }
+
+  /** Frees the plan block. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.bytes > 0) runtime().arena.free(this.base, this.bytes);
+  }
+}
+
+/**
+ * Offsets for blocks with lifetimes [alloc, free): largest first, each at the lowest offset where
+ * it overlaps no placed block that is alive at the same time (greedy by size, first fit).
+ */
+export function assign(blocks: readonly Block[]): { offsets: Map<number, number>; total: number } {
+  const items = blocks.map((b) => ({ b, size: Math.max(ALIGN, Math.ceil(b.bytes / ALIGN) * ALIGN) }))
+    .sort((x, y) => y.size - x.size || x.b.alloc - y.b.alloc);
+  const placed: { alloc: number; free: number; off: number; size: number }[] = [];
+  const offsets = new Map<number, number>();
+  let total = 0;
+  for (const { b, size } of items) {
+    const busy = placed.filter((p) => p.alloc < b.free && b.alloc < p.free).sort((x, y) => x.off - y.off);
+    let off = 0;
+    for (const p of busy) {
+      if (off + size <= p.off) break;
+      off = Math.max(off, p.off + p.size);
+    }
+    placed.push({ alloc: b.alloc, free: b.free, off, size });
+    offsets.set(b.id, off);
+    total = Math.max(total, off + size);
+  }
+  return { offsets, total };
+}
+
+function rebuild(t: Template, outs: readonly Tensor[]): unknown {
+  if ('out' in t) return outs[t.out];
+  if ('arr' in t) return t.arr.map((x) => rebuild(x, outs));
+  if ('obj' in t) return Object.fromEntries(t.obj.map(([k, x]) => [k, rebuild(x, outs)]));
+  return t.val;
+}

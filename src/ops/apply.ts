@@ -1,0 +1,111 @@
+// The one place every primitive runs through: compute the output with the rule's kernels,
+// carry the tangent along (forward mode), and record a node with exactly what the rule says
+// it saves (reverse mode).
+import { OutOfMemoryError } from '../errors.js';
+import { type Tensor } from './tensor.js';
+import { Storage } from '../tensor/tensor.js';
+import { exempt } from '../tensor/scope.js';
+import { rules, type Prim, type ParamsOf } from './table.js';
+import type { Rule, Saved } from './rule.js';
+import { broadcastTo } from './api.js';
+import { Node } from './node.js';
+import { modes, withMode } from './modes.js';
+import { checkFinite } from './anomaly.js';
+
+/** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
+let inputObserver: ((xs: readonly Tensor[]) => void) | null = null;
+
+/** Runs fn with `observe` called on the inputs of every primitive fn runs (outer observers see them too). */
+export function observingInputs<T>(observe: (xs: readonly Tensor[]) => void, fn: () => T): T {
+  const prev = inputObserver;
+  inputObserver = prev === null ? observe : (xs) => (observe(xs), prev(xs));
+  try {
+    return fn();
+  } finally {
+    inputObserver = prev;
+  }
+}
+
+export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsOf<K>): Tensor {
+  for (let i = 0; i < xs.length; i++) xs[i].check(name);
+  if (inputObserver !== null) inputObserver(xs);
+  const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
+  let y: Tensor;
+  Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
+  try {
+    y = rule.forward(xs, p);
+  } catch (e) {
+    throw e instanceof OutOfMemoryError ? e.in(name) : e;
+  } finally {
+    Storage.reading--;
+  }
+  if (modes.anomaly) checkFinite(name, y, xs);
+  // The node first, so a JVP rule that reads y records against it (reverse over forward).
+  if (modes.record && anyRequiresGrad(xs)) {
+    y.requiresGrad = true;
+    y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
+  }
+  if (modes.forward && anyTangent(xs)) {
+    try {
+      y.tangent = tangentOf(rule, xs, y, p);
+    } catch (e) {
+      y.dispose(); // the node (if any) goes with its only handle: the failed op leaves no trace
+      throw e;
+    }
+    const saved = y.node?.saved.y;
+    if (saved !== undefined) {
+      // The VJP sees y's tangent (forward over reverse); a plain view, since a linked one would
+      // hold the node that owns it.
+      saved.tangent = y.tangent.view();
+      exempt(saved.tangent);
+    }
+  }
+  return y;
+}
+
+// Plain loops: every op asks these, and `xs.some(arrow)` allocates a closure per call.
+function anyTangent(xs: readonly Tensor[]): boolean {
+  for (let i = 0; i < xs.length; i++) if (xs[i].tangent !== null) return true;
+  return false;
+}
+function anyRequiresGrad(xs: readonly Tensor[]): boolean {
+  for (let i = 0; i < xs.length; i++) if (xs[i].requiresGrad) return true;
+  return false;
+}
+
+/**
+ * The JVP, run with tangent propagation off (a tangent has no tangent of its own: nested jvp goes
+ * through reverse mode instead, forward.ts). Recording stays as it is, so a tangent computed from
+ * tensors an outer sweep differentiates is differentiable too (grad of a function that calls jvp).
+ */
+function tangentOf<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor, p: P): Tensor {
+  const t = withMode('forward', false, () => {
+    let t = rule.jvp(xs.map((x) => x.tangent), xs, y, p);
+    if (xs.some((x) => x.tangent === t)) t = sameValue(t);
+    if (t.shape.length !== y.shape.length || t.shape.some((d, i) => d !== y.shape[i])) {
+      const b = broadcastTo(t, y.shape);
+      t.dispose();
+      t = b;
+    }
+    return t;
+  });
+  exempt(t); // owned by y: disposed with it, never by a tidy scope
+  return t;
+}
+
+/** A new handle on t's memory with t's tape (a JVP that returned an input's tangent itself). */
+function sameValue(t: Tensor): Tensor {
+  const v = t.view();
+  if (t.requiresGrad) {
+    v.requiresGrad = true;
+    v.node = t.node;
+  }
+  return v;
+}
+
+function saveFor<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor): Saved {
+  const x: (Tensor | undefined)[] = xs.map(() => undefined);
+  const which = rule.saves.inputs === 'all' ? xs.map((_, i) => i) : rule.saves.inputs;
+  for (const i of which) x[i] = xs[i].save();
+  return { x, y: rule.saves.output ? y.save() : undefined, shapes: xs.map((t) => t.shape) };
+}

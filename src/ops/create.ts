@@ -1,0 +1,129 @@
+// Creating tensors: from JS data, constants, ranges and seeded random streams (generated in
+// wasm by a counter-based generator, so a seed gives the same numbers in every runtime).
+import { ShapeError, ArgumentError, OutOfMemoryError } from '../errors.js';
+import { views, kernel } from '../wasm/module.js';
+import { Tensor } from './tensor.js';
+import { checkDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
+import { filled } from './launch.js';
+import { replayable } from '../tensor/replay.js';
+import { hooks, perCall } from '../wasm/hooks.js';
+
+export interface TensorOptions {
+  shape?: readonly number[];
+  dtype?: DType;
+  requiresGrad?: boolean;
+}
+export interface RandomOptions {
+  seed?: number;
+  dtype?: DType;
+  requiresGrad?: boolean;
+}
+type Nested = number | readonly Nested[];
+
+function checkShape(op: string, shape: readonly number[]): void {
+  if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+  }
+}
+
+/** Shape of nested arrays, checking that they are not ragged. */
+function inferShape(data: Nested, path = 'data'): number[] {
+  if (typeof data === 'number') return [];
+  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${typeof data}`);
+  if (data.length === 0) return [0];
+  const inner = inferShape(data[0], `${path}[0]`);
+  for (let i = 1; i < data.length; i++) {
+    const s = inferShape(data[i], `${path}[${i}]`);
+    if (s.length !== inner.length || s.some((d, j) => d !== inner[j])) {
+      throw new ShapeError(`tensor: ragged nested array: ${path}[${i}] has shape [${s}], ${path}[0] has [${inner}]`);
+    }
+  }
+  return [data.length, ...inner];
+}
+
+/** Runs an allocation, naming the public function in an OutOfMemoryError. */
+function named<T>(op: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw e instanceof OutOfMemoryError ? e.in(op) : e;
+  }
+}
+
+function finish(t: Tensor, requiresGrad = false): Tensor {
+  t.requiresGrad = requiresGrad;
+  return t;
+}
+
+/** Writes JS numbers into a new tensor of the given shape. */
+export function fromValues(values: ArrayLike<number>, shape: readonly number[], dtype: DType): Tensor {
+  const t = Tensor.empty(shape, dtype);
+  const v = views();
+  if (dtype === 'float32') v.f32.set(values, t.ptr >> 2);
+  else v.f64.set(values, t.ptr >> 3);
+  hooks.recorder?.write(t.ptr, values.length, dtype === 'float32' ? 'f32' : 'f64', values); // compile() rebinds `values`
+  return t;
+}
+
+export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
+  const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
+  if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
+    throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
+  }
+  const flat: ArrayLike<number> = ArrayBuffer.isView(data)
+    ? (data as unknown as ArrayLike<number>)
+    : typeof data === 'number' ? [data] : (data as Nested[]).flat(Infinity as 1) as number[];
+  const shape = opts.shape ?? (ArrayBuffer.isView(data) ? [flat.length] : inferShape(data as Nested));
+  checkShape('tensor', shape);
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n !== flat.length) throw new ShapeError(`tensor: ${flat.length} values do not fill shape [${shape}] (${n} elements)`);
+  for (let i = 0; i < flat.length; i++) {
+    if (typeof flat[i] !== 'number') throw new ArgumentError(`tensor: element ${i} is ${typeof flat[i]}, expected a number`);
+  }
+  return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
+}
+
+function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
+  checkShape(op, shape);
+  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${typeof value}`);
+  const dtype = checkDtype(op, opts.dtype ?? 'float32');
+  return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
+}
+export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
+export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('zeros', shape, 0, opts);
+export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
+
+export function arange(n: number, opts: TensorOptions = {}): Tensor {
+  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
+  const dtype = checkDtype('arange', opts.dtype ?? 'float32');
+  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
+  const v = views();
+  const data = dtype === 'float32' ? v.f32 : v.f64, at = t.ptr / BYTES[dtype];
+  for (let i = 0; i < n; i++) data[at + i] = i;
+  return finish(t, opts.requiresGrad);
+}
+
+let autoSeed = 0x5eed;
+/** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
+export function seedOf(seed: number | undefined, op?: string): [number, number] {
+  const s = seed ?? replayable(() => autoSeed++); // a checkpoint's recompute gets the same automatic seed
+  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${s}`);
+  return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
+}
+
+function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], opts: RandomOptions, a: number, b: number): Tensor {
+  const fname = op === 'rand_uniform' ? 'rand' : 'randn';
+  checkShape(fname, shape);
+  const dtype = checkDtype(fname, opts.dtype ?? 'float32');
+  // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does.
+  const draw = perCall(() => [...seedOf(opts.seed, fname), 0, a, b]);
+  const t = named(fname, () => Tensor.empty(shape, dtype));
+  kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, ...draw);
+  return finish(t, opts.requiresGrad);
+}
+/** Standard normal samples. */
+export const randn = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_normal', shape, opts, 0, 1);
+/** Uniform samples in [0, 1). */
+export const rand = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, 0, 1);
+/** Uniform samples in [lo, hi) (layer initialisation). */
+export const uniform = (shape: readonly number[], lo: number, hi: number, opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, lo, hi);

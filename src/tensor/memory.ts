@@ -1,0 +1,58 @@
+// The user-facing memory API: scopes, explicit keeps, and what the arena reports.
+import { ArgumentError } from '../errors.js';
+import { runtime } from '../wasm/module.js';
+import { runScoped, exempt, liveTensors } from './scope.js';
+import { isTensorHandle } from './tensor.js';
+import type { Tensor } from '../ops/tensor.js';
+
+/** Runs fn and disposes every tensor created inside it except those it returns (or keep()s). */
+export function tidy<T>(fn: () => T): T {
+  if (typeof fn !== 'function') throw new ArgumentError(`tidy: fn must be a function, got ${typeof fn}`);
+  const result = runScoped(fn, isTensorHandle);
+  if (result instanceof Promise) {
+    throw new ArgumentError('tidy: fn returned a Promise; tidy scopes are synchronous (await outside, tidy each synchronous step)');
+  }
+  return result;
+}
+
+/** Exempts t from every enclosing tidy(); returns t. */
+export function keep<T extends Tensor>(t: T): T {
+  if (!isTensorHandle(t)) throw new ArgumentError(`keep: expected a Tensor, got ${typeof t}`);
+  exempt(t.check('keep'));
+  return t;
+}
+
+export interface MemoryInfo {
+  /** Live tensor handles. */
+  tensors: number;
+  /** Bytes of tensor data in use, and the most since init() or resetPeak(). */
+  bytesInUse: number;
+  peakBytes: number;
+  /** Size of the wasm memory. */
+  wasmBytes: number;
+  /** Bytes of gradients in use: leaves' .grad, and the sums a running backward pass keeps for them. */
+  gradBytes: number;
+  /**
+   * The most that memory other than gradients rose above its level at the last resetPeak(): call
+   * resetPeak() before a training step, with parameters, optimizer state and the batch live, and
+   * this is the step's activation peak (saved activations and the backward pass's working
+   * buffers). peakBytes cannot give it: backward builds the gradients while it frees the
+   * activations, so peakBytes − (parameters + gradients + optimizer state) is only a lower
+   * bound of it, and peakBytes − (parameters + optimizer state) an upper bound.
+   */
+  activationPeakBytes: number;
+}
+
+export function memory(): MemoryInfo {
+  const r = runtime();
+  const a = r.arena;
+  a.sampleOther();
+  return {
+    tensors: liveTensors(), bytesInUse: a.bytesInUse, peakBytes: a.peakBytes, wasmBytes: r.memory.buffer.byteLength,
+    gradBytes: a.gradBytes, activationPeakBytes: a.peakOtherBytes - a.baseOtherBytes,
+  };
+}
+
+export function resetPeak(): void {
+  runtime().arena.resetPeak();
+}
