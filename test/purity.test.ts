@@ -63,6 +63,21 @@ describe('purity', () => {
     });
   });
 
+  it('captured parameters: the gradient is recorded for an outer backward, except under noGrad', () => {
+    A.tidy(() => {
+      const w = A.tensor([0.5, -1.5], { ...f64, requiresGrad: true });
+      const f = (z: Tensor) => A.sum(A.mul(A.square(z), w));
+      const x = t([1, 2]);
+      const g = A.grad(f)(x) as Tensor; // 2xw, a function of w
+      expect(g.requiresGrad).toBe(true);
+      A.sum(g).backward();
+      expect(arr(w.grad!)).toEqual([2, 4]);
+      const c = A.noGrad(() => A.grad(f)(x) as Tensor);
+      expect(c.requiresGrad).toBe(false);
+      expect(arr(c)).toEqual([1, -6]);
+    });
+  });
+
   it('the graph of a transform is freed with its results (no leak over repeated calls)', () => {
     const x = A.keep(t([0.1, 0.2, 0.3]));
     const run = () => A.tidy(() => {

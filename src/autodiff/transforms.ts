@@ -7,7 +7,7 @@
 import { GradError, ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
-import { withMode } from '../ops/modes.js';
+import { modes, withMode } from '../ops/modes.js';
 import { nextNodeId } from '../ops/node.js';
 import { apply } from '../ops/apply.js';
 import { constantGradients, seedFor } from '../ops/backward.js';
@@ -93,13 +93,16 @@ function scalarOut(fname: string, y: unknown): Tensor {
   return y;
 }
 
+/** Under noGrad no outer tape can differentiate a transform's result, so its sweep never records. */
+const outerMayRecord = (): 'auto' | false => (modes.record ? 'auto' : false);
+
 /**
  * Sweeps from y to vars; a graph nobody else holds is released at once. Returns the gradients
  * and whether they were recorded (an outer tape can differentiate them).
  */
 function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorded: boolean } {
   if (!y.requiresGrad) return { grads: filledGrads(vars, vars.map(() => null)), recorded: false };
-  const r = sweep({ roots: [y], seeds: [filled(y.shape, y.dtype, 1)], targets: vars, record: 'auto', retain: false });
+  const r = sweep({ roots: [y], seeds: [filled(y.shape, y.dtype, 1)], targets: vars, record: outerMayRecord(), retain: false });
   return { grads: filledGrads(vars, r.grads), recorded: r.recorded };
 }
 
@@ -188,7 +191,7 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
     return runScoped(() => {
       const seed = seedFor('vjp', root, ct);
       const r = root.requiresGrad
-        ? sweep({ roots: [root], seeds: [seed], targets: w.vars, record: 'auto', retain: true })
+        ? sweep({ roots: [root], seeds: [seed], targets: w.vars, record: outerMayRecord(), retain: true })
         : (seed.dispose(), { grads: w.vars.map(() => null), recorded: false });
       nested ||= r.recorded;
       return perTree(w.trees, filledGrads(w.vars, r.grads)) as Tensor[];
