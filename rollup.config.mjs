@@ -1,6 +1,9 @@
 // `npm run build` (after `npm run asbuild`): the published files in dist/.
-//   dist/index.js     one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts), so it
-//                     runs with no configuration in Node, Deno, Bun, browsers and bundlers.
+//   dist/index.js     the library as one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts)
+//                     and fflate bundled in, so it runs with no configuration in Node, Deno, Bun,
+//                     browsers and bundlers.
+//   dist/data/digits.js the embedded digits (about 60 KB of base64), its own module so bundles
+//                     that never call data.digits() drop it; also the subpath `adjoint/data/digits`.
 //   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
 //                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
@@ -9,7 +12,8 @@
 // No wasm plugin is needed: the bundle carries the bytes as a string, and @rollup/plugin-wasm's
 // emitted-file mode produces code that breaks in ESM output. dist/adjoint.wasm is copied as is.
 import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import esbuild from 'rollup-plugin-esbuild';
 
 const target = 'es2022';
@@ -52,18 +56,33 @@ function executable() {
   };
 }
 
+/**
+ * Bundles fflate (the gzip decoder) from node_modules into the output, so dist/ stays
+ * self-contained for runtimes without a module resolver (workerd, browsers loading the file
+ * directly). Its browser build: the same synchronous code, without the node:worker_threads import.
+ */
+function bundleFflate() {
+  const require = createRequire(import.meta.url);
+  return {
+    name: 'adjoint-bundle-fflate',
+    resolveId(id) {
+      return id === 'fflate' ? join(dirname(require.resolve('fflate')), '../esm/browser.js') : null;
+    },
+  };
+}
+
 // The op modules import each other (Tensor methods <-> ops <-> rules) by design; ESM handles it.
 const quiet = (warning, warn) => warning.code !== 'CIRCULAR_DEPENDENCY' && warn(warning);
 
 const library = {
-  input: 'src/index.ts',
+  input: { index: 'src/index.ts', 'data/digits': 'src/data/digits-data.ts' },
   // data.fashionMnist() reads files with a dynamic import('node:fs/promises') (Node, Deno, Bun).
   external: (id) => id.startsWith('node:'),
   onwarn: quiet,
-  plugins: [requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
+  plugins: [requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
   // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
   // mostly repeat the inlined kernels and digits.
-  output: { dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false },
+  output: { dir: 'dist', format: 'esm', entryFileNames: '[name].js', sourcemap: false },
 };
 
 // Start from an empty dist/ so no stale file is ever published.
@@ -77,7 +96,7 @@ if (existsSync('src/cli/main.ts')) {
     input: 'src/cli/main.ts',
     external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
     onwarn: quiet,
-    plugins: [executable(), requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
+    plugins: [executable(), requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
     output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
   });
 }

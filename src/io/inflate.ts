@@ -46,7 +46,7 @@ export function gunzip(bytes: Uint8Array, options: InflateOptions = {}): Uint8Ar
   } catch (e) {
     // fflate's errors carry a numeric code ("unexpected EOF", "invalid distance", ...).
     if (e instanceof Error && !(e instanceof FormatError) && typeof (e as { code?: unknown }).code === 'number') {
-      throw new FormatError(`gunzip: ${e.message} in the deflate data of the member at offset ${memberStart}`);
+      throw new FormatError(`gunzip: ${e.message} (in or after the member at offset ${memberStart})`);
     }
     throw e;
   }
