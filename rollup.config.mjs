@@ -12,9 +12,9 @@
 // No wasm plugin is needed: the bundle carries the bytes as a string, and @rollup/plugin-wasm's
 // emitted-file mode produces code that breaks in ESM output. dist/adjoint.wasm is copied as is.
 import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
-import { builtinModules, createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { builtinModules } from 'node:module';
 import esbuild from 'rollup-plugin-esbuild';
+import { bundleFflate } from './scripts/rollup-fflate.mjs';
 
 const target = 'es2022';
 const wasmFile = 'build/adjoint.wasm';
@@ -52,21 +52,6 @@ function executable() {
     banner: '#!/usr/bin/env node',
     writeBundle(options, bundle) {
       for (const name of Object.keys(bundle)) if (name.endsWith('.js')) chmodSync(`${options.dir ?? 'dist'}/${name}`, 0o755);
-    },
-  };
-}
-
-/**
- * Bundles fflate (the gzip decoder) from node_modules into the output, so dist/ stays
- * self-contained for runtimes without a module resolver (workerd, browsers loading the file
- * directly). Its browser build: the same synchronous code, without the node:worker_threads import.
- */
-function bundleFflate() {
-  const require = createRequire(import.meta.url);
-  return {
-    name: 'adjoint-bundle-fflate',
-    resolveId(id) {
-      return id === 'fflate' ? join(dirname(require.resolve('fflate')), '../esm/browser.js') : null;
     },
   };
 }
