@@ -8,7 +8,6 @@ import { arr, close, f64 } from './helpers.js';
 
 await A.init();
 const t = (v: number | number[] | number[][]) => A.tensor(v, f64);
-type F = (x: Tensor) => Tensor;
 
 describe('purity', () => {
   it('no transform reads or writes .grad of its arguments or of captured tensors', () => {
