@@ -17,7 +17,8 @@ export {
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
-export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
+export { checkpoint } from './autodiff/checkpoint.js';
+export type { CheckpointPlan } from './autodiff/segments.js';
 export { detectAnomaly, withAnomalyDetection } from './ops/anomaly.js';
 export { compile, type Compiled, type CompileOptions, type CompileStats } from './compile/compile.js';
 export * as nn from './nn/index.js';

@@ -10,7 +10,7 @@ import type { Tensor } from '../src/index.js';
 import { POINTER_ARGS } from '../src/compile/kernel-args.js';
 import { runtime } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
-import { threadStats } from '../src/wasm/threads.js';
+import { threadStats } from '../src/testing.js';
 
 const { nn, optim, compile, tidy, crossEntropy, noGrad } = A;
 type DT = 'float32' | 'float64';

@@ -316,7 +316,7 @@ function transformRows(f: Fixtures): Row[] {
 }
 
 /** Rows for nn, optim, io and data (as far as they exist). */
-export function libraryRows(f: Fixtures): Row[] {
+function libraryRows(f: Fixtures): Row[] {
   const nn = A.nn, optim = A.optim;
   const rows: Row[] = [
     row('nn.Linear', () => new nn.Linear(0, 2), A.ArgumentError, 'inFeatures', 'positive integer', '0'),

@@ -30,7 +30,7 @@ const at = (x: Nd, idx: readonly number[]): number => {
 };
 
 /** A tensor of `shape` whose element at multi-index idx is fn(idx). */
-export function gen(shape: readonly number[], fn: (idx: number[]) => number): Nd {
+function gen(shape: readonly number[], fn: (idx: number[]) => number): Nd {
   const out = new Float64Array(sizeOf(shape));
   for (let i = 0; i < out.length; i++) out[i] = fn(unravel(i, shape));
   return { shape: [...shape], data: out };
@@ -57,11 +57,11 @@ export function zip(a: Nd, b: Nd, f: (u: number, v: number) => number): Nd {
   return gen(broadcastShape(a.shape, b.shape), (idx) => f(bcastAt(a, idx), bcastAt(b, idx)));
 }
 
-export const normAxes = (rank: number, axis?: number | readonly number[]): number[] =>
+const normAxes = (rank: number, axis?: number | readonly number[]): number[] =>
   axis === undefined ? Array.from({ length: rank }, (_, i) => i) : (typeof axis === 'number' ? [axis] : [...axis]).map((a) => (a < 0 ? a + rank : a));
 
 /** Folds the elements over `axes` with f (from init). */
-export function reduce(x: Nd, axis: number | readonly number[] | undefined, keepdims: boolean, f: (acc: number, v: number) => number, init: number): Nd {
+function reduce(x: Nd, axis: number | readonly number[] | undefined, keepdims: boolean, f: (acc: number, v: number) => number, init: number): Nd {
   const axes = normAxes(x.shape.length, axis);
   const kept = x.shape.map((d, i) => (axes.includes(i) ? 1 : d));
   const out = gen(kept, () => init);

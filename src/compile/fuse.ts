@@ -30,7 +30,7 @@ export const fusion = {
 };
 
 /** One launch of a run, as a whole (unsplit) call. */
-export interface FusedOp {
+interface FusedOp {
   readonly name: string;
   /** The whole call's arguments (element count at `count`). */
   readonly args: number[];

@@ -42,7 +42,7 @@ export function broadcastStrides(shape: readonly number[], out: readonly number[
 
 /** Export names `${name}_f32` / `${name}_f64`, built once per name: building them per launch showed in per-op profiles. */
 const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>() };
-export function kernelName(name: string, dtype: DType): string {
+function kernelName(name: string, dtype: DType): string {
   const m = exportNames[dtype];
   let s = m.get(name);
   if (s === undefined) m.set(name, (s = `${name}_${SUFFIX[dtype]}`));
@@ -203,7 +203,7 @@ function span(shape: readonly number[], lo: number, hi: number): number {
 }
 
 /** A fresh contiguous copy of x with another (same-size) shape. */
-export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
+function copyAs(x: Tensor, shape: readonly number[]): Tensor {
   const y = Tensor.empty(shape, x.dtype);
   if (x.size > 0) stridedCopy(x, 0, y, 0, x.shape.length ? x.shape : [1], stridesOf(x.shape.length ? x.shape : [1]), stridesOf(x.shape.length ? x.shape : [1]));
   return y;

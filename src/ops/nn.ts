@@ -16,7 +16,7 @@ import { filled } from './launch.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
-export const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
+const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
 
 const softmax = {
   saves: { inputs: [], output: true },

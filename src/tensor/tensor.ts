@@ -116,7 +116,7 @@ let nextId = 1;
 /** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
 export const nextTensorId = (): number => nextId;
 
-export function sizeOfShape(shape: readonly number[]): number {
+function sizeOfShape(shape: readonly number[]): number {
   let n = 1;
   for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
