@@ -7,7 +7,7 @@ export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, typ
 export { tidy, keep, memory, resetPeak, type MemoryInfo } from './tensor/memory.js';
 export {
   add, sub, mul, div, pow, maximum, minimum,
-  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp,
+  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp, erf, type GeluOptions,
   sum, mean, max, logsumexp,
   reshape, transpose, broadcastTo, concat, slice, gather,
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,

@@ -4,12 +4,15 @@
 import { currentPool } from './wasm/pool.js';
 import { dieOnNextJob } from './wasm/threads.js';
 import { pauseUntil } from './wasm/congestion.js';
+import { observingInputs } from './ops/apply.js';
+import type { Prim } from './ops/table.js';
 
 export { threadStats, busy } from './wasm/congestion.js';
 export { threadCount, runJobs } from './wasm/threads.js';
 export { poolSize } from './wasm/pool.js';
 export { thresholds } from './wasm/split.js';
 export { checked as anomalyChecks } from './ops/anomaly.js';
+export { rules } from './ops/table.js';
 
 /** Worker w (0-based) exits abruptly when it receives its next job. */
 export function killWorkerOnNextJob(w: number): void {
@@ -25,3 +28,11 @@ export function terminateWorkerLater(w: number, afterMs: number): void {
 export function pauseFor(ms: number): void {
   pauseUntil(ms > 0 ? performance.now() + ms : 0);
 }
+
+/** The primitives fn runs through apply() (VJP and JVP rules included: they run ops too). */
+export function primitivesRun(fn: () => void): Set<Prim> {
+  const seen = new Set<Prim>();
+  observingInputs((_xs, prim) => seen.add(prim), fn);
+  return seen;
+}
+

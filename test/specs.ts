@@ -95,6 +95,8 @@ export const SPECS: OpSpec[] = [
   un('leakyRelu', (x) => A.leakyRelu(x), (v) => (v > 0 ? v : 0.01 * v)),
   un('leakyRelu(0.2)', (x) => A.leakyRelu(x, 0.2), (v) => (v > 0 ? v : 0.2 * v)),
   un('gelu', A.gelu, R.gelu, uniform(-2, 2, [-0.75], 0.15)),
+  un('gelu none', (x) => A.gelu(x, { approximate: 'none' }), R.geluExact, uniform(-2, 2, [-0.75], 0.15)),
+  un('erf', A.erf, R.erf, uniform(-2.5, 2.5)),
   un('clamp', (x) => A.clamp(x, -0.5, 0.7), (v) => Math.min(Math.max(v, -0.5), 0.7), uniform(-2, 2, [-0.5, 0.7])),
   // Reductions
   op('sum', X3, (x) => A.sum(x), (x) => R.sum(x)),

@@ -60,7 +60,8 @@ export class Tensor extends TensorBase<Tensor> {
   relu(): Tensor { return ops.relu(this); }
   softplus(): Tensor { return ops.softplus(this); }
   leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
-  gelu(): Tensor { return ops.gelu(this); }
+  gelu(options?: ops.GeluOptions): Tensor { return ops.gelu(this, options); }
+  erf(): Tensor { return ops.erf(this); }
   clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
 
   sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
