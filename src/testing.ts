@@ -10,7 +10,6 @@ import type { Prim } from './ops/table.js';
 export { threadStats, busy } from './wasm/congestion.js';
 export { threadCount, runJobs } from './wasm/threads.js';
 export { poolSize } from './wasm/pool.js';
-export { thresholds } from './wasm/split.js';
 export { checked as anomalyChecks } from './ops/anomaly.js';
 export { rules } from './ops/table.js';
 
