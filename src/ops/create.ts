@@ -8,14 +8,22 @@ import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
 
+/** Options for {@link tensor}, {@link zeros}, {@link ones}, {@link full} and {@link arange}. */
 export interface TensorOptions {
+  /** Shape of the result; by default inferred from nested arrays (a typed array gives 1-D). Must hold exactly as many elements as the data. */
   shape?: readonly number[];
+  /** Element type; default `'float32'`. */
   dtype?: DType;
+  /** Whether `backward()` accumulates a gradient into this leaf's `.grad`; default `false`. */
   requiresGrad?: boolean;
 }
+/** Options for {@link randn} and {@link rand}. */
 export interface RandomOptions {
+  /** A safe integer seeding the counter-based generator (same numbers in every runtime); when omitted, the next seed of a fixed sequence, so unseeded runs are reproducible too. */
   seed?: number;
+  /** Element type; default `'float32'`. */
   dtype?: DType;
+  /** Whether the result is a leaf that records gradients; default `false`. */
   requiresGrad?: boolean;
 }
 type Nested = number | readonly Nested[];
@@ -65,6 +73,22 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
   return t;
 }
 
+/**
+ * A new tensor holding a copy of `data`: a number (shape `[]`), nested arrays, or a typed array.
+ *
+ * @param data - The values; nested arrays must not be ragged.
+ * @param opts - `shape` (reshapes flat data), `dtype` (default `'float32'`), `requiresGrad` (default `false`).
+ * @throws {@link ShapeError} when the data are ragged or do not fill `opts.shape`.
+ * @throws {@link ArgumentError} when `data` is not a number, an array or a typed array.
+ * @example
+ * ```ts
+ * await init();
+ * const x = tensor([[1, 2], [3, 4]], { requiresGrad: true }); // shape [2, 2], float32
+ * const y = x.mul(x).sum();                                   // shape []
+ * y.backward();
+ * x.grad!.toArray(); // Float32Array [2, 4, 6, 8]
+ * ```
+ */
 export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
   const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
   if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
@@ -89,10 +113,17 @@ function fullAs(op: string, shape: readonly number[], value: number, opts: Tenso
   const dtype = checkDtype(op, opts.dtype ?? 'float32');
   return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
+/** A tensor of `shape` filled with `value` (dtype default `'float32'`). */
 export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
+/** A tensor of `shape` filled with zeros (dtype default `'float32'`). */
 export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('zeros', shape, 0, opts);
+/** A tensor of `shape` filled with ones (dtype default `'float32'`). */
 export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
 
+/**
+ * The 1-D tensor `[0, 1, …, n-1]` (dtype default `'float32'`).
+ * @throws {@link ArgumentError} when `n` is not a non-negative integer.
+ */
 export function arange(n: number, opts: TensorOptions = {}): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
   const dtype = checkDtype('arange', opts.dtype ?? 'float32');
