@@ -16,6 +16,7 @@ import { composite } from './composite.js';
 export * from './composite.js';
 export * from './conv-api.js';
 
+/** An axis or several axes; negative values count from the end. */
 export type Axis = number | readonly number[];
 
 /** Normalised, sorted, distinct axes (all axes when omitted). */
@@ -62,12 +63,22 @@ function binary(op: 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum
   }
 }
 
+/**
+ * Elementwise `a + b`, broadcasting as NumPy; a number operand becomes a scalar of the tensor's dtype.
+ * @throws {@link DtypeError} when the two tensors' dtypes differ; {@link ShapeError} when the shapes do not broadcast.
+ */
 export const add = (a: TensorLike, b: TensorLike): Tensor => binary('add', a, b);
+/** Elementwise `a - b`, broadcasting as NumPy; numbers are accepted for either operand. */
 export const sub = (a: TensorLike, b: TensorLike): Tensor => binary('sub', a, b);
+/** Elementwise `a * b`, broadcasting as NumPy; numbers are accepted for either operand. */
 export const mul = (a: TensorLike, b: TensorLike): Tensor => binary('mul', a, b);
+/** Elementwise `a / b`, broadcasting as NumPy; numbers are accepted for either operand. */
 export const div = (a: TensorLike, b: TensorLike): Tensor => binary('div', a, b);
+/** Elementwise `a ** b`, broadcasting as NumPy; numbers are accepted for either operand. */
 export const pow = (a: TensorLike, b: TensorLike): Tensor => binary('pow', a, b);
+/** Elementwise larger of `a` and `b`, broadcasting as NumPy. */
 export const maximum = (a: TensorLike, b: TensorLike): Tensor => binary('maximum', a, b);
+/** Elementwise smaller of `a` and `b`, broadcasting as NumPy. */
 export const minimum = (a: TensorLike, b: TensorLike): Tensor => binary('minimum', a, b);
 /** 0/1 masks (not differentiable). */
 export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
@@ -78,26 +89,47 @@ export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
 type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip' | 'erf';
 const unary = (op: Unary) => (x: Tensor): Tensor => apply(op, [tensorArg(op, x, 'x')], {});
 
+/** Elementwise `-x`. */
 export const neg = unary('neg');
+/** Elementwise `eˣ`, computed in the wasm kernels (bit-identical across runtimes). */
 export const exp = unary('exp');
+/** Elementwise natural logarithm. */
 export const log = unary('log');
+/** Elementwise square root. */
 export const sqrt = unary('sqrt');
+/** Elementwise absolute value. */
 export const abs = unary('abs');
+/** Elementwise `x²`. */
 export const square = unary('square');
+/** Elementwise sine. */
 export const sin = unary('sin');
+/** Elementwise cosine. */
 export const cos = unary('cos');
+/** Elementwise hyperbolic tangent. */
 export const tanh = unary('tanh');
+/** Elementwise logistic sigmoid `1 / (1 + e⁻ˣ)`. */
 export const sigmoid = unary('sigmoid');
+/** Elementwise `max(x, 0)`. */
 export const relu = unary('relu');
+/** Elementwise `log(1 + eˣ)`, computed stably for large `|x|`. */
 export const softplus = unary('softplus');
 export const sign = unary('sign');
 export const recip = unary('recip');
+/** Elementwise error function (its derivative is `2/√π · e^(−x²)`). */
 export const erf = unary('erf');
+/**
+ * Elementwise `x > 0 ? x : slope·x`; `slope` defaults to 0.01 (PyTorch's default).
+ * @throws {@link ArgumentError} when `slope` is not a finite number.
+ */
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
   tensorArg('leakyRelu', x, 'x');
   if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${slope}`);
   return apply('leakyRelu', [x], { slope });
 }
+/**
+ * Elementwise `x` limited to `[lo, hi]`; the gradient is 0 where the value was clipped.
+ * @throws {@link ArgumentError} when `lo > hi` or either bound is NaN.
+ */
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
   tensorArg('clamp', x, 'x');
   for (const [name, v] of [['lo', lo], ['hi', hi]] as const) {
@@ -111,10 +143,18 @@ export const step = (x: Tensor, a: number, b: number): Tensor => apply('step', [
 /** lo ≤ x ≤ hi ? 1 : 0 (not differentiable). */
 export const inside = (x: Tensor, lo: number, hi: number): Tensor => apply('inside', [x], { lo, hi });
 
+/**
+ * Sum over `axis` (a number, an array, or all axes when omitted); `keepdims` keeps reduced axes as size 1. A full reduction gives shape `[]`.
+ * @throws {@link ShapeError} when an axis is out of range.
+ */
 export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('sum', x, 'x');
   return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims });
 }
+/**
+ * Maximum over `axis` (all axes when omitted); the gradient goes to the maximal entries. `keepdims` keeps reduced axes as size 1.
+ * @throws {@link ShapeError} when an axis is out of range or a reduced axis is empty.
+ */
 export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('max', x, 'x');
   const axes = normAxes('max', x.shape, axis);
@@ -122,6 +162,10 @@ export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   return apply('max', [x], { axes, keepdims });
 }
 
+/**
+ * The same data with another shape of the same size; one entry may be -1 (inferred).
+ * @throws {@link ShapeError} when the sizes do not match.
+ */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   tensorArg('reshape', x, 'x');
   shapeArg('reshape', 'shape', shape);
@@ -135,6 +179,10 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   return apply('reshape', [x], { shape: shape.map((d) => (d === -1 ? fill : d)) });
 }
 
+/**
+ * Permutes the axes by `perm` (default: reversed, so a matrix is transposed).
+ * @throws {@link ShapeError} when `perm` is not a permutation of the axes.
+ */
 export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
   tensorArg('transpose', x, 'x');
   const r = x.shape.length;
@@ -146,6 +194,10 @@ export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
   return apply('transpose', [x], { perm: p });
 }
 
+/**
+ * Broadcasts `x` to `shape` by NumPy's rules (the gradient sums back over the broadcast axes).
+ * @throws {@link ShapeError} when `x` does not broadcast to `shape`.
+ */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   tensorArg('broadcastTo', x, 'x');
   shapeArg('broadcastTo', 'shape', shape);
@@ -155,6 +207,10 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   return apply('broadcastTo', [x], { shape: [...shape] });
 }
 
+/**
+ * The block of `x` starting at `begin` with extent `size` (one entry per axis; -1 means "to the end").
+ * @throws {@link ShapeError} when the block does not fit in `x`.
+ */
 export function slice(x: Tensor, begin: readonly number[], size: readonly number[]): Tensor {
   tensorArg('slice', x, 'x');
   shapeArg('slice', 'begin', begin);
@@ -170,6 +226,10 @@ export function slice(x: Tensor, begin: readonly number[], size: readonly number
 /** Zeros of `shape` with x written at `begin` (the transpose of slice). */
 export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[]): Tensor => apply('pad', [x], { begin, shape });
 
+/**
+ * Joins tensors of one dtype along `axis` (default 0); the other axes must match.
+ * @throws {@link ShapeError} or {@link DtypeError} when the tensors do not fit together.
+ */
 export function concat(xs: readonly Tensor[], axis = 0): Tensor {
   if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError('concat: expected a non-empty array of tensors');
   xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
@@ -185,6 +245,10 @@ export function concat(xs: readonly Tensor[], axis = 0): Tensor {
   return apply('concat', xs, { axis: a });
 }
 
+/**
+ * Picks the entries `indices` along `axis` (default 0), as `x[indices]`; the result's `axis` has `indices.length` entries.
+ * @throws {@link ShapeError} when an index is out of range.
+ */
 export function gather(x: Tensor, indices: Int32Array | readonly number[], axis = 0): Tensor {
   tensorArg('gather', x, 'x');
   const a = normAxis('gather', x.shape, axis);
@@ -209,6 +273,10 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[], axis 
 export const scatterAdd = (g: Tensor, indices: Int32Array, axis: number, shape: readonly number[]): Tensor =>
   apply('scatterAdd', [g], { indices, axis, shape });
 
+/**
+ * A copy of `x` converted to `dtype`; the gradient is cast back.
+ * @throws {@link DtypeError} when `dtype` is not a supported dtype.
+ */
 export function astype(x: Tensor, dtype: DType): Tensor {
   tensorArg('astype', x, 'x');
   return cast(x, checkDtype('astype', dtype));
@@ -220,6 +288,10 @@ export const matmulT = (a: Tensor, b: Tensor, ta: boolean, tb: boolean): Tensor 
 /** x·Wᵀ whose backward pass sends g·B (not g·W) to x: feedback alignment (src/nn/feedback.ts). */
 export const linearFA = (x: Tensor, w: Tensor, b: Tensor): Tensor => apply('linearFA', [x, w, b], {});
 
+/**
+ * Matrix product: 1-D, 2-D and batched operands (leading axes broadcast), as NumPy's `matmul`; `[..., n, k] · [..., k, m] → [..., n, m]`.
+ * @throws {@link ShapeError} when the inner dimensions differ; {@link DtypeError} when the dtypes differ.
+ */
 export function matmul(a: Tensor, b: Tensor): Tensor {
   tensorArg('matmul', a, 'first operand');
   tensorArg('matmul', b, 'second operand');
@@ -249,6 +321,7 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 export function detach(x: Tensor): Tensor {
   return tensorArg('detach', x, 'x').view();
 }
+/** The same values with no gradient flowing back (JAX's `stop_gradient`; same as `x.detach()`). */
 export function stopGradient(x: Tensor): Tensor {
   return tensorArg('stopGradient', x, 'x').view();
 }
