@@ -27,6 +27,10 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
   return composite(() => reshape(sum(g, axes, true), shape));
 }
 
+/**
+ * Mean over `axis` (a number, an array, or all axes when omitted); `keepdims` keeps reduced axes as size 1. A full reduction gives shape `[]`.
+ * @throws {@link ShapeError} when an axis is out of range.
+ */
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
@@ -54,12 +58,20 @@ function alongLast(x: Tensor, axis: number, f: (x: Tensor) => Tensor): Tensor {
   return composite(() => transpose(f(transpose(x, perm)), inv));
 }
 
+/**
+ * `exp(x) / Σ exp(x)` along `axis` (default -1, the last), computed stably; entries along `axis` sum to 1.
+ * @throws {@link ShapeError} when `axis` is out of range.
+ */
 export function softmax(x: Tensor, axis = -1): Tensor {
   tensorArg('softmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('softmax: input must be at least 1-D, got a scalar');
   return alongLast(x, normAxis('softmax', x.shape, axis), (v) => apply('softmax', [v], {}));
 }
 
+/**
+ * `x − logsumexp(x)` along `axis` (default -1): the log of {@link softmax}, without its underflow.
+ * @throws {@link ShapeError} when `axis` is out of range.
+ */
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
   tensorArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
@@ -67,6 +79,7 @@ export function logSoftmax(x: Tensor, axis = -1): Tensor {
   return composite(() => sub(x, logsumexp(x, a, true)));
 }
 
+/** How a loss combines its per-element values: `'mean'` (default), `'sum'`, or `'none'` (unreduced). */
 type Reduction = 'mean' | 'sum' | 'none';
 function reduce(v: Tensor, reduction: Reduction): Tensor {
   if (reduction === 'mean') return div(sum(v), Math.max(1, v.size));
@@ -107,6 +120,10 @@ export function crossEntropy(logits: Tensor, labels: Int32Array | readonly numbe
   return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
 }
 
+/**
+ * Mean squared error `(pred − target)²`, reduced by `reduction` (`'mean'` default, `'sum'`, `'none'`); `pred` and `target` have the same shape.
+ * @throws {@link ShapeError} when the shapes differ; {@link ArgumentError} for an unknown reduction.
+ */
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
   tensorArg('mseLoss', pred, 'pred');
   tensorArg('mseLoss', target, 'target');
@@ -140,6 +157,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
 
 const SQRT_2_OVER_PI = 0.7978845608028654;
 
+/** Options for {@link gelu} and `nn.GELU`. */
 export interface GeluOptions {
   /** 'tanh' (default): ½x(1 + tanh(√(2/π)(x + 0.044715x³))); 'none': the exact ½x(1 + erf(x/√2)), as PyTorch. */
   approximate?: 'tanh' | 'none';

@@ -19,12 +19,14 @@ export interface PoolParams {
   readonly kernel: Pair;
   readonly stride: Pair;
 }
+/** Options for {@link conv2d} (PyTorch's `stride` and `padding`). */
 export interface Conv2dOptions {
   /** Step between windows: one number for both axes, or [sh, sw]. Default 1. */
   stride?: number | readonly number[];
   /** Zeros added on each side: one number, or [ph, pw]. Default 0. */
   padding?: number | readonly number[];
 }
+/** Options for {@link dropout}. */
 export interface DropoutOptions {
   /** Seed of the mask; omitted, the next of a fixed sequence (reproducible runs). */
   seed?: number;
