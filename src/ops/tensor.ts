@@ -8,21 +8,34 @@ import type { Node } from './node.js';
 import * as ops from './api.js';
 import { backward, type BackwardOptions } from './backward.js';
 
+/** An operand: a tensor, or a number (lifted to a scalar of the other operand's dtype). */
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
 
+/**
+ * An n-dimensional array in wasm memory, with every op as a method and reverse mode via {@link Tensor.backward}.
+ * Create one with {@link tensor}, {@link zeros}, {@link randn} and friends; free it with `dispose()`, {@link tidy} or `using`.
+ *
+ * @example
+ * ```ts
+ * const w = randn([3, 2], { seed: 0, requiresGrad: true });
+ * const loss = tensor([[1, 2, 3]]).matmul(w).relu().sum();
+ * loss.backward();
+ * w.grad!.shape; // [3, 2]
+ * ```
+ */
 export class Tensor extends TensorBase<Tensor, Node> {
   private constructor(shape: readonly number[], dtype: DType, storage: Storage, size?: number) {
     super(shape, dtype, storage, size);
   }
 
-  /** A new tensor of the given shape with uninitialised memory. */
+  /** A new tensor of the given shape with uninitialised memory. @internal */
   static empty(shape: readonly number[], dtype: DType): Tensor {
     const [own, storage, n] = emptyStorage(shape, dtype);
     return new Tensor(own, dtype, storage, n);
   }
 
-  /** A tensor whose memory is allocated and filled (by `pending`, reading `source`) on first use of its pointer. */
+  /** A tensor whose memory is allocated and filled (by `pending`, reading `source`) on first use of its pointer. @internal */
   static lazy(shape: readonly number[], dtype: DType, pending: Pending, source: Storage): Tensor {
     const own = Object.freeze(shape.slice());
     return new Tensor(own, dtype, Storage.lazy(own.reduce((a, b) => a * b, 1) * BYTES[dtype], pending, source));
@@ -41,51 +54,90 @@ export class Tensor extends TensorBase<Tensor, Node> {
     backward(this, seed, opts);
   }
 
+  /** A handle on the same values that records no gradient (same as {@link stopGradient}). */
   detach(): Tensor { return ops.detach(this); }
+  /** A copy converted to `dtype`; see {@link astype}. */
   astype(dtype: DType): Tensor { return ops.astype(this, dtype); }
 
+  /** `this + b`, broadcasting; see {@link add}. */
   add(b: TensorLike): Tensor { return ops.add(this, b); }
+  /** `this − b`, broadcasting; see {@link sub}. */
   sub(b: TensorLike): Tensor { return ops.sub(this, b); }
+  /** `this · b`, broadcasting; see {@link mul}. */
   mul(b: TensorLike): Tensor { return ops.mul(this, b); }
+  /** `this / b`, broadcasting; see {@link div}. */
   div(b: TensorLike): Tensor { return ops.div(this, b); }
+  /** `this ** b`, broadcasting; see {@link pow}. */
   pow(b: TensorLike): Tensor { return ops.pow(this, b); }
+  /** Elementwise larger of `this` and `b`; see {@link maximum}. */
   maximum(b: TensorLike): Tensor { return ops.maximum(this, b); }
+  /** Elementwise smaller of `this` and `b`; see {@link minimum}. */
   minimum(b: TensorLike): Tensor { return ops.minimum(this, b); }
 
+  /** Elementwise `−x`. */
   neg(): Tensor { return ops.neg(this); }
+  /** Elementwise `eˣ`. */
   exp(): Tensor { return ops.exp(this); }
+  /** Elementwise natural logarithm. */
   log(): Tensor { return ops.log(this); }
+  /** Elementwise square root. */
   sqrt(): Tensor { return ops.sqrt(this); }
+  /** Elementwise absolute value. */
   abs(): Tensor { return ops.abs(this); }
+  /** Elementwise `x²`. */
   square(): Tensor { return ops.square(this); }
+  /** Elementwise sine. */
   sin(): Tensor { return ops.sin(this); }
+  /** Elementwise cosine. */
   cos(): Tensor { return ops.cos(this); }
+  /** Elementwise hyperbolic tangent. */
   tanh(): Tensor { return ops.tanh(this); }
+  /** Elementwise logistic sigmoid. */
   sigmoid(): Tensor { return ops.sigmoid(this); }
+  /** Elementwise `max(x, 0)`. */
   relu(): Tensor { return ops.relu(this); }
+  /** Elementwise `log(1 + eˣ)`. */
   softplus(): Tensor { return ops.softplus(this); }
+  /** Elementwise leaky ReLU with `slope` (default 0.01); see {@link leakyRelu}. */
   leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
+  /** GELU, by default the tanh approximation; see {@link gelu}. */
   gelu(options?: ops.GeluOptions): Tensor { return ops.gelu(this, options); }
+  /** Elementwise error function. */
   erf(): Tensor { return ops.erf(this); }
+  /** Values limited to `[lo, hi]`; see {@link clamp}. */
   clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
 
+  /** Sum over `axis` (all axes when omitted); see {@link sum}. */
   sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
+  /** Mean over `axis` (all axes when omitted); see {@link mean}. */
   mean(axis?: Axis, keepdims?: boolean): Tensor { return ops.mean(this, axis, keepdims); }
+  /** Maximum over `axis` (all axes when omitted); see {@link max}. */
   max(axis?: Axis, keepdims?: boolean): Tensor { return ops.max(this, axis, keepdims); }
+  /** `log Σ exp` over `axis`, computed stably; see {@link logsumexp}. */
   logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
 
+  /** The same data in another shape (one -1 allowed); see {@link reshape}. */
   reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  /** Axes permuted by `perm` (default: reversed); see {@link transpose}. */
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
+  /** Broadcast to `shape`; see {@link broadcastTo}. */
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
+  /** The block at `begin` of extent `size`; see {@link slice}. */
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
+  /** Entries `indices` along `axis` (default 0); see {@link gather}. */
   gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  /** `this` followed by `others` joined along `axis` (default 0); see {@link concat}. */
   concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
 
+  /** Matrix product `this · b` (1-D, 2-D, batched); see {@link matmul}. */
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
+  /** Softmax along `axis` (default -1); see {@link softmax}. */
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
+  /** Log-softmax along `axis` (default -1); see {@link logSoftmax}. */
   logSoftmax(axis?: number): Tensor { return ops.logSoftmax(this, axis); }
 }
 
+/** Whether `v` is a {@link Tensor}. */
 export function isTensor(v: unknown): v is Tensor {
   return v instanceof Tensor;
 }
