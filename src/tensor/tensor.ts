@@ -141,15 +141,24 @@ export interface TapeNode {
  * node type of the tape that class records.
  */
 export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode = TapeNode> {
+  /** A number unique to this handle, named in error messages. */
   readonly id = nextId++;
+  /** Number of elements (the product of `shape`; 1 for a scalar of shape `[]`). */
   readonly size: number;
+  /** Whether this leaf records the ops applied to it and receives `.grad` from `backward()`. */
   requiresGrad = false;
+  /** The gradient accumulated by `backward()` (same shape and dtype), or null before the first backward pass. */
   grad: T | null = null;
   private nodeRef: N | null = null;
-  /** Forward-mode tangent carried with this value (jvp). */
+  /** Forward-mode tangent carried with this value (jvp). @internal */
   tangent: T | null = null;
   private isDisposed = false;
 
+  /**
+   * @param shape - The extent of each axis, frozen; `[]` for a scalar.
+   * @param dtype - The element type.
+   * @param storage - The wasm memory block holding the data, shared by views (internal).
+   */
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
@@ -158,21 +167,21 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
   protected abstract make(shape: readonly number[], storage: Storage): T;
 
-  /** A second handle on the same memory, with another (same-size) shape and its own lifetime. */
+  /** A second handle on the same memory, with another (same-size) shape and its own lifetime. @internal */
   view(shape: readonly number[] = this.shape): T {
     this.check('view');
     this.storage.refs++;
     return this.make(shape === this.shape ? shape : Object.freeze(shape.slice()), this.storage);
   }
 
-  /** Another tracked handle on the same memory and the same tangent. */
+  /** Another tracked handle on the same memory and the same tangent. @internal */
   alias(): T {
     const t = this.view();
     if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     return t;
   }
 
-  /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
+  /** A handle for the backward pass: same memory and tangent, outside every tidy scope. @internal */
   save(): T {
     const t = this.view();
     if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
@@ -183,6 +192,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /**
    * The recorded op that produced this tensor (null for leaves and untracked results). A live
    * handle holds a reference on its node; the node survives dispose() for consumers' backward.
+   * @internal
    */
   get node(): N | null {
     return this.nodeRef;
@@ -195,11 +205,12 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     this.nodeRef = n;
   }
 
+  /** Whether `dispose()` has freed this handle; using it then throws a {@link DisposedError}. */
   get disposed(): boolean {
     return this.isDisposed;
   }
 
-  /** Byte offset of the data in wasm memory; throws if disposed. */
+  /** Byte offset of the data in wasm memory; throws if disposed. @internal */
   get ptr(): number {
     if (this.isDisposed) throw new DisposedError(`tensor #${this.id} (shape [${this.shape}]) was disposed and cannot be used`);
     const s = this.storage;
@@ -210,6 +221,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     return p;
   }
 
+  /** Returns this tensor, or throws a {@link DisposedError} naming `op` if it was disposed. @internal */
   check(op: string): this {
     if (this.isDisposed) throw new DisposedError(`${op}: tensor #${this.id} (shape [${this.shape}]) was disposed and cannot be used`);
     return this;
@@ -246,6 +258,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     return this.dtype === 'float32' ? v.f32[p >> 2] : v.f64[p >> 3];
   }
 
+  /** A short description: shape, dtype and whether it requires a gradient (not the values). */
   toString(): string {
     return `Tensor(shape=[${this.shape}], dtype=${this.dtype}${this.requiresGrad ? ', requiresGrad' : ''})`;
   }
