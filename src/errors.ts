@@ -14,6 +14,11 @@ export class DisposedError extends AdjointError {}
 export class GradError extends AdjointError {}
 /** The wasm memory cannot grow to satisfy an allocation (the message and fields give the bytes requested and in use). */
 export class OutOfMemoryError extends AdjointError {
+  /**
+   * @param message - What was being allocated and why it did not fit.
+   * @param bytesRequested - Size of the allocation that failed, in bytes (NaN when unknown).
+   * @param bytesInUse - Bytes of tensor data in use when it failed (NaN when unknown).
+   */
   constructor(message: string, readonly bytesRequested = NaN, readonly bytesInUse = NaN) {
     super(message);
   }

@@ -1,6 +1,7 @@
 // Element types: float32 for speed, float64 for exactness (gradient checking).
 import { DtypeError } from '../errors.js';
 
+/** Element type of a tensor: `'float32'` (the default, fast) or `'float64'` (exact enough for gradient checks). */
 export type DType = 'float32' | 'float64';
 
 export const BYTES: Record<DType, number> = { float32: 4, float64: 8 };

@@ -22,11 +22,13 @@ export function keep<T extends TensorBase<any, TapeNode>>(t: T): T {
   return t;
 }
 
+/** What {@link memory} reports about the engine's wasm memory. */
 export interface MemoryInfo {
   /** Live tensor handles. */
   tensors: number;
   /** Bytes of tensor data in use, and the most since init() or resetPeak(). */
   bytesInUse: number;
+  /** The most bytes of tensor data in use at once since `init()` or the last {@link resetPeak}. */
   peakBytes: number;
   /** Size of the wasm memory. */
   wasmBytes: number;
@@ -43,6 +45,10 @@ export interface MemoryInfo {
   activationPeakBytes: number;
 }
 
+/**
+ * A snapshot of memory use: live tensors, bytes in use and at peak, the wasm memory's size.
+ * @throws {@link ArgumentError} before `await init()`.
+ */
 export function memory(): MemoryInfo {
   const r = runtime();
   const a = r.arena;
@@ -53,6 +59,7 @@ export function memory(): MemoryInfo {
   };
 }
 
+/** Starts a new peak: `peakBytes` and `activationPeakBytes` of {@link memory} count from now. */
 export function resetPeak(): void {
   runtime().arena.resetPeak();
 }

@@ -9,7 +9,20 @@ const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
 let pending: Promise<void> | null = null;
 
-/** Instantiates the kernels once; later calls return at once. */
+/**
+ * Instantiates the wasm kernels once; later calls return at once (with `threads`, they resize the
+ * pool). Every other function throws an {@link ArgumentError} until this has resolved.
+ *
+ * @param options - `module` (a precompiled `WebAssembly.Module` for edge workers, bytes, or a URL),
+ *   `memory: { initialBytes?, maximumBytes? }`, `threads: n | 'auto'`.
+ * @throws {@link AdjointError} when the runtime's WebAssembly lacks SIMD or the module cannot be loaded.
+ * @example
+ * ```ts
+ * import { init, tensor } from 'adjoint';
+ * await init();                     // or: await init({ threads: 'auto' })
+ * tensor([1, 2, 3]).sum().item();   // 6
+ * ```
+ */
 export function init(options: InitOptions = {}): Promise<void> {
   if (isInitialised()) return pending ?? reinitThreads(options);
   if (pending === null) pending = instantiate(options).finally(() => (pending = null));

@@ -6,9 +6,11 @@ import { Arena } from './arena.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { hooks } from './hooks.js';
 
+/** Options for {@link init}: where the kernels come from, the memory's size, and threads. */
 export interface InitOptions {
   /** A precompiled module (edge workers), the wasm bytes, or a URL to fetch them from. */
   module?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | URL | string;
+  /** Size of the wasm memory in bytes: `initialBytes` to reserve at start, `maximumBytes` (at most 4 GiB) it may grow to; an allocation beyond it throws an {@link OutOfMemoryError}. */
   memory?: { initialBytes?: number; maximumBytes?: number };
   /**
    * Threads for large kernels (see src/wasm/threads.ts): n, or 'auto' for one per core. Needs
