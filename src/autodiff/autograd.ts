@@ -6,6 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import { constantGradients, seedFor } from '../ops/backward.js';
 import { sweep } from '../ops/sweep.js';
 
+/** Options for {@link grad | autograd.grad} (PyTorch's `torch.autograd.grad` arguments in camelCase). */
 export interface AutogradOptions {
   /** One seed per output (a Tensor of its shape, a number, or null for ones on a scalar). */
   gradOutputs?: Tensor | number | null | readonly (Tensor | number | null)[];

@@ -6,13 +6,32 @@ import { fromValues } from '../ops/create.js';
 import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
 
+/** What {@link gradcheck} found. */
 export interface GradcheckResult {
+  /** Whether every element's relative error is within `rtol`. */
   ok: boolean;
+  /** The largest relative error `|ga − gn| / max(|ga|, |gn|, 1e-12)` over all inputs' elements. */
   maxRelError: number;
   /** Where the largest error is: input position, flat element index, analytic and numeric values. */
-  worst: { input: number; index: number; analytic: number; numeric: number };
+  worst: {
+    /** Position of the input in `inputs`. */
+    input: number;
+    /** Flat (row-major) index of the element in that input. */
+    index: number;
+    /** The reverse-mode gradient there. */
+    analytic: number;
+    /** The central-difference estimate there. */
+    numeric: number;
+  };
 }
 
+/**
+ * Checks `f`'s reverse-mode gradient against central differences `(f(x + h) − f(x − h)) / 2h`,
+ * element by element, with the inputs cast to float64. `f` must return a scalar.
+ *
+ * @param opts - `eps` (the step h, default 1e-6) and `rtol` (the relative error allowed, default 1e-7).
+ * @throws {@link ArgumentError} when `inputs` is empty or holds a non-tensor, or `eps`/`rtol` is not positive.
+ */
 export function gradcheck(
   f: (...xs: Tensor[]) => Tensor,
   inputs: readonly Tensor[],

@@ -5,6 +5,7 @@
 import { ArgumentError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 
+/** A tensor, or nested arrays and plain objects of tensors: what transforms accept as arguments (gradients mirror the structure). */
 export type Pytree = Tensor | readonly Pytree[] | { readonly [key: string]: Pytree };
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>

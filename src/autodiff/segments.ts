@@ -9,7 +9,14 @@
 // segment is always stored: it is the first to run backward, so recomputing it saves nothing.
 import { ArgumentError } from '../errors.js';
 
-export type CheckpointPlan = 'sqrt' | number | { readonly maxBytes: number };
+/**
+ * How `nn.Sequential` checkpoints its layers: `'sqrt'` (about √n segments, Chen et al. 2016), a
+ * segment count, or `{ maxBytes }` (the fewest recomputed layers whose planned peak fits the budget).
+ */
+export type CheckpointPlan = 'sqrt' | number | {
+  /** The activation-memory budget in bytes. */
+  readonly maxBytes: number;
+};
 
 export interface Segment {
   /** Layers [start, end). */

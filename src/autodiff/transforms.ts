@@ -18,6 +18,7 @@ import { zerosLike } from '../ops/api.js';
 
 type Fn = (...args: any[]) => any;
 
+/** Options for {@link grad} and {@link valueAndGrad}. */
 export interface GradOptions {
   /** Which top-level arguments to differentiate (an array gives an array of gradients). */
   argnums?: number | readonly number[];
@@ -112,7 +113,10 @@ function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorde
  */
 const recorded = <T>(f: () => T): T => withMode('record', true, f);
 
-/** f's value and its gradient(s) with respect to the argnums arguments. */
+/**
+ * Like {@link grad}, but the function returns `[value, grads]`: `f`'s value and its gradient(s)
+ * with respect to the `argnums` arguments, from one forward and one backward pass.
+ */
 export function valueAndGrad(f: Fn, opts?: GradOptions) {
   return valueAndGradAs('valueAndGrad', f, opts);
 }
@@ -136,7 +140,21 @@ function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) 
   };
 }
 
-/** The gradient of scalar f with respect to argument argnums (an array of argnums gives an array). */
+/**
+ * A function returning the gradient of scalar `f` with respect to argument `argnums` (default 0;
+ * an array of argnums gives an array). Pytree arguments get gradients of the same structure;
+ * tensors `f` captures are constants, and no `.grad` is read or written. Composes with every
+ * transform (`grad(grad(f))`, `jacrev(grad(f))`, `jvp` of `grad`).
+ *
+ * @param opts - `argnums` (default 0) and `hasAux` (`f` returns `[value, aux]`; the result is then `[grads, aux]`).
+ * @throws {@link GradError} when `f` does not return a scalar.
+ * @example
+ * ```ts
+ * const f = (x: Tensor) => x.mul(x).mul(x).sum();    // Σ x³
+ * grad(f)(tensor([1, 2])).toArray();                 // [3, 12]
+ * grad(grad(f))(tensor(2)).item();                   // 12
+ * ```
+ */
 export function grad(f: Fn, opts?: GradOptions) {
   const vg = valueAndGradAs('grad', f, opts);
   const hasAux = opts?.hasAux ?? false;
@@ -152,7 +170,7 @@ export function grad(f: Fn, opts?: GradOptions) {
 }
 
 /** Maps an output cotangent to one cotangent per argument (a pytree argument gets a tree of the same shape). */
-export type VjpFn = ((cotangent: Tensor) => Tensor[]) & { release(): void };
+export type VjpFn = ((cotangent: Tensor) => Tensor[]) & { /** Frees the retained graph now, rather than at garbage collection. */ release(): void };
 
 const graphs = new FinalizationRegistry<() => void>((release) => release());
 

@@ -20,6 +20,7 @@ import { inspect, quickArgs, quickSig, type Args, type Quick } from './signature
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
 
+/** Counters of a compiled function (its `stats`): how its calls ran and what its plans hold. */
 export interface CompileStats {
   /** Calls that ran fn eagerly (warm-up calls, fallbacks, calls nested in another trace). */
   eager: number;
@@ -37,6 +38,7 @@ export interface CompileStats {
   fallback: string | null;
 }
 
+/** Options for {@link compile}. */
 export interface CompileOptions {
   /**
    * Replay runs of consecutive elementwise ops tile by tile, so their intermediates stay in cache
@@ -45,7 +47,9 @@ export interface CompileOptions {
   fuse?: boolean;
 }
 
+/** What {@link compile} returns: `fn`'s signature and results, with counters and a reset. */
 export type Compiled<A extends unknown[], R> = ((...args: A) => R) & {
+  /** How calls ran so far (see {@link CompileStats}). */
   readonly stats: Readonly<CompileStats>;
   /** Drops every schedule and frees the memory plans; later calls trace again (after changing JS state fn reads). */
   reset(): void;

@@ -8,6 +8,7 @@ import { Tensor } from './tensor.js';
 import { filled } from './launch.js';
 import { sweep, linked } from './sweep.js';
 
+/** Options for {@link Tensor.backward} (PyTorch's `backward` arguments in camelCase). */
 export interface BackwardOptions {
   /** Keep the graph (and its saved tensors) for another backward pass. Default: createGraph. */
   retainGraph?: boolean;
@@ -16,6 +17,7 @@ export interface BackwardOptions {
   /** Accumulate only into these leaves' .grad (the rest of the graph is still swept). */
   inputs?: readonly Tensor[];
   /**
+   * @internal
    * The seed tensor is handed over and freed as soon as the root's VJP has used it, instead of
    * staying alive until the pass ends (a nested pass: checkpoint's recompute).
    */
