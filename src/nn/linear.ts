@@ -17,21 +17,46 @@ export type { Feedback } from './feedback.js';
 
 const ACTIVATIONS: Record<Activation, (t: Tensor) => Tensor> = { none: (t) => t, relu, tanh, sigmoid };
 
+/** Options for {@link Linear}. */
 export interface LinearOptions {
+  /** Whether the layer has a bias `b [out]`; default `true`. */
   bias?: boolean;
+  /** Seed of the initialisation (and of the feedback matrix); omitted, the next of a fixed sequence. */
   seed?: number;
+  /** Parameter dtype; default `'float32'`. */
   dtype?: DType;
+  /** The backward rule for the input's gradient: `'bp'` (default, backpropagation through Wᵀ), `'alignment'` (a fixed random matrix, Lillicrap et al. 2016) or `'sign'`. */
   feedback?: Feedback;
 }
 
+/**
+ * A fully connected layer `y = x·Wᵀ + b` over the last axis, with PyTorch's layout (W is `[out, in]`) and initialisation U(−1/√in, 1/√in).
+ * Input `[..., inFeatures]` → output `[..., outFeatures]`; parameter names `weight` and `bias`.
+ *
+ * @throws {@link ShapeError} when the input's last axis is not `inFeatures`; {@link DtypeError} when its dtype differs from the layer's.
+ * @example
+ * ```ts
+ * const layer = new nn.Linear(4, 2, { seed: 0 });
+ * const y = layer.forward(randn([8, 4], { seed: 1 }));  // shape [8, 2]
+ * layer.weight.shape;                                  // [2, 4]
+ * ```
+ */
 export class Linear extends Module {
+  /** The weight `W`, shape `[outFeatures, inFeatures]` (a parameter). */
   readonly weight: Tensor;
+  /** The bias `b`, shape `[outFeatures]`, or null when built with `bias: false`. */
   readonly bias: Tensor | null;
+  /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
   private mode: Feedback = 'bp';
   /** 'alignment' only: the fixed B [out, in]. Not a parameter: not learned, not in stateDict(). */
   private fixedB: Tensor | null = null;
 
+  /**
+   * @param inFeatures - Size of the input's last axis.
+   * @param outFeatures - Size of the output's last axis.
+   * @param opts - `bias` (default true), `seed`, `dtype` (default `'float32'`), `feedback` (default `'bp'`).
+   */
   constructor(readonly inFeatures: number, readonly outFeatures: number, opts: LinearOptions = {}) {
     super();
     count('Linear', 'inFeatures', inFeatures);
@@ -46,6 +71,7 @@ export class Linear extends Module {
     this.setFeedback(feedback, rng);
   }
 
+  /** The current backward rule for the input's gradient (see {@link LinearOptions.feedback}). */
   get feedback(): Feedback {
     return this.mode;
   }
@@ -77,6 +103,7 @@ export class Linear extends Module {
     this.fixedB = null;
   }
 
+  /** `x·Wᵀ + b` for `x [..., inFeatures]` (a 1-D input gives a 1-D output). */
   forward(x: Tensor): Tensor {
     return this.forwardAct(x, 'none');
   }
@@ -86,6 +113,7 @@ export class Linear extends Module {
    * when the layer has a bias and sends g·W back; otherwise the product, the bias add and the
    * activation op in turn. Both give the same values bit for bit (the bias is added to the
    * finished sum either way); nn.Sequential calls this for a Linear followed by ReLU or Tanh.
+   * @internal
    */
   forwardAct(x: Tensor, act: Activation): Tensor {
     checkInput('Linear', x, this.dtype, -1, this.inFeatures, 'last axis (in_features)');
