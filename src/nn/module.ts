@@ -21,6 +21,10 @@ export function checkInput(op: string, x: unknown, dtype: DType, axis: number, s
 
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
+/**
+ * The base class of layers and models, as `torch.nn.Module`: registered parameters and submodules, dotted parameter names, state dicts, train/eval mode.
+ * Subclasses implement {@link Module.forward}; `dispose()` (or `using`) frees every parameter.
+ */
 export abstract class Module {
   /** Training mode (Dropout is active); switch with train() / eval(). */
   training = true;
@@ -74,6 +78,7 @@ export abstract class Module {
     return out;
   }
 
+  /** Every parameter tensor, in {@link Module.namedParameters} order (a tensor shared by two modules appears once). */
   parameters(): Tensor[] {
     return this.namedParameters().map(([, t]) => t);
   }

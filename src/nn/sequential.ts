@@ -32,13 +32,20 @@ function fuse(layers: readonly Module[]): Layer[] {
   return steps;
 }
 
+/** Options for {@link Sequential}, passed as the last constructor argument. */
 export interface SequentialOptions {
   /** Activation checkpointing: ⌈√L⌉ segments ('sqrt'), k segments, or a memory budget (see planSegments). */
-  checkpoint?: 'sqrt' | number | { maxBytes: number };
+  checkpoint?: 'sqrt' | number | { /** Activation-memory budget in bytes. */ maxBytes: number };
 }
 
+/**
+ * Runs its modules in order, as `torch.nn.Sequential`; parameters are named `0.weight`, `0.bias`, `2.weight`, ….
+ * An options object may follow the modules: `new nn.Sequential(m1, m2, { checkpoint: 'sqrt' })`.
+ */
 export class Sequential extends Module {
+  /** The modules, in the order forward() runs them. */
   readonly layers: readonly Module[];
+  /** The options it was built with. */
   readonly options: SequentialOptions;
   /** What forward() runs (fixed at construction: checkpoint plans are keyed by the list). */
   private readonly steps: readonly Layer[];
@@ -59,6 +66,7 @@ export class Sequential extends Module {
     if (this.options.checkpoint !== undefined) checkPlan(this.options.checkpoint, 'Sequential');
   }
 
+  /** The number of modules. */
   get length(): number {
     return this.layers.length;
   }
