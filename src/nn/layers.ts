@@ -15,14 +15,17 @@ function tensorInput(op: string, x: unknown): Tensor {
   return x.check(op);
 }
 
+/** `max(x, 0)` elementwise, as a module (no parameters). */
 export class ReLU extends Module {
   forward(x: Tensor): Tensor { return relu(tensorInput('ReLU', x)); }
 }
+/** `tanh(x)` elementwise, as a module (no parameters). */
 export class Tanh extends Module {
   forward(x: Tensor): Tensor { return tanh(tensorInput('Tanh', x)); }
 }
 /** GELU: the tanh approximation by default (PyTorch's nn.GELU(approximate='tanh')); { approximate: 'none' } is the exact erf form. */
 export class GELU extends Module {
+  /** Which form it computes: `'tanh'` (the approximation, default) or `'none'` (exact, with erf). */
   readonly approximate: 'tanh' | 'none';
   constructor(options: GeluOptions = {}) {
     super();
@@ -33,6 +36,10 @@ export class GELU extends Module {
 
 /** Flattens axes startDim..endDim into one (default: everything but the batch axis). */
 export class Flatten extends Module {
+  /**
+   * @param startDim - First axis to flatten; default 1 (keeps the batch axis).
+   * @param endDim - Last axis to flatten (negative counts from the end); default -1.
+   */
   constructor(readonly startDim = 1, readonly endDim = -1) {
     super();
   }
@@ -47,6 +54,10 @@ export class Flatten extends Module {
 
 /** Splits axis `dim` into `sizes` (PyTorch's nn.Unflatten), e.g. [N, 784] → [N, 1, 28, 28]. */
 export class Unflatten extends Module {
+  /**
+   * @param dim - The axis to split (negative counts from the end).
+   * @param sizes - The new axes' sizes; their product must equal the axis' size.
+   */
   constructor(readonly dim: number, readonly sizes: readonly number[]) {
     super();
   }
@@ -69,6 +80,10 @@ export class Unflatten extends Module {
 export class Dropout extends Module {
   private readonly seed: number;
   private calls = 0;
+  /**
+   * @param p - Probability of zeroing an element, in [0, 1); default 0.5.
+   * @param opts - `seed`: the first mask's seed (omitted: the next of a fixed sequence).
+   */
   constructor(readonly p = 0.5, opts: { seed?: number } = {}) {
     super();
     if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${String(p)}`);
@@ -85,10 +100,21 @@ export class Dropout extends Module {
 
 /** Layer normalisation over the last axis (Ba et al. 2016); weight ones, bias zeros, as PyTorch. */
 export class LayerNorm extends Module {
+  /** Size of the normalised last axis. */
   readonly dim: number;
+  /** The scale, shape `[dim]` (initialised to ones), or null without `elementwiseAffine`. */
   readonly weight: Tensor | null;
+  /** The shift, shape `[dim]` (initialised to zeros), or null without `elementwiseAffine`. */
   readonly bias: Tensor | null;
+  /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
+  /**
+   * @param dim - Size of the last axis (a number or PyTorch's `[dim]`).
+   * @param opts - The options it was built with: `eps` (added to the variance, default 1e-5), `elementwiseAffine` (learned weight and bias, default true), `dtype` (default `'float32'`).
+   * @param opts.eps - Added to the variance before the square root; default 1e-5.
+   * @param opts.elementwiseAffine - Whether the layer has a learned weight and bias; default true.
+   * @param opts.dtype - The parameters' dtype; default `'float32'`.
+   */
   constructor(dim: number | readonly [number], readonly opts: { eps?: number; elementwiseAffine?: boolean; dtype?: DType } = {}) {
     super();
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
@@ -106,7 +132,13 @@ export class LayerNorm extends Module {
 
 /** A lookup table [n, dim] initialised N(0, 1); forward(indices) gathers rows → [...indices.shape, dim]. */
 export class Embedding extends Module {
+  /** The table, shape `[numEmbeddings, embeddingDim]`, initialised N(0, 1). */
   readonly weight: Tensor;
+  /**
+   * @param numEmbeddings - Number of rows (the vocabulary size).
+   * @param embeddingDim - Size of each row.
+   * @param opts - `seed` of the initialisation and `dtype` (default `'float32'`).
+   */
   constructor(readonly numEmbeddings: number, readonly embeddingDim: number, opts: { seed?: number; dtype?: DType } = {}) {
     super();
     count('Embedding', 'numEmbeddings', numEmbeddings);
@@ -128,6 +160,7 @@ export class Embedding extends Module {
 
 /** x + module(x) (He et al. 2016); the wrapped module's parameters are named `module.*`. */
 export class Residual extends Module {
+  /** The wrapped module. */
   readonly module: Module;
   constructor(module: Module) {
     super();
