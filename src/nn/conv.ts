@@ -7,13 +7,20 @@ import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 
+/** A window extent or step: one number for both axes, or `[height, width]`. */
 type Size = number | readonly [number, number];
 
+/** Options for {@link Conv2d} (PyTorch's arguments). */
 export interface Conv2dOptions {
+  /** Step between windows; default 1. */
   stride?: Size;
+  /** Zeros added on each side of the height and width axes; default 0. */
   padding?: Size;
+  /** Whether the layer has a bias `[outChannels]`; default true. */
   bias?: boolean;
+  /** Seed of the initialisation; omitted, the next of a fixed sequence. */
   seed?: number;
+  /** Parameter dtype; default `'float32'`. */
   dtype?: DType;
 }
 
@@ -23,14 +30,30 @@ function pair(op: string, name: string, v: Size, min: number): [number, number] 
   return p;
 }
 
+/**
+ * 2-D convolution (PyTorch's `nn.Conv2d`, cross-correlation): input `[N, inChannels, H, W]` → `[N, outChannels, Ho, Wo]`, Ho = ⌊(H + 2·padding − kh) / stride⌋ + 1.
+ * Parameters `weight [outChannels, inChannels, kh, kw]` and `bias [outChannels]`, initialised as PyTorch does.
+ */
 export class Conv2d extends Module {
+  /** The filters, shape `[outChannels, inChannels, kh, kw]`. */
   readonly weight: Tensor;
+  /** The bias, shape `[outChannels]`, or null when built with `bias: false`. */
   readonly bias: Tensor | null;
+  /** The window `[kh, kw]`. */
   readonly kernelSize: [number, number];
+  /** The step between windows `[sh, sw]`. */
   readonly stride: [number, number];
+  /** The zero padding `[ph, pw]` on each side. */
   readonly padding: [number, number];
+  /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
 
+  /**
+   * @param inChannels - Channels of the input (axis 1).
+   * @param outChannels - Channels of the output (number of filters).
+   * @param kernelSize - The window: `k` or `[kh, kw]`.
+   * @param opts - `stride`, `padding`, `bias`, `seed`, `dtype`.
+   */
   constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, opts: Conv2dOptions = {}) {
     super();
     count('Conv2d', 'inChannels', inChannels);
@@ -54,6 +77,10 @@ export class Conv2d extends Module {
 
 /** Max pooling over k×k windows (stride defaults to k). */
 export class MaxPool2d extends Module {
+  /**
+   * @param kernelSize - The window: `k` or `[kh, kw]`.
+   * @param stride - The step between windows; default: the window.
+   */
   constructor(readonly kernelSize: Size, readonly stride?: Size) {
     super();
   }
@@ -64,6 +91,10 @@ export class MaxPool2d extends Module {
 
 /** Average pooling over k×k windows (stride defaults to k). */
 export class AvgPool2d extends Module {
+  /**
+   * @param kernelSize - The window: `k` or `[kh, kw]`.
+   * @param stride - The step between windows; default: the window.
+   */
   constructor(readonly kernelSize: Size, readonly stride?: Size) {
     super();
   }
