@@ -13,11 +13,13 @@ import { Linear, linearLayers } from './linear.js';
 import { Sequential } from './sequential.js';
 import { withBackprop, moduleArg } from './feedback.js';
 
+/** One parameter's line of {@link gradientStats}. */
 export interface GradientStat {
   /** The parameter's dotted name ("0.weight"). */
   name: string;
   /** ‖∇‖₂ of its gradient; 0 when no gradient reached it. */
   gradNorm: number;
+  /** ‖W‖₂ of the parameter itself. */
   weightNorm: number;
   /** gradNorm / weightNorm: roughly the relative change one SGD step of lr 1 would make. */
   ratio: number;
@@ -37,6 +39,7 @@ export function gradientStats(model: Module): GradientStat[] {
   });
 }
 
+/** Thresholds of {@link gradientWarnings}. */
 export interface WarningOptions {
   /** A gradient norm below this fraction of the largest one is vanishing (default 1e-6). */
   vanishing?: number;
@@ -77,6 +80,7 @@ export function formatGradientStats(stats: readonly GradientStat[], indent = '  
 
 // ---- alignment angles -------------------------------------------------------------------
 
+/** One Linear layer's line of {@link alignmentAngles}: how far its feedback-alignment gradients point from backprop's. */
 export interface AlignmentAngle {
   /** The Linear layer's dotted name ("3"). */
   layer: string;

@@ -17,6 +17,7 @@ import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
 import { Module } from './module.js';
 import { Stream, fanInBound } from './init.js';
 
+/** How a Linear layer sends the gradient back to its input: `'bp'` (backpropagation, through Wᵀ), `'alignment'` (a fixed random matrix B, Lillicrap et al. 2016) or `'sign'` (sign(W), scaled). */
 export type Feedback = 'bp' | 'alignment' | 'sign';
 export const FEEDBACK_MODES: readonly Feedback[] = ['bp', 'alignment', 'sign'];
 
