@@ -103,6 +103,15 @@ describe('parameter groups', () => {
     expect(f).toThrow(message);
   });
 
+  it('clipGradNorm over opt.params clips across all groups together', () => {
+    const a = param([0, 0], [3, 0]), b = param([0], [4]);
+    const opt = new optim.SGD([{ params: [a] }, { params: [b], lr: 0.5 }], { lr: 1 });
+    expect(A.clipGradNorm(opt.params, 1)).toBe(5);
+    opt.step();
+    expect(bits(a)).toEqual([-3 / (5 + 1e-6), 0]);
+    expect(bits(b)).toEqual([-0.5 * (4 / (5 + 1e-6))]);
+  });
+
   it('SGD accepts lr per group without a default lr', () => {
     const a = param([1], [1]);
     new optim.SGD([{ params: [a], lr: 0.5 }], {} as never).step();
