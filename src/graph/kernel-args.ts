@@ -19,6 +19,7 @@ const LEADING: Record<number, string> = {
 const OTHERS: Record<string, number> = {
   heap_base: 0, gemm_scratch_bytes: 0, sqrt_scalar: 0, clip_coef: 0, gemm_set_scratch: 0b1,
   cast_f32_f64: 0b11, cast_f64_f32: 0b11,
+  cos_scalar: 0, pow_scalar: 0, // learning-rate schedules
   strided_copy_f32: 0b111011, strided_copy_f64: 0b111011, // (x, y, ndim, shape, xstrides, ystrides)
 };
 
