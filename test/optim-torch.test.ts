@@ -37,7 +37,7 @@ function build(opt: A.optim.SGD, row: { scheduler: string; options: Record<strin
 }
 
 describe.skipIf(!present)('schedulers against PyTorch', () => {
-  it.each(fixture.schedulers.map((r: SchedRow) => [`${r.scheduler} ${JSON.stringify(r.options)}`, r]))('%s', (_name, row: SchedRow) => {
+  it.each((fixture.schedulers as SchedRow[]).map((r): [string, SchedRow] => [`${r.scheduler} ${JSON.stringify(r.options)}`, r]))('%s', (_name, row) => {
     const opt = new optim.SGD([{ params: [A.zeros([1])], lr: 0.1 }, { params: [A.zeros([1])], lr: 0.05 }], { lr: 0.1, momentum: 0.9 });
     const s = build(opt, row);
     // Products and quotients of doubles in PyTorch's order agree exactly; a cosine may differ
@@ -67,7 +67,7 @@ interface OptRow {
 }
 
 describe.skipIf(!present)('optimizers over parameter groups against PyTorch (float64)', () => {
-  it.each(fixture.optimizers.map((r: OptRow) => [`${r.optimizer} ${JSON.stringify(r.options)} ${JSON.stringify(r.groups.map(({ params: _, ...g }) => g))}`, r]))('%s', (_name, row: OptRow) => {
+  it.each((fixture.optimizers as OptRow[]).map((r): [string, OptRow] => [`${r.optimizer} ${JSON.stringify(r.options)} ${JSON.stringify(r.groups.map(({ params: _, ...g }) => g))}`, r]))('%s', (_name, row) => {
     const p = Object.fromEntries(Object.entries(row.initial).map(([k, v]) => [k, A.tensor(v, { shape: row.shapes[k], dtype: 'float64', requiresGrad: true })]));
     const groups = row.groups.map(({ params, ...o }) => ({ ...o, params: params.map((n) => p[n]) }));
     const opt = new (optim[row.optimizer] as new (g: unknown, o: unknown) => A.optim.Optimizer)(groups, row.options);
