@@ -4,8 +4,8 @@
 // the gradient bookkeeping, and the state dict that resumes training (./state-dict.ts).
 // Each subclass's update is one fused wasm kernel per parameter (assembly/optim.ts).
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { keep } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
 import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from './state-dict.js';
 

@@ -8,8 +8,8 @@
 // Parameters are numbered 0, 1, … through the groups in order, as PyTorch does; every number is
 // a float64 so it round-trips exactly.
 import { ArgumentError, FormatError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { fromValues } from '../tensor/create.js';
+import { Tensor } from '../ops/tensor.js';
+import { fromValues } from '../ops/create.js';
 import { copyAs } from '../ops/launch.js';
 import type { ParamGroup } from './optimizer.js';
 
