@@ -36,6 +36,11 @@ function build(opt: A.optim.SGD, row: { scheduler: string; options: Record<strin
 }
 
 describe('schedulers against PyTorch', () => {
+  it('covers every scheduler and optimizer', () => {
+    expect(new Set((fixture.schedulers as SchedRow[]).map((r) => r.scheduler))).toEqual(new Set(Object.keys(optim.lrScheduler).filter((k) => k !== 'LRScheduler')));
+    expect(new Set((fixture.optimizers as { optimizer: string }[]).map((r) => r.optimizer))).toEqual(new Set(['SGD', 'Adam', 'AdamW']));
+  });
+
   it.each((fixture.schedulers as SchedRow[]).map((r): [string, SchedRow] => [`${r.scheduler} ${JSON.stringify(r.options)}`, r]))('%s', (_name, row) => {
     const opt = new optim.SGD([{ params: [A.zeros([1])], lr: 0.1 }, { params: [A.zeros([1])], lr: 0.05 }], { lr: 0.1, momentum: 0.9 });
     const s = build(opt, row);
