@@ -204,7 +204,7 @@ describe('stateDict / loadStateDict', () => {
     bad(sd, new optim.Adam([param([1, 2], [0, 0]), param([1], [0])]), /group 0 has 1 parameters in the state dict but 2 in this optimizer/, A.ArgumentError);
     bad({ ...sd, 'param_groups.0.momentum': A.zeros([]) }, new optim.Adam([param([1, 2], [0, 0])]), /unexpected key 'param_groups\.0\.momentum'/, A.FormatError);
     bad({ ...sd, extra: A.zeros([]) }, new optim.Adam([param([1, 2], [0, 0])]), /unexpected key 'extra'/, A.FormatError);
-    const { ['state.0.exp_avg_sq']: _, ...partial } = sd;
+    const { 'state.0.exp_avg_sq': _, ...partial } = sd;
     bad(partial, new optim.Adam([param([1, 2], [0, 0])]), /state\.0 has exp_avg but not exp_avg_sq/, A.FormatError);
     bad(sd, new optim.SGD([param([1, 2], [0, 0])], { lr: 1 }), /unexpected key/, A.FormatError);
   });

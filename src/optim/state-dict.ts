@@ -14,7 +14,7 @@ import { copyAs } from '../ops/launch.js';
 import type { ParamGroup } from './optimizer.js';
 
 /** How a hyper-parameter is stored: a number, a pair (betas) or a boolean (0/1). */
-export type HyperKind = 'number' | 'pair' | 'bool';
+type HyperKind = 'number' | 'pair' | 'bool';
 
 /** What one optimizer keeps: buffer names, whether it counts steps, and its hyper-parameters. */
 export interface StateCodec {
