@@ -21,8 +21,15 @@ const bits = (t: Tensor) => Array.from(t.toArray());
 
 describe('parameter groups', () => {
   it('AdamW: weight decay on one group only, per-group lr (float64 closed form of one step)', () => {
-    const w = param([2, -1], [3, -0.25]), b = param([0.5], [0.1]);
-    const opt = new optim.AdamW([{ params: [w], weightDecay: 0.5 }, { params: [b], weightDecay: 0, lr: 0.01 }], { lr: 0.1, eps: 0 });
+    const w = param([2, -1], [3, -0.25]),
+      b = param([0.5], [0.1]);
+    const opt = new optim.AdamW(
+      [
+        { params: [w], weightDecay: 0.5 },
+        { params: [b], weightDecay: 0, lr: 0.01 },
+      ],
+      { lr: 0.1, eps: 0 },
+    );
     opt.step();
     // First step: p·(1 − lr·wd) − lr·sign(g).
     expect(bits(w)).toEqual([2 * (1 - 0.1 * 0.5) - 0.1, -1 * (1 - 0.1 * 0.5) + 0.1]);
@@ -38,16 +45,32 @@ describe('parameter groups', () => {
     const cases: [(g: Tensor[][]) => A.optim.Optimizer[], (g: Tensor[][]) => A.optim.Optimizer][] = [
       [
         ([a, b]) => [new optim.SGD(a, { lr: 0.1, momentum: 0.9, nesterov: true }), new optim.SGD(b, { lr: 0.05, weightDecay: 0.01 })],
-        ([a, b]) => new optim.SGD([{ params: a, momentum: 0.9, nesterov: true }, { params: b, lr: 0.05, weightDecay: 0.01 }], { lr: 0.1 }),
+        ([a, b]) =>
+          new optim.SGD(
+            [
+              { params: a, momentum: 0.9, nesterov: true },
+              { params: b, lr: 0.05, weightDecay: 0.01 },
+            ],
+            { lr: 0.1 },
+          ),
       ],
       [
         ([a, b]) => [new optim.Adam(a, { lr: 0.01, betas: [0.8, 0.99] }), new optim.Adam(b, { lr: 0.02, eps: 1e-3 })],
-        ([a, b]) => new optim.Adam([{ params: a, betas: [0.8, 0.99] }, { params: b, lr: 0.02, eps: 1e-3 }], { lr: 0.01 }),
+        ([a, b]) =>
+          new optim.Adam(
+            [
+              { params: a, betas: [0.8, 0.99] },
+              { params: b, lr: 0.02, eps: 1e-3 },
+            ],
+            { lr: 0.01 },
+          ),
       ],
     ];
     for (const [separate, grouped] of cases) {
-      const x = make(), y = make();
-      const opts = separate([[x[0]], [x[1]]]), opt = grouped([[y[0]], [y[1]]]);
+      const x = make(),
+        y = make();
+      const opts = separate([[x[0]], [x[1]]]),
+        opt = grouped([[y[0]], [y[1]]]);
       for (let s = 0; s < 3; s++) {
         opts.forEach((o) => o.step());
         opt.step();
@@ -58,7 +81,8 @@ describe('parameter groups', () => {
   });
 
   it('a group lr assigned between steps is used by the next step; opt.lr sets every group', () => {
-    const a = param([0], [1]), b = param([0], [1]);
+    const a = param([0], [1]),
+      b = param([0], [1]);
     const opt = new optim.SGD([{ params: [a] }, { params: [b], lr: 0.5 }], { lr: 0.1 });
     expect(opt.lr).toBe(0.1);
     opt.paramGroups[1].lr = 0.25;
@@ -80,7 +104,8 @@ describe('parameter groups', () => {
   });
 
   it('addParamGroup adds a group with the defaults filled in; Adam counts steps per parameter', () => {
-    const a = param([1], [1]), b = param([2], [1]);
+    const a = param([1], [1]),
+      b = param([2], [1]);
     const opt = new optim.Adam([a], { lr: 0.1 });
     opt.step();
     opt.addParamGroup({ params: [b], eps: 0.5 });
@@ -91,12 +116,35 @@ describe('parameter groups', () => {
   });
 
   it.each([
-    ['a parameter in two groups', () => { const t = A.zeros([1]); return new optim.SGD([{ params: [t] }, { params: [t] }], { lr: 1 }); }, /appears in more than one parameter group/],
-    ['an unknown group option', () => new optim.AdamW([{ params: [A.zeros([1])], weight_decay: 0.1 } as never], { lr: 1 }), /params\[0\] has an unknown option 'weight_decay'/],
-    ['an unknown optimizer option', () => new optim.Adam([A.zeros([1])], { lr: 1, momentum: 0.9 } as never), /options has an unknown option 'momentum'/],
-    ['a bad group hyper-parameter', () => new optim.Adam([{ params: [A.zeros([1])], betas: [0.9, 1] }], {}), /params\[0\]\.betas\[1\] must be a finite number in \[0, 1\)/],
+    [
+      'a parameter in two groups',
+      () => {
+        const t = A.zeros([1]);
+        return new optim.SGD([{ params: [t] }, { params: [t] }], { lr: 1 });
+      },
+      /appears in more than one parameter group/,
+    ],
+    [
+      'an unknown group option',
+      () => new optim.AdamW([{ params: [A.zeros([1])], weight_decay: 0.1 } as never], { lr: 1 }),
+      /params\[0\] has an unknown option 'weight_decay'/,
+    ],
+    [
+      'an unknown optimizer option',
+      () => new optim.Adam([A.zeros([1])], { lr: 1, momentum: 0.9 } as never),
+      /options has an unknown option 'momentum'/,
+    ],
+    [
+      'a bad group hyper-parameter',
+      () => new optim.Adam([{ params: [A.zeros([1])], betas: [0.9, 1] }], {}),
+      /params\[0\]\.betas\[1\] must be a finite number in \[0, 1\)/,
+    ],
     ['an empty group', () => new optim.SGD([{ params: [] }], { lr: 1 }), /empty parameter list in params\[0\]/],
-    ['tensors mixed with groups', () => new optim.SGD([A.zeros([1]), { params: [A.zeros([1])] }] as never, { lr: 1 }), /mixes Tensors and parameter groups/],
+    [
+      'tensors mixed with groups',
+      () => new optim.SGD([A.zeros([1]), { params: [A.zeros([1])] }] as never, { lr: 1 }),
+      /mixes Tensors and parameter groups/,
+    ],
     ['no lr anywhere (SGD)', () => new optim.SGD([{ params: [A.zeros([1])] }], {} as never), /lr is required/],
   ])('%s is refused with a clear ArgumentError', (_n, f, message) => {
     expect(f).toThrow(A.ArgumentError);
@@ -104,7 +152,8 @@ describe('parameter groups', () => {
   });
 
   it('clipGradNorm over opt.params clips across all groups together', () => {
-    const a = param([0, 0], [3, 0]), b = param([0], [4]);
+    const a = param([0, 0], [3, 0]),
+      b = param([0], [4]);
     const opt = new optim.SGD([{ params: [a] }, { params: [b], lr: 0.5 }], { lr: 1 });
     expect(A.clipGradNorm(opt.params, 1)).toBe(5);
     opt.step();
@@ -121,14 +170,35 @@ describe('parameter groups', () => {
 
 describe('stateDict / loadStateDict', () => {
   it('AdamW: the flat layout, with float64 hyper-parameters and copies of the moments', () => {
-    const a = param([1, 2], [0.5, -0.5]), b = param([3], [1]), c = A.tensor([0], { dtype: 'float64', requiresGrad: true });
-    const opt = new optim.AdamW([{ params: [a, c], weightDecay: 0.1 }, { params: [b], weightDecay: 0 }], { lr: 0.01, betas: [0.9, 0.99] });
+    const a = param([1, 2], [0.5, -0.5]),
+      b = param([3], [1]),
+      c = A.tensor([0], { dtype: 'float64', requiresGrad: true });
+    const opt = new optim.AdamW(
+      [
+        { params: [a, c], weightDecay: 0.1 },
+        { params: [b], weightDecay: 0 },
+      ],
+      { lr: 0.01, betas: [0.9, 0.99] },
+    );
     opt.step();
     const sd = opt.stateDict();
     expect(Object.keys(sd).sort()).toEqual([
-      'param_groups.0.betas', 'param_groups.0.eps', 'param_groups.0.lr', 'param_groups.0.params', 'param_groups.0.weight_decay',
-      'param_groups.1.betas', 'param_groups.1.eps', 'param_groups.1.lr', 'param_groups.1.params', 'param_groups.1.weight_decay',
-      'state.0.exp_avg', 'state.0.exp_avg_sq', 'state.0.step', 'state.2.exp_avg', 'state.2.exp_avg_sq', 'state.2.step',
+      'param_groups.0.betas',
+      'param_groups.0.eps',
+      'param_groups.0.lr',
+      'param_groups.0.params',
+      'param_groups.0.weight_decay',
+      'param_groups.1.betas',
+      'param_groups.1.eps',
+      'param_groups.1.lr',
+      'param_groups.1.params',
+      'param_groups.1.weight_decay',
+      'state.0.exp_avg',
+      'state.0.exp_avg_sq',
+      'state.0.step',
+      'state.2.exp_avg',
+      'state.2.exp_avg_sq',
+      'state.2.step',
     ]);
     expect(bits(sd['param_groups.0.params'])).toEqual([0, 1]);
     expect(bits(sd['param_groups.1.params'])).toEqual([2]);
@@ -167,7 +237,8 @@ describe('stateDict / loadStateDict', () => {
       (t: Tensor) => new optim.Adam([t], { lr: 0.02, betas: [0.3, 0.9] }),
       (t: Tensor) => new optim.SGD([t], { lr: 0.1, momentum: 0.9, dampening: 0.1 }),
     ]) {
-      const x = A.tensor([1, 2, 3, 4, 5], { requiresGrad: true }), y = A.tensor([1, 2, 3, 4, 5], { requiresGrad: true });
+      const x = A.tensor([1, 2, 3, 4, 5], { requiresGrad: true }),
+        y = A.tensor([1, 2, 3, 4, 5], { requiresGrad: true });
       const o1 = make(x);
       run(o1, x, 6);
       const o2 = make(y);
@@ -199,10 +270,30 @@ describe('stateDict / loadStateDict', () => {
       expect(() => o.loadStateDict(record)).toThrow(E);
       expect(() => o.loadStateDict(record)).toThrow(re);
     };
-    bad({ ...sd, 'state.0.exp_avg': A.zeros([3], { dtype: 'float64' }) }, new optim.Adam([param([1, 2], [0, 0])]), /'state\.0\.exp_avg' has shape \[3\] but parameter 0 has shape \[2\]/, A.ShapeError);
-    bad(sd, new optim.Adam([{ params: [param([1, 2], [0, 0])] }, { params: [param([1], [0])] }]), /state dict has 1 parameter groups but this optimizer has 2/, A.ArgumentError);
-    bad(sd, new optim.Adam([param([1, 2], [0, 0]), param([1], [0])]), /group 0 has 1 parameters in the state dict but 2 in this optimizer/, A.ArgumentError);
-    bad({ ...sd, 'param_groups.0.momentum': A.zeros([]) }, new optim.Adam([param([1, 2], [0, 0])]), /unexpected key 'param_groups\.0\.momentum'/, A.FormatError);
+    bad(
+      { ...sd, 'state.0.exp_avg': A.zeros([3], { dtype: 'float64' }) },
+      new optim.Adam([param([1, 2], [0, 0])]),
+      /'state\.0\.exp_avg' has shape \[3\] but parameter 0 has shape \[2\]/,
+      A.ShapeError,
+    );
+    bad(
+      sd,
+      new optim.Adam([{ params: [param([1, 2], [0, 0])] }, { params: [param([1], [0])] }]),
+      /state dict has 1 parameter groups but this optimizer has 2/,
+      A.ArgumentError,
+    );
+    bad(
+      sd,
+      new optim.Adam([param([1, 2], [0, 0]), param([1], [0])]),
+      /group 0 has 1 parameters in the state dict but 2 in this optimizer/,
+      A.ArgumentError,
+    );
+    bad(
+      { ...sd, 'param_groups.0.momentum': A.zeros([]) },
+      new optim.Adam([param([1, 2], [0, 0])]),
+      /unexpected key 'param_groups\.0\.momentum'/,
+      A.FormatError,
+    );
     bad({ ...sd, extra: A.zeros([]) }, new optim.Adam([param([1, 2], [0, 0])]), /unexpected key 'extra'/, A.FormatError);
     const { 'state.0.exp_avg_sq': _, ...partial } = sd;
     bad(partial, new optim.Adam([param([1, 2], [0, 0])]), /state\.0 has exp_avg but not exp_avg_sq/, A.FormatError);
@@ -226,21 +317,32 @@ describe('stateDict / loadStateDict', () => {
 describe('resuming a training run', () => {
   // A 3-4-1 tanh MLP on fixed data: AdamW with decay on the matrices only, clipping, and a
   // warm-up + cosine schedule — the GPT recipe in miniature.
-  const X = [[1, 2, 3], [0, 1, 0], [2, 0, 1], [1, 1, 1], [-1, 0.5, 2]], Y = [[1], [2], [3], [4], [0]];
+  const X = [
+      [1, 2, 3],
+      [0, 1, 0],
+      [2, 0, 1],
+      [1, 1, 1],
+      [-1, 0.5, 2],
+    ],
+    Y = [[1], [2], [3], [4], [0]];
   const build = () => {
     const model = new A.nn.Sequential(new A.nn.Linear(3, 4, { seed: 3 }), new A.nn.Tanh(), new A.nn.Linear(4, 1, { seed: 4 }));
     const named = model.namedParameters();
-    const opt = new optim.AdamW([
-      { params: named.filter(([n]) => n.endsWith('weight')).map(([, p]) => p), weightDecay: 0.1 },
-      { params: named.filter(([n]) => n.endsWith('bias')).map(([, p]) => p), weightDecay: 0 },
-    ], { lr: 0.05, betas: [0.9, 0.99] });
+    const opt = new optim.AdamW(
+      [
+        { params: named.filter(([n]) => n.endsWith('weight')).map(([, p]) => p), weightDecay: 0.1 },
+        { params: named.filter(([n]) => n.endsWith('bias')).map(([, p]) => p), weightDecay: 0 },
+      ],
+      { lr: 0.05, betas: [0.9, 0.99] },
+    );
     const warm = new optim.lrScheduler.LinearLR(opt, { startFactor: 0.1, totalIters: 4 });
     const cosine = new optim.lrScheduler.CosineAnnealingLR(opt, { tMax: 8, etaMin: 0.005 });
     const sched = new optim.lrScheduler.SequentialLR(opt, { schedulers: [warm, cosine], milestones: [4] });
     return { model, opt, sched };
   };
   const train = ({ model, opt, sched }: ReturnType<typeof build>, steps: number) => {
-    const x = A.tensor(X), y = A.tensor(Y);
+    const x = A.tensor(X),
+      y = A.tensor(Y);
     for (let s = 0; s < steps; s++) {
       A.tidy(() => {
         A.mseLoss(model.forward(x), y).backward();

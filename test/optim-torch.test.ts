@@ -19,12 +19,19 @@ beforeAll(async () => {
 function near(got: number[], want: number[], rel: number, what: string, scale = 0): void {
   expect(got.length, what).toBe(want.length);
   got.forEach((g, i) => {
-    if (!(Math.abs(g - want[i]) <= rel * Math.max(Math.abs(want[i]), scale))) throw new Error(`${what}[${i}]: got ${g}, PyTorch ${want[i]}`);
+    if (!(Math.abs(g - want[i]) <= rel * Math.max(Math.abs(want[i]), scale)))
+      throw new Error(`${what}[${i}]: got ${g}, PyTorch ${want[i]}`);
   });
 }
 const maxAbs = (v: number[]) => v.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
 
-interface SchedRow { scheduler: string; options: Record<string, unknown>; steps: number; lrs: number[][]; momentum?: number[][] }
+interface SchedRow {
+  scheduler: string;
+  options: Record<string, unknown>;
+  steps: number;
+  lrs: number[][];
+  momentum?: number[][];
+}
 
 /** Builds the row's scheduler (nested schedulers for SequentialLR; lrLambda given as JS source). */
 function build(opt: A.optim.SGD, row: { scheduler: string; options: Record<string, unknown> }): Sched {
@@ -37,26 +44,43 @@ function build(opt: A.optim.SGD, row: { scheduler: string; options: Record<strin
 
 describe('schedulers against PyTorch', () => {
   it('covers every scheduler and optimizer', () => {
-    expect(new Set((fixture.schedulers as SchedRow[]).map((r) => r.scheduler))).toEqual(new Set(Object.keys(optim.lrScheduler).filter((k) => k !== 'LRScheduler')));
+    expect(new Set((fixture.schedulers as SchedRow[]).map((r) => r.scheduler))).toEqual(
+      new Set(Object.keys(optim.lrScheduler).filter((k) => k !== 'LRScheduler')),
+    );
     expect(new Set((fixture.optimizers as { optimizer: string }[]).map((r) => r.optimizer))).toEqual(new Set(['SGD', 'Adam', 'AdamW']));
   });
 
-  it.each((fixture.schedulers as SchedRow[]).map((r): [string, SchedRow] => [`${r.scheduler} ${JSON.stringify(r.options)}`, r]))('%s', (_name, row) => {
-    const opt = new optim.SGD([{ params: [A.zeros([1])], lr: 0.1 }, { params: [A.zeros([1])], lr: 0.05 }], { lr: 0.1, momentum: 0.9 });
-    const s = build(opt, row);
-    // Products and quotients of doubles in PyTorch's order agree exactly; a cosine may differ
-    // from the C library's by an ulp, and the chainable form carries that along; LambdaLR's
-    // lambdas run in the JS engine here (its ** is not the C library's pow).
-    const rel = /Cosine|Sequential|OneCycle|Lambda/.test(row.scheduler) ? 1e-14 : 0;
-    for (let n = 0; n <= row.steps; n++) {
-      if (n > 0) {
-        opt.step();
-        s.step();
+  it.each((fixture.schedulers as SchedRow[]).map((r): [string, SchedRow] => [`${r.scheduler} ${JSON.stringify(r.options)}`, r]))(
+    '%s',
+    (_name, row) => {
+      const opt = new optim.SGD(
+        [
+          { params: [A.zeros([1])], lr: 0.1 },
+          { params: [A.zeros([1])], lr: 0.05 },
+        ],
+        { lr: 0.1, momentum: 0.9 },
+      );
+      const s = build(opt, row);
+      // Products and quotients of doubles in PyTorch's order agree exactly; a cosine may differ
+      // from the C library's by an ulp, and the chainable form carries that along; LambdaLR's
+      // lambdas run in the JS engine here (its ** is not the C library's pow).
+      const rel = /Cosine|Sequential|OneCycle|Lambda/.test(row.scheduler) ? 1e-14 : 0;
+      for (let n = 0; n <= row.steps; n++) {
+        if (n > 0) {
+          opt.step();
+          s.step();
+        }
+        near(s.getLastLr(), row.lrs[n], rel, `lrs[${n}]`);
+        if (row.momentum)
+          near(
+            opt.paramGroups.map((g) => g.momentum),
+            row.momentum[n],
+            1e-14,
+            `momentum[${n}]`,
+          );
       }
-      near(s.getLastLr(), row.lrs[n], rel, `lrs[${n}]`);
-      if (row.momentum) near(opt.paramGroups.map((g) => g.momentum), row.momentum[n], 1e-14, `momentum[${n}]`);
-    }
-  });
+    },
+  );
 });
 
 interface OptRow {
@@ -71,8 +95,15 @@ interface OptRow {
 }
 
 describe('optimizers over parameter groups against PyTorch (float64)', () => {
-  it.each((fixture.optimizers as OptRow[]).map((r): [string, OptRow] => [`${r.optimizer} ${JSON.stringify(r.options)} ${JSON.stringify(r.groups.map(({ params: _, ...g }) => g))}`, r]))('%s', (_name, row) => {
-    const p = Object.fromEntries(Object.entries(row.initial).map(([k, v]) => [k, A.tensor(v, { shape: row.shapes[k], dtype: 'float64', requiresGrad: true })]));
+  it.each(
+    (fixture.optimizers as OptRow[]).map((r): [string, OptRow] => [
+      `${r.optimizer} ${JSON.stringify(r.options)} ${JSON.stringify(r.groups.map(({ params: _, ...g }) => g))}`,
+      r,
+    ]),
+  )('%s', (_name, row) => {
+    const p = Object.fromEntries(
+      Object.entries(row.initial).map(([k, v]) => [k, A.tensor(v, { shape: row.shapes[k], dtype: 'float64', requiresGrad: true })]),
+    );
     const groups = row.groups.map(({ params, ...o }) => ({ ...o, params: params.map((n) => p[n]) }));
     const opt = new (optim[row.optimizer] as new (g: unknown, o: unknown) => A.optim.Optimizer)(groups, row.options);
     row.grads.forEach((grads, s) => {

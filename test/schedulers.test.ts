@@ -12,7 +12,11 @@ beforeAll(async () => {
 });
 
 /** An SGD over two one-element groups with base lrs 0.1 and 0.02 (momentum for OneCycleLR). */
-const sgd = (lrs = [0.1, 0.02]) => new optim.SGD(lrs.map((lr) => ({ params: [A.zeros([1])], lr })), { lr: lrs[0], momentum: 0.9 });
+const sgd = (lrs = [0.1, 0.02]) =>
+  new optim.SGD(
+    lrs.map((lr) => ({ params: [A.zeros([1])], lr })),
+    { lr: lrs[0], momentum: 0.9 },
+  );
 
 /** getLastLr() after the constructor and after each of `steps` (optimizer, then scheduler) steps. */
 function trajectory(opt: A.optim.Optimizer, sched: A.optim.lrScheduler.LRScheduler, steps: number): number[][] {
@@ -27,10 +31,12 @@ function trajectory(opt: A.optim.Optimizer, sched: A.optim.lrScheduler.LRSchedul
 
 /** Each value within rel·max(|want|, scale) of the closed form. */
 function follows(got: number[][], want: (epoch: number, group: number) => number, rel = 1e-14, scale = 0) {
-  got.forEach((lrs, e) => lrs.forEach((lr, g) => {
-    const w = want(e, g);
-    if (Math.abs(lr - w) > rel * Math.max(Math.abs(w), scale)) throw new Error(`epoch ${e}, group ${g}: got ${lr}, want ${w}`);
-  }));
+  got.forEach((lrs, e) =>
+    lrs.forEach((lr, g) => {
+      const w = want(e, g);
+      if (Math.abs(lr - w) > rel * Math.max(Math.abs(w), scale)) throw new Error(`epoch ${e}, group ${g}: got ${lr}, want ${w}`);
+    }),
+  );
 }
 const BASE = [0.1, 0.02];
 
@@ -46,16 +52,19 @@ describe('closed forms', () => {
 
   it('LinearLR: baseLr · (s + (e − s)·min(e, n)/n), defaults 1/3 → 1 over 5 steps', () => {
     const opt = sgd();
-    follows(trajectory(opt, new LinearLR(opt), 8), (e, g) => BASE[g] * (1 / 3 + (2 / 3) * Math.min(e, 5) / 5));
+    follows(trajectory(opt, new LinearLR(opt), 8), (e, g) => BASE[g] * (1 / 3 + ((2 / 3) * Math.min(e, 5)) / 5));
     const o2 = sgd();
-    follows(trajectory(o2, new LinearLR(o2, { startFactor: 1, endFactor: 0.1, totalIters: 4 }), 6), (e, g) => BASE[g] * (1 - 0.9 * Math.min(e, 4) / 4));
+    follows(
+      trajectory(o2, new LinearLR(o2, { startFactor: 1, endFactor: 0.1, totalIters: 4 }), 6),
+      (e, g) => BASE[g] * (1 - (0.9 * Math.min(e, 4)) / 4),
+    );
   });
 
   it('CosineAnnealingLR: etaMin + (base − etaMin)(1 + cos(πe/T))/2, through the minimum and back up', () => {
     const opt = sgd();
     const t = trajectory(opt, new CosineAnnealingLR(opt, { tMax: 10, etaMin: 0.001 }), 25);
     // The chainable form accumulates rounding; compare on the scale of the base lr.
-    follows(t, (e, g) => 0.001 + (BASE[g] - 0.001) * (1 + Math.cos((Math.PI * e) / 10)) / 2, 1e-13, 0.1);
+    follows(t, (e, g) => 0.001 + ((BASE[g] - 0.001) * (1 + Math.cos((Math.PI * e) / 10))) / 2, 1e-13, 0.1);
     expect(t[10][0]).toBeCloseTo(0.001, 15);
   });
 
@@ -72,7 +81,12 @@ describe('closed forms', () => {
     const cos = new CosineAnnealingLR(opt, { tMax: 1900, etaMin: 1e-4 });
     const sched = new SequentialLR(opt, { schedulers: [warm, cos], milestones: [100] });
     const t = trajectory(opt, sched, 2000);
-    follows(t, (e) => (e < 100 ? 1e-3 * (0.01 + 0.99 * e / 100) : 1e-4 + (1e-3 - 1e-4) * (1 + Math.cos((Math.PI * (e - 100)) / 1900)) / 2), 1e-12, 1e-3);
+    follows(
+      t,
+      (e) => (e < 100 ? 1e-3 * (0.01 + (0.99 * e) / 100) : 1e-4 + ((1e-3 - 1e-4) * (1 + Math.cos((Math.PI * (e - 100)) / 1900))) / 2),
+      1e-12,
+      1e-3,
+    );
     expect(t[0][0]).toBeCloseTo(1e-5, 18);
     expect(t[100][0]).toBeCloseTo(1e-3, 18);
     expect(t[2000][0]).toBeCloseTo(1e-4, 15);
@@ -94,8 +108,19 @@ describe('closed forms', () => {
       const up = 0.3 * 20 - 1;
       return e <= up ? ann(lo, max, e / up) : ann(max, hi, (e - up) / (19 - up));
     };
-    follows(t, (e, g) => { const m = [1, 0.5][g]; return at(e, m, m / 25, m / 25 / 1e4); }, 1e-14);
-    follows(mom.map((m) => [m]), (e) => (e <= 5 ? ann(0.95, 0.85, e / 5) : ann(0.85, 0.95, (e - 5) / 14)), 1e-14);
+    follows(
+      t,
+      (e, g) => {
+        const m = [1, 0.5][g];
+        return at(e, m, m / 25, m / 25 / 1e4);
+      },
+      1e-14,
+    );
+    follows(
+      mom.map((m) => [m]),
+      (e) => (e <= 5 ? ann(0.95, 0.85, e / 5) : ann(0.85, 0.95, (e - 5) / 14)),
+      1e-14,
+    );
     // PyTorch's annealing formula at pct 0 is end + (start − end)/2·2, not exactly start.
     expect(t[0][0]).toBe(1 + ((1 / 25 - 1) / 2) * 2);
     expect(t[5][0]).toBe(1);
@@ -103,10 +128,18 @@ describe('closed forms', () => {
 
   it('OneCycleLR: linear three-phase, epochs × stepsPerEpoch, and Adam beta1 cycling', () => {
     const opt = new optim.Adam([A.zeros([1])], { betas: [0.5, 0.99] });
-    const sched = new OneCycleLR(opt, { maxLr: 0.1, epochs: 2, stepsPerEpoch: 5, annealStrategy: 'linear', threePhase: true, pctStart: 0.4 });
+    const sched = new OneCycleLR(opt, {
+      maxLr: 0.1,
+      epochs: 2,
+      stepsPerEpoch: 5,
+      annealStrategy: 'linear',
+      threePhase: true,
+      pctStart: 0.4,
+    });
     const t = trajectory(opt, sched, 10).map((l) => l[0]);
     const lin = (a: number, b: number, p: number) => (b - a) * p + a;
-    const lo = 0.1 / 25, min = lo / 1e4;
+    const lo = 0.1 / 25,
+      min = lo / 1e4;
     const want = (e: number) => (e <= 3 ? lin(lo, 0.1, e / 3) : e <= 6 ? lin(0.1, lo, (e - 3) / 3) : lin(lo, min, (e - 6) / 3));
     t.forEach((v, e) => expect(Math.abs(v - want(e))).toBeLessThanOrEqual(1e-16));
     expect(opt.paramGroups[0].betas[1]).toBe(0.99);
@@ -140,7 +173,10 @@ describe('behaviour', () => {
   it('stateDict / loadStateDict resume a schedule (LinearLR inside SequentialLR)', () => {
     const make = () => {
       const opt = sgd();
-      const s = new SequentialLR(opt, { schedulers: [new LinearLR(opt, { totalIters: 3 }), new StepLR(opt, { stepSize: 2, gamma: 0.5 })], milestones: [3] });
+      const s = new SequentialLR(opt, {
+        schedulers: [new LinearLR(opt, { totalIters: 3 }), new StepLR(opt, { stepSize: 2, gamma: 0.5 })],
+        milestones: [3],
+      });
       return { opt, s };
     };
     const a = make();
@@ -177,13 +213,46 @@ describe('errors', () => {
     ['not an optimizer', () => new StepLR({} as never, { stepSize: 1 }), /first argument must be an optimizer/],
     ['LambdaLR with a wrong count', () => new LambdaLR(sgd(), { lrLambda: [(e: number) => e] }), /expected 2 lrLambda functions/],
     ['LambdaLR with a non-function', () => new LambdaLR(sgd(), { lrLambda: 0.5 as never }), /lrLambda must be a function/],
-    ['SequentialLR with a wrong milestone count', () => { const o = sgd(); return new SequentialLR(o, { schedulers: [new LinearLR(o), new StepLR(o, { stepSize: 1 })], milestones: [] }); }, /expected 1 milestones for 2 schedulers, got 0/],
-    ['SequentialLR over another optimizer', () => { const o = sgd(); return new SequentialLR(o, { schedulers: [new LinearLR(sgd())], milestones: [] }); }, /belongs to another optimizer/],
-    ['SequentialLR with decreasing milestones', () => { const o = sgd(); return new SequentialLR(o, { schedulers: [new LinearLR(o), new LinearLR(o), new LinearLR(o)], milestones: [5, 3] }); }, /milestones\[1\] must be an integer ≥ 6, got 3/],
+    [
+      'SequentialLR with a wrong milestone count',
+      () => {
+        const o = sgd();
+        return new SequentialLR(o, { schedulers: [new LinearLR(o), new StepLR(o, { stepSize: 1 })], milestones: [] });
+      },
+      /expected 1 milestones for 2 schedulers, got 0/,
+    ],
+    [
+      'SequentialLR over another optimizer',
+      () => {
+        const o = sgd();
+        return new SequentialLR(o, { schedulers: [new LinearLR(sgd())], milestones: [] });
+      },
+      /belongs to another optimizer/,
+    ],
+    [
+      'SequentialLR with decreasing milestones',
+      () => {
+        const o = sgd();
+        return new SequentialLR(o, { schedulers: [new LinearLR(o), new LinearLR(o), new LinearLR(o)], milestones: [5, 3] });
+      },
+      /milestones\[1\] must be an integer ≥ 6, got 3/,
+    ],
     ['OneCycleLR without a length', () => new OneCycleLR(sgd(), { maxLr: 1 }), /give either totalSteps or both epochs and stepsPerEpoch/],
-    ['OneCycleLR with maxLr per group mismatched', () => new OneCycleLR(sgd(), { maxLr: [1, 2, 3], totalSteps: 10 }), /maxLr must have one value per parameter group \(2\), got 3/],
-    ['OneCycleLR pctStart 1.5', () => new OneCycleLR(sgd(), { maxLr: 1, totalSteps: 10, pctStart: 1.5 }), /pctStart must be a number in \[0, 1\]/],
-    ['OneCycleLR annealStrategy', () => new OneCycleLR(sgd(), { maxLr: 1, totalSteps: 10, annealStrategy: 'exp' as never }), /annealStrategy must be 'cos' or 'linear'/],
+    [
+      'OneCycleLR with maxLr per group mismatched',
+      () => new OneCycleLR(sgd(), { maxLr: [1, 2, 3], totalSteps: 10 }),
+      /maxLr must have one value per parameter group \(2\), got 3/,
+    ],
+    [
+      'OneCycleLR pctStart 1.5',
+      () => new OneCycleLR(sgd(), { maxLr: 1, totalSteps: 10, pctStart: 1.5 }),
+      /pctStart must be a number in \[0, 1\]/,
+    ],
+    [
+      'OneCycleLR annealStrategy',
+      () => new OneCycleLR(sgd(), { maxLr: 1, totalSteps: 10, annealStrategy: 'exp' as never }),
+      /annealStrategy must be 'cos' or 'linear'/,
+    ],
   ])('%s', (_n, f, message) => {
     expect(f).toThrow(A.ArgumentError);
     expect(f).toThrow(message);

@@ -57,7 +57,11 @@ describe('CharTokenizer', () => {
   });
 
   it.each([
-    ['an unknown character', () => data.CharTokenizer.fromText('abc').encode('abz'), /character "z" at position 2 is not in the vocabulary of 3/],
+    [
+      'an unknown character',
+      () => data.CharTokenizer.fromText('abc').encode('abz'),
+      /character "z" at position 2 is not in the vocabulary of 3/,
+    ],
     ['an id out of range', () => data.CharTokenizer.fromText('abc').decode([0, 3]), /ids\[1\] = 3 is not in \[0, 3\)/],
     ['a repeated character', () => new data.CharTokenizer(['a', 'b', 'a']), /"a" appears twice in the vocabulary \(at 0 and 2\)/],
     ['an empty text', () => data.CharTokenizer.fromText(''), /expected a non-empty string, got an empty string/],
@@ -97,15 +101,30 @@ describe('lmBatches', () => {
 
   it('covers every start of a short sequence, uniformly enough', () => {
     const counts = new Array(6).fill(0);
-    const it = data.lmBatches(Int32Array.from({ length: 10 }, (_, i) => i), { batchSize: 6000, blockSize: 4, seed: 2 });
+    const it = data.lmBatches(
+      Int32Array.from({ length: 10 }, (_, i) => i),
+      { batchSize: 6000, blockSize: 4, seed: 2 },
+    );
     for (const s of it.next().value.starts) counts[s]++;
     for (const c of counts) expect(Math.abs(c - 1000)).toBeLessThan(150);
   });
 
   it.each([
-    ['a sequence shorter than a window', () => data.lmBatches(new Int32Array(8), { batchSize: 1, blockSize: 8 }).next(), /a window needs blockSize \+ 1 = 9 ids, but ids has 8/],
-    ['a zero batch size', () => data.lmBatches(new Int32Array(20), { batchSize: 0, blockSize: 4 }).next(), /batchSize must be a positive integer, got 0/],
-    ['plain numbers instead of ids', () => data.lmBatches([1, 2, 3] as never, { batchSize: 1, blockSize: 1 }).next(), /ids must be an Int32Array/],
+    [
+      'a sequence shorter than a window',
+      () => data.lmBatches(new Int32Array(8), { batchSize: 1, blockSize: 8 }).next(),
+      /a window needs blockSize \+ 1 = 9 ids, but ids has 8/,
+    ],
+    [
+      'a zero batch size',
+      () => data.lmBatches(new Int32Array(20), { batchSize: 0, blockSize: 4 }).next(),
+      /batchSize must be a positive integer, got 0/,
+    ],
+    [
+      'plain numbers instead of ids',
+      () => data.lmBatches([1, 2, 3] as never, { batchSize: 1, blockSize: 1 }).next(),
+      /ids must be an Int32Array/,
+    ],
   ])('%s is refused with a clear ArgumentError', (_n, f, message) => {
     expect(f).toThrow(A.ArgumentError);
     expect(f).toThrow(message);

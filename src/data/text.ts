@@ -29,9 +29,11 @@ export class CharTokenizer {
     const chars = typeof vocab === 'string' ? codePoints(vocab).map((c) => String.fromCodePoint(c)) : [...(vocab ?? [])];
     if (chars.length === 0) throw new ArgumentError('CharTokenizer: the vocabulary is empty');
     chars.forEach((ch, i) => {
-      if (typeof ch !== 'string' || codePoints(ch).length !== 1) throw new ArgumentError(`CharTokenizer: vocab[${i}] must be one character, got ${JSON.stringify(ch)}`);
+      if (typeof ch !== 'string' || codePoints(ch).length !== 1)
+        throw new ArgumentError(`CharTokenizer: vocab[${i}] must be one character, got ${JSON.stringify(ch)}`);
       const c = ch.codePointAt(0)!;
-      if (this.ids.has(c)) throw new ArgumentError(`CharTokenizer: ${JSON.stringify(ch)} appears twice in the vocabulary (at ${this.ids.get(c)} and ${i})`);
+      if (this.ids.has(c))
+        throw new ArgumentError(`CharTokenizer: ${JSON.stringify(ch)} appears twice in the vocabulary (at ${this.ids.get(c)} and ${i})`);
       this.ids.set(c, i);
     });
     this.vocab = chars;
@@ -39,7 +41,10 @@ export class CharTokenizer {
 
   /** The sorted distinct characters of `text` (by code point, as Python's sorted(set(text))). */
   static fromText(text: string): CharTokenizer {
-    if (typeof text !== 'string' || text.length === 0) throw new ArgumentError(`CharTokenizer.fromText: expected a non-empty string, got ${typeof text === 'string' ? 'an empty string' : typeof text}`);
+    if (typeof text !== 'string' || text.length === 0)
+      throw new ArgumentError(
+        `CharTokenizer.fromText: expected a non-empty string, got ${typeof text === 'string' ? 'an empty string' : typeof text}`,
+      );
     const distinct = [...new Set(codePoints(text))].sort((a, b) => a - b);
     return new CharTokenizer(distinct.map((c) => String.fromCodePoint(c)));
   }
@@ -56,7 +61,10 @@ export class CharTokenizer {
     for (let i = 0; i < text.length; i++) {
       const c = text.codePointAt(i)!;
       const id = this.ids.get(c);
-      if (id === undefined) throw new ArgumentError(`CharTokenizer.encode: character ${JSON.stringify(String.fromCodePoint(c))} at position ${i} is not in the vocabulary of ${this.vocabSize}`);
+      if (id === undefined)
+        throw new ArgumentError(
+          `CharTokenizer.encode: character ${JSON.stringify(String.fromCodePoint(c))} at position ${i} is not in the vocabulary of ${this.vocabSize}`,
+        );
       out[n++] = id;
       if (c > 0xffff) i++;
     }
@@ -65,11 +73,13 @@ export class CharTokenizer {
 
   /** The text of `ids` (integers in [0, vocabSize)). */
   decode(ids: ArrayLike<number>): string {
-    if (ids === null || typeof ids !== 'object' || typeof ids.length !== 'number') throw new ArgumentError(`CharTokenizer.decode: expected an array of ids, got ${String(ids)}`);
+    if (ids === null || typeof ids !== 'object' || typeof ids.length !== 'number')
+      throw new ArgumentError(`CharTokenizer.decode: expected an array of ids, got ${String(ids)}`);
     let s = '';
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocab.length) throw new ArgumentError(`CharTokenizer.decode: ids[${i}] = ${id} is not in [0, ${this.vocab.length})`);
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocab.length)
+        throw new ArgumentError(`CharTokenizer.decode: ids[${i}] = ${id} is not in [0, ${this.vocab.length})`);
       s += this.vocab[id];
     }
     return s;
@@ -78,8 +88,10 @@ export class CharTokenizer {
 
 /** The first `fraction` of a sequence for training, the rest for validation (views, no copy). */
 export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): { train: T; val: T } {
-  if (typeof ids !== 'string' && !(ids instanceof Int32Array)) throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
-  if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1)) throw new ArgumentError(`splitText: fraction must be in (0, 1), got ${String(fraction)}`);
+  if (typeof ids !== 'string' && !(ids instanceof Int32Array))
+    throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
+  if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
+    throw new ArgumentError(`splitText: fraction must be in (0, 1), got ${String(fraction)}`);
   // Python's int(n * 0.9), as the published split.
   const n = Math.floor(ids.length * fraction);
   if (typeof ids === 'string') return { train: ids.slice(0, n) as T, val: ids.slice(n) as T };
@@ -106,7 +118,8 @@ export interface LmBatch {
 
 /** Checks a positive integer option. */
 function positive(name: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw new ArgumentError(`lmBatches: ${name} must be a positive integer, got ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0)
+    throw new ArgumentError(`lmBatches: ${name} must be a positive integer, got ${String(v)}`);
   return v;
 }
 
@@ -116,7 +129,8 @@ function positive(name: string, v: unknown): number {
  * setup's randint), so a seed gives the same batches everywhere.
  */
 export function* lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
-  if (!(ids instanceof Int32Array)) throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${String(ids)}`);
+  if (!(ids instanceof Int32Array))
+    throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${String(ids)}`);
   const { batchSize, blockSize, seed = 0 } = opts ?? ({} as LmBatchOptions);
   positive('batchSize', batchSize);
   positive('blockSize', blockSize);
@@ -124,7 +138,9 @@ export function* lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmB
   if (span <= 0) throw new ArgumentError(`lmBatches: a window needs blockSize + 1 = ${blockSize + 1} ids, but ids has ${ids.length}`);
   const next = integerStream(seed);
   for (;;) {
-    const x = new Int32Array(batchSize * blockSize), y = new Int32Array(batchSize * blockSize), starts = new Int32Array(batchSize);
+    const x = new Int32Array(batchSize * blockSize),
+      y = new Int32Array(batchSize * blockSize),
+      starts = new Int32Array(batchSize);
     for (let r = 0; r < batchSize; r++) {
       const s = next() % span;
       starts[r] = s;
@@ -154,7 +170,8 @@ function textOf(bytes: Uint8Array, what: string): string {
  */
 export async function shakespeare(source?: string | Uint8Array): Promise<string> {
   if (source instanceof Uint8Array) return textOf(source, 'the given bytes');
-  if (source !== undefined && (typeof source !== 'string' || source === '')) throw new ArgumentError(`shakespeare: source must be a file path or the file's bytes, got ${String(source)}`);
+  if (source !== undefined && (typeof source !== 'string' || source === ''))
+    throw new ArgumentError(`shakespeare: source must be a file path or the file's bytes, got ${String(source)}`);
   let fs: typeof import('node:fs/promises'), url: typeof import('node:url');
   try {
     [fs, url] = await Promise.all([import('node:fs/promises'), import('node:url')]);
@@ -177,5 +194,7 @@ export async function shakespeare(source?: string | Uint8Array): Promise<string>
     });
     if (bytes !== null) return textOf(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), path);
   }
-  throw new ArgumentError(`shakespeare: no ${FILE} found (looked in ${candidates.join(', ')}); pass its path: data.shakespeare('path/to/${FILE}')`);
+  throw new ArgumentError(
+    `shakespeare: no ${FILE} found (looked in ${candidates.join(', ')}); pass its path: data.shakespeare('path/to/${FILE}')`,
+  );
 }

@@ -27,7 +27,12 @@ const KEYS = ['lr', 'betas', 'eps', 'weightDecay'] as const;
 const CODEC: StateCodec = {
   buffers: ['exp_avg', 'exp_avg_sq'],
   step: true,
-  hypers: [['lr', 'lr', 'number'], ['betas', 'betas', 'pair'], ['eps', 'eps', 'number'], ['weightDecay', 'weight_decay', 'number']],
+  hypers: [
+    ['lr', 'lr', 'number'],
+    ['betas', 'betas', 'pair'],
+    ['eps', 'eps', 'number'],
+    ['weightDecay', 'weight_decay', 'number'],
+  ],
 };
 
 /** Checks one group's options (defaults already merged in). */
@@ -36,7 +41,8 @@ function adamGroup(name: string) {
     knownKeys(name, where === 'params' ? 'options' : where, o, KEYS);
     const at = (key: string) => (where === 'params' ? key : `${where}.${key}`);
     const betas = o.betas;
-    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: ${at('betas')} must be [beta1, beta2], got ${String(betas)}`);
+    if (!Array.isArray(betas) || betas.length !== 2)
+      throw new ArgumentError(`${name}: ${at('betas')} must be [beta1, beta2], got ${String(betas)}`);
     return {
       lr: hyper(name, at('lr'), o.lr as number),
       betas: [hyper(name, `${at('betas')}[0]`, betas[0], 0, 1), hyper(name, `${at('betas')}[1]`, betas[1], 0, 1)],
@@ -59,9 +65,15 @@ abstract class AdamFamily extends Optimizer<AdamGroup> {
   }
 
   /** The defaults' betas (each group may override them). */
-  get betas(): readonly [number, number] { return this.defaults.betas; }
-  get eps(): number { return this.defaults.eps; }
-  get weightDecay(): number { return this.defaults.weightDecay; }
+  get betas(): readonly [number, number] {
+    return this.defaults.betas;
+  }
+  get eps(): number {
+    return this.defaults.eps;
+  }
+  get weightDecay(): number {
+    return this.defaults.weightDecay;
+  }
 
   /** Number of updates applied to p so far. */
   stepCount(p: Tensor): number {

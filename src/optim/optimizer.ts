@@ -50,7 +50,9 @@ export function defined<T extends object>(o: T): Partial<T> {
 /** The user's params as a list of group inputs (a plain list of tensors is one group). */
 function groupInputs(op: string, params: Params): { inputs: ParamGroupInput[]; plain: boolean } {
   if (params === null || typeof (params as Iterable<unknown>)?.[Symbol.iterator] !== 'function') {
-    throw new ArgumentError(`${op}: params must be an array of Tensors (e.g. model.parameters()) or of parameter groups { params, lr?, ... }`);
+    throw new ArgumentError(
+      `${op}: params must be an array of Tensors (e.g. model.parameters()) or of parameter groups { params, lr?, ... }`,
+    );
   }
   const list = [...(params as Iterable<unknown>)];
   if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list`);
@@ -71,7 +73,8 @@ function groupParams(op: string, where: string, params: Iterable<Tensor> | Tenso
   const list = [...params];
   if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list in ${where}`);
   list.forEach((p, i) => {
-    if (!isTensor(p)) throw new ArgumentError(`${op}: ${where === 'params' ? '' : `${where}.`}params[${i}] must be a Tensor, got ${typeof p}`);
+    if (!isTensor(p))
+      throw new ArgumentError(`${op}: ${where === 'params' ? '' : `${where}.`}params[${i}] must be a Tensor, got ${typeof p}`);
     p.check(op);
   });
   return list;
@@ -105,12 +108,15 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
 
   /** Appends a group (PyTorch's add_param_group); its missing hyper-parameters come from the defaults. */
   addParamGroup(input: ParamGroupInput<G>, where = `paramGroups[${this.paramGroups.length}]`): void {
-    if (input === null || typeof input !== 'object' || !('params' in input)) throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${String(input)}`);
+    if (input === null || typeof input !== 'object' || !('params' in input))
+      throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${String(input)}`);
     const { params, ...own } = input;
     const list = groupParams(this.name, where, params);
-    if (new Set(list).size !== list.length) throw new ArgumentError(`${this.name}: a parameter appears more than once in ${where === 'params' ? 'params' : `${where}.params`}`);
+    if (new Set(list).size !== list.length)
+      throw new ArgumentError(`${this.name}: a parameter appears more than once in ${where === 'params' ? 'params' : `${where}.params`}`);
     const taken = new Set(this.params);
-    if (list.some((p) => taken.has(p))) throw new ArgumentError(`${this.name}: a parameter appears in more than one parameter group (${where})`);
+    if (list.some((p) => taken.has(p)))
+      throw new ArgumentError(`${this.name}: a parameter appears in more than one parameter group (${where})`);
     const hypers = this.checkGroup({ ...this.defaults, ...defined(own as Partial<Omit<G, 'params'>>) }, where);
     this.paramGroups.push({ ...hypers, params: list } as G);
   }
@@ -143,7 +149,8 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
         if (g === null) continue;
         p.check(`${this.name}.step`);
         if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
-        if (g.size !== p.size) throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
+        if (g.size !== p.size)
+          throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
         this.update(p, g, group);
       }
     }
@@ -171,7 +178,9 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     const loaded = readStateDict(this.name, this.codec, this.paramGroups, record);
     let hypers: Omit<G, 'params'>[];
     try {
-      hypers = loaded.groups.map(({ initialLr: _, ...h }, i) => this.checkGroup({ ...this.defaults, ...(h as Partial<Omit<G, 'params'>>) }, `the state dict's param_groups.${i}`));
+      hypers = loaded.groups.map(({ initialLr: _, ...h }, i) =>
+        this.checkGroup({ ...this.defaults, ...(h as Partial<Omit<G, 'params'>>) }, `the state dict's param_groups.${i}`),
+      );
     } catch (e) {
       disposeLoaded(loaded.state);
       throw e;
@@ -184,7 +193,11 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     this.state.clear();
     this.steps.clear();
     for (const [p, s] of loaded.state) {
-      if (s.bufs !== undefined) this.state.set(p, s.bufs.map((b) => keep(b)));
+      if (s.bufs !== undefined)
+        this.state.set(
+          p,
+          s.bufs.map((b) => keep(b)),
+        );
       if (s.step !== undefined) this.steps.set(p, s.step);
     }
   }

@@ -25,7 +25,8 @@ export interface SchedulerState {
 
 /** Checks an integer option ≥ lo. */
 export function integer(op: string, name: string, v: unknown, lo: number): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${lo}, got ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo)
+    throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${lo}, got ${String(v)}`);
   return v;
 }
 
@@ -40,7 +41,8 @@ export function between(op: string, name: string, v: unknown, lo: number, hi: nu
 /** The options object, with unknown keys refused. */
 export function options<T extends object>(op: string, o: T | undefined, known: readonly string[]): T {
   if (o === null || typeof o !== 'object') throw new ArgumentError(`${op}: options must be an object, got ${String(o)}`);
-  for (const key of Object.keys(o)) if (!known.includes(key)) throw new ArgumentError(`${op}: unknown option '${key}' (expected ${known.join(', ')})`);
+  for (const key of Object.keys(o))
+    if (!known.includes(key)) throw new ArgumentError(`${op}: unknown option '${key}' (expected ${known.join(', ')})`);
   return o;
 }
 
@@ -56,8 +58,12 @@ export abstract class LRScheduler {
   protected lastLr: number[] = [];
   protected optimizerCallsAtStart = 0;
 
-  protected constructor(readonly name: string, optimizer: Optimizer) {
-    if (!(optimizer instanceof Optimizer)) throw new ArgumentError(`${name}: the first argument must be an optimizer (e.g. new optim.AdamW(...)), got ${String(optimizer)}`);
+  protected constructor(
+    readonly name: string,
+    optimizer: Optimizer,
+  ) {
+    if (!(optimizer instanceof Optimizer))
+      throw new ArgumentError(`${name}: the first argument must be an optimizer (e.g. new optim.AdamW(...)), got ${String(optimizer)}`);
     this.optimizer = optimizer;
   }
 
@@ -130,16 +136,20 @@ export abstract class LRScheduler {
   }
 
   loadStateDict(state: SchedulerState): void {
-    if (state === null || typeof state !== 'object') throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${String(state)}`);
+    if (state === null || typeof state !== 'object')
+      throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${String(state)}`);
     const n = this.optimizer.paramGroups.length;
     const list = (key: 'baseLrs' | 'lastLr') => {
       const v = state[key];
       if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number')) {
-        throw new ArgumentError(`${this.name}.loadStateDict: ${key} must hold one number per parameter group (${n}), got ${JSON.stringify(v)}`);
+        throw new ArgumentError(
+          `${this.name}.loadStateDict: ${key} must hold one number per parameter group (${n}), got ${JSON.stringify(v)}`,
+        );
       }
       return [...v];
     };
-    const baseLrs = list('baseLrs'), lastLr = list('lastLr');
+    const baseLrs = list('baseLrs'),
+      lastLr = list('lastLr');
     this.lastEpoch = integer(`${this.name}.loadStateDict`, 'lastEpoch', state.lastEpoch, -1);
     this.stepCount = integer(`${this.name}.loadStateDict`, 'stepCount', state.stepCount, 0);
     this.baseLrs = baseLrs;

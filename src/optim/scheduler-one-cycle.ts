@@ -31,9 +31,28 @@ export interface OneCycleLROptions {
 
 type Level = 'initial' | 'max' | 'min';
 type Mom = 'max' | 'base';
-interface Phase { endStep: number; startLr: Level; endLr: Level; startMomentum: Mom; endMomentum: Mom }
+interface Phase {
+  endStep: number;
+  startLr: Level;
+  endLr: Level;
+  startMomentum: Mom;
+  endMomentum: Mom;
+}
 
-const KEYS = ['maxLr', 'totalSteps', 'epochs', 'stepsPerEpoch', 'pctStart', 'annealStrategy', 'cycleMomentum', 'baseMomentum', 'maxMomentum', 'divFactor', 'finalDivFactor', 'threePhase'];
+const KEYS = [
+  'maxLr',
+  'totalSteps',
+  'epochs',
+  'stepsPerEpoch',
+  'pctStart',
+  'annealStrategy',
+  'cycleMomentum',
+  'baseMomentum',
+  'maxMomentum',
+  'divFactor',
+  'finalDivFactor',
+  'threePhase',
+];
 
 /** One value per group from a number or an array (PyTorch's _format_param). */
 function perGroup(name: string, v: number | readonly number[], n: number): number[] {
@@ -75,18 +94,24 @@ export class OneCycleLR extends LRScheduler {
     const pct = between('OneCycleLR', 'pctStart', o.pctStart ?? 0.3, 0, 1);
     this.phases = phases(this.totalSteps, pct, o.threePhase ?? false);
     const strategy = o.annealStrategy ?? 'cos';
-    if (strategy !== 'cos' && strategy !== 'linear') throw new ArgumentError(`OneCycleLR: annealStrategy must be 'cos' or 'linear', got ${String(strategy)}`);
+    if (strategy !== 'cos' && strategy !== 'linear')
+      throw new ArgumentError(`OneCycleLR: annealStrategy must be 'cos' or 'linear', got ${String(strategy)}`);
     this.anneal = strategy === 'cos' ? (s, e, p) => e + ((s - e) / 2) * (cos(Math.PI * p) + 1) : (s, e, p) => (e - s) * p + s;
-    const groups = optimizer.paramGroups, n = groups.length;
+    const groups = optimizer.paramGroups,
+      n = groups.length;
     const div = between('OneCycleLR', 'divFactor', o.divFactor ?? 25, 0, Number.MAX_VALUE, true);
     const finalDiv = between('OneCycleLR', 'finalDivFactor', o.finalDivFactor ?? 1e4, 0, Number.MAX_VALUE, true);
-    const max = perGroup('maxLr', o.maxLr, n), initial = max.map((m) => m / div);
+    const max = perGroup('maxLr', o.maxLr, n),
+      initial = max.map((m) => m / div);
     this.lr = { initial, max, min: initial.map((i) => i / finalDiv) };
     groups.forEach((g, i) => (g.initialLr = initial[i]));
     this.useBeta1 = 'betas' in optimizer.defaults;
     this.momentum = null;
     if (o.cycleMomentum ?? true) {
-      if (!this.useBeta1 && !('momentum' in optimizer.defaults)) throw new ArgumentError(`OneCycleLR: cycleMomentum needs an optimizer with momentum or betas; ${optimizer.name} has neither (pass cycleMomentum: false)`);
+      if (!this.useBeta1 && !('momentum' in optimizer.defaults))
+        throw new ArgumentError(
+          `OneCycleLR: cycleMomentum needs an optimizer with momentum or betas; ${optimizer.name} has neither (pass cycleMomentum: false)`,
+        );
       this.momentum = { max: perGroup('maxMomentum', o.maxMomentum ?? 0.95, n), base: perGroup('baseMomentum', o.baseMomentum ?? 0.85, n) };
       groups.forEach((g, i) => this.setMomentum(g as unknown as Record<string, unknown>, this.momentum!.max[i]));
     }
@@ -106,9 +131,16 @@ export class OneCycleLR extends LRScheduler {
       for (let k = 0; k < this.phases.length; k++) {
         const ph = this.phases[k];
         if (step <= ph.endStep || k === this.phases.length - 1) {
-          if (ph.endStep === start) throw new ArgumentError(`OneCycleLR: phase ${k + 1} has no steps (pctStart · totalSteps = ${ph.endStep + 1}); use more steps or another pctStart`);
+          if (ph.endStep === start)
+            throw new ArgumentError(
+              `OneCycleLR: phase ${k + 1} has no steps (pctStart · totalSteps = ${ph.endStep + 1}); use more steps or another pctStart`,
+            );
           const pct = (step - start) / (ph.endStep - start);
-          if (this.momentum !== null) this.setMomentum(g as unknown as Record<string, unknown>, this.anneal(this.momentum[ph.startMomentum][i], this.momentum[ph.endMomentum][i], pct));
+          if (this.momentum !== null)
+            this.setMomentum(
+              g as unknown as Record<string, unknown>,
+              this.anneal(this.momentum[ph.startMomentum][i], this.momentum[ph.endMomentum][i], pct),
+            );
           return this.anneal(this.lr[ph.startLr][i], this.lr[ph.endLr][i], pct);
         }
         start = ph.endStep;

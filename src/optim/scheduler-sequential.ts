@@ -27,13 +27,19 @@ export class SequentialLR extends LRScheduler {
     super('SequentialLR', optimizer);
     const o = options('SequentialLR', opts, ['schedulers', 'milestones']);
     const { schedulers, milestones } = o;
-    if (!Array.isArray(schedulers) || schedulers.length === 0) throw new ArgumentError('SequentialLR: schedulers must be a non-empty array of schedulers');
+    if (!Array.isArray(schedulers) || schedulers.length === 0)
+      throw new ArgumentError('SequentialLR: schedulers must be a non-empty array of schedulers');
     schedulers.forEach((s, i) => {
       if (!(s instanceof LRScheduler)) throw new ArgumentError(`SequentialLR: schedulers[${i}] is not a scheduler`);
-      if (s.optimizer !== optimizer) throw new ArgumentError(`SequentialLR: schedulers[${i}] (${s.name}) belongs to another optimizer; all must share the SequentialLR's`);
+      if (s.optimizer !== optimizer)
+        throw new ArgumentError(
+          `SequentialLR: schedulers[${i}] (${s.name}) belongs to another optimizer; all must share the SequentialLR's`,
+        );
     });
     if (!Array.isArray(milestones) || milestones.length !== schedulers.length - 1) {
-      throw new ArgumentError(`SequentialLR: expected ${schedulers.length - 1} milestones for ${schedulers.length} schedulers, got ${Array.isArray(milestones) ? milestones.length : String(milestones)}`);
+      throw new ArgumentError(
+        `SequentialLR: expected ${schedulers.length - 1} milestones for ${schedulers.length} schedulers, got ${Array.isArray(milestones) ? milestones.length : String(milestones)}`,
+      );
     }
     milestones.forEach((m, i) => {
       integer('SequentialLR', `milestones[${i}]`, m, i === 0 ? 1 : milestones[i - 1] + 1);
@@ -74,7 +80,9 @@ export class SequentialLR extends LRScheduler {
     super.loadStateDict(state);
     const subs = state.schedulers;
     if (!Array.isArray(subs) || subs.length !== this.schedulers.length) {
-      throw new ArgumentError(`SequentialLR.loadStateDict: expected the states of ${this.schedulers.length} schedulers, got ${Array.isArray(subs) ? subs.length : String(subs)}`);
+      throw new ArgumentError(
+        `SequentialLR.loadStateDict: expected the states of ${this.schedulers.length} schedulers, got ${Array.isArray(subs) ? subs.length : String(subs)}`,
+      );
     }
     subs.forEach((s, i) => this.schedulers[i].loadStateDict(s as SchedulerState));
   }

@@ -129,9 +129,13 @@ export class LambdaLR extends LRScheduler {
     const o = options('LambdaLR', opts, ['lrLambda']);
     const n = optimizer.paramGroups.length;
     const fns = Array.isArray(o.lrLambda) ? [...o.lrLambda] : Array.from({ length: n }, () => o.lrLambda as LrLambda);
-    if (fns.length !== n) throw new ArgumentError(`LambdaLR: expected ${n} lrLambda functions (one per parameter group), got ${fns.length}`);
+    if (fns.length !== n)
+      throw new ArgumentError(`LambdaLR: expected ${n} lrLambda functions (one per parameter group), got ${fns.length}`);
     fns.forEach((f, i) => {
-      if (typeof f !== 'function') throw new ArgumentError(`LambdaLR: lrLambda${Array.isArray(o.lrLambda) ? `[${i}]` : ''} must be a function of the step, got ${typeof f}`);
+      if (typeof f !== 'function')
+        throw new ArgumentError(
+          `LambdaLR: lrLambda${Array.isArray(o.lrLambda) ? `[${i}]` : ''} must be a function of the step, got ${typeof f}`,
+        );
     });
     this.lrLambdas = fns;
     this.start();
@@ -140,7 +144,8 @@ export class LambdaLR extends LRScheduler {
   protected getLr(): number[] {
     return this.baseLrs.map((b, i) => {
       const f = this.lrLambdas[i](this.lastEpoch);
-      if (typeof f !== 'number' || Number.isNaN(f)) throw new ArgumentError(`LambdaLR: lrLambda(${this.lastEpoch}) returned ${String(f)}, expected a number`);
+      if (typeof f !== 'number' || Number.isNaN(f))
+        throw new ArgumentError(`LambdaLR: lrLambda(${this.lastEpoch}) returned ${String(f)}, expected a number`);
       return b * f;
     });
   }

@@ -31,13 +31,20 @@ const KEYS = ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov'] as const
 const CODEC: StateCodec = {
   buffers: ['momentum_buffer'],
   step: false,
-  hypers: [['lr', 'lr', 'number'], ['momentum', 'momentum', 'number'], ['dampening', 'dampening', 'number'], ['weightDecay', 'weight_decay', 'number'], ['nesterov', 'nesterov', 'bool']],
+  hypers: [
+    ['lr', 'lr', 'number'],
+    ['momentum', 'momentum', 'number'],
+    ['dampening', 'dampening', 'number'],
+    ['weightDecay', 'weight_decay', 'number'],
+    ['nesterov', 'nesterov', 'bool'],
+  ],
 };
 
 /** Checks one group's options (defaults already merged in). */
 function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGDGroup, 'params'> {
   knownKeys('SGD', where === 'params' ? 'options' : where, o, KEYS);
-  if (o.lr === undefined) throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 }) (or an lr in every parameter group)');
+  if (o.lr === undefined)
+    throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 }) (or an lr in every parameter group)');
   const at = (name: string) => (where === 'params' ? name : `${where}.${name}`);
   const g = {
     lr: hyper('SGD', at('lr'), o.lr),
@@ -47,26 +54,37 @@ function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGD
     nesterov: o.nesterov ?? false,
   };
   if (typeof g.nesterov !== 'boolean') throw new ArgumentError(`SGD: ${at('nesterov')} must be true or false, got ${String(g.nesterov)}`);
-  if (g.nesterov && (g.momentum <= 0 || g.dampening !== 0)) throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
+  if (g.nesterov && (g.momentum <= 0 || g.dampening !== 0))
+    throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
   return g;
 }
 
 export class SGD extends Optimizer<SGDGroup> {
   constructor(params: Params<SGDGroup>, opts: SGDOptions) {
-    if (opts === null || typeof opts !== 'object') throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
+    if (opts === null || typeof opts !== 'object')
+      throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
     knownKeys('SGD', 'options', opts, KEYS);
     const defaults = { momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, ...defined(opts) } as Omit<SGDGroup, 'params'>;
     super('SGD', params, defaults, sgdGroup, CODEC);
   }
 
   /** The defaults' momentum (each group may override it). */
-  get momentum(): number { return this.defaults.momentum; }
-  get weightDecay(): number { return this.defaults.weightDecay; }
-  get nesterov(): boolean { return this.defaults.nesterov; }
-  get dampening(): number { return this.defaults.dampening; }
+  get momentum(): number {
+    return this.defaults.momentum;
+  }
+  get weightDecay(): number {
+    return this.defaults.weightDecay;
+  }
+  get nesterov(): boolean {
+    return this.defaults.nesterov;
+  }
+  get dampening(): number {
+    return this.defaults.dampening;
+  }
 
   protected update(p: Tensor, g: Tensor, group: SGDGroup): void {
-    let buf = 0, flags = group.nesterov ? NESTEROV : 0;
+    let buf = 0,
+      flags = group.nesterov ? NESTEROV : 0;
     if (group.momentum !== 0) {
       const { bufs, fresh } = this.buffers(p, 1);
       buf = bufs[0].ptr;

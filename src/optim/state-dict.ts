@@ -37,7 +37,11 @@ function encodeHyper(v: unknown, kind: HyperKind): Tensor {
 }
 
 /** The flat record of `groups` and their parameters' state. */
-export function writeStateDict(codec: StateCodec, groups: readonly ParamGroup[], stateOf: (p: Tensor) => ParamState): Record<string, Tensor> {
+export function writeStateDict(
+  codec: StateCodec,
+  groups: readonly ParamGroup[],
+  stateOf: (p: Tensor) => ParamState,
+): Record<string, Tensor> {
   const out: Record<string, Tensor> = {};
   let i = 0;
   groups.forEach((g, gi) => {
@@ -49,7 +53,8 @@ export function writeStateDict(codec: StateCodec, groups: readonly ParamGroup[],
       indices.push(i++);
     }
     out[`param_groups.${gi}.params`] = fromValues(indices, [indices.length], 'float64');
-    for (const [name, key, kind] of codec.hypers) out[`param_groups.${gi}.${key}`] = encodeHyper((g as unknown as Record<string, unknown>)[name], kind);
+    for (const [name, key, kind] of codec.hypers)
+      out[`param_groups.${gi}.${key}`] = encodeHyper((g as unknown as Record<string, unknown>)[name], kind);
     if (g.initialLr !== undefined) out[`param_groups.${gi}.initial_lr`] = scalar(g.initialLr);
   });
   return out;
@@ -64,14 +69,23 @@ export interface LoadedState {
 const KEY = /^(state|param_groups)\.(\d+)\.([a-z_0-9]+)$/;
 
 /** Splits the record by key; refuses keys that are not ours. */
-function parseKeys(op: string, record: Record<string, Tensor>): { groups: Map<number, Map<string, Tensor>>; state: Map<number, Map<string, Tensor>> } {
-  if (record === null || typeof record !== 'object') throw new ArgumentError(`${op}: expected a record of tensors from stateDict(), got ${String(record)}`);
-  const groups = new Map<number, Map<string, Tensor>>(), state = new Map<number, Map<string, Tensor>>();
+function parseKeys(
+  op: string,
+  record: Record<string, Tensor>,
+): { groups: Map<number, Map<string, Tensor>>; state: Map<number, Map<string, Tensor>> } {
+  if (record === null || typeof record !== 'object')
+    throw new ArgumentError(`${op}: expected a record of tensors from stateDict(), got ${String(record)}`);
+  const groups = new Map<number, Map<string, Tensor>>(),
+    state = new Map<number, Map<string, Tensor>>();
   for (const [key, t] of Object.entries(record)) {
     const m = KEY.exec(key);
-    if (m === null) throw new FormatError(`${op}: unexpected key '${key}' (an optimizer state dict has state.<i>.<buffer> and param_groups.<g>.<option> keys)`);
+    if (m === null)
+      throw new FormatError(
+        `${op}: unexpected key '${key}' (an optimizer state dict has state.<i>.<buffer> and param_groups.<g>.<option> keys)`,
+      );
     if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: '${key}' must be a Tensor, got ${typeof t}`);
-    const into = m[1] === 'state' ? state : groups, n = Number(m[2]);
+    const into = m[1] === 'state' ? state : groups,
+      n = Number(m[2]);
     if (!into.has(n)) into.set(n, new Map());
     into.get(n)!.set(m[3], t.check(op));
   }
@@ -91,7 +105,9 @@ function numbers(op: string, key: string, t: Tensor, count: number | null): numb
 function readHypers(op: string, codec: StateCodec, gi: number, saved: Map<string, Tensor>): Record<string, unknown> {
   const h: Record<string, unknown> = {};
   const known = new Set(['params', 'initial_lr', ...codec.hypers.map(([, key]) => key)]);
-  for (const key of saved.keys()) if (!known.has(key)) throw new FormatError(`${op}: unexpected key 'param_groups.${gi}.${key}' (this optimizer's options: ${[...known].join(', ')})`);
+  for (const key of saved.keys())
+    if (!known.has(key))
+      throw new FormatError(`${op}: unexpected key 'param_groups.${gi}.${key}' (this optimizer's options: ${[...known].join(', ')})`);
   for (const [name, key, kind] of codec.hypers) {
     const t = saved.get(key);
     if (t === undefined) throw new FormatError(`${op}: the state dict lacks 'param_groups.${gi}.${key}'`);
@@ -106,7 +122,8 @@ function readHypers(op: string, codec: StateCodec, gi: number, saved: Map<string
 /** Parameter p's state from its saved entries (buffers cast to p's dtype). */
 function readParamState(op: string, codec: StateCodec, i: number, p: Tensor, saved: Map<string, Tensor>): ParamState {
   const known = new Set([...codec.buffers, ...(codec.step ? ['step'] : [])]);
-  for (const key of saved.keys()) if (!known.has(key)) throw new FormatError(`${op}: unexpected key 'state.${i}.${key}' (this optimizer keeps ${[...known].join(', ')})`);
+  for (const key of saved.keys())
+    if (!known.has(key)) throw new FormatError(`${op}: unexpected key 'state.${i}.${key}' (this optimizer keeps ${[...known].join(', ')})`);
   const have = codec.buffers.filter((b) => saved.has(b));
   if (have.length !== 0 && have.length !== codec.buffers.length) {
     throw new FormatError(`${op}: state.${i} has ${have.join(', ')} but not ${codec.buffers.filter((b) => !saved.has(b)).join(', ')}`);
@@ -127,7 +144,8 @@ function readParamState(op: string, codec: StateCodec, i: number, p: Tensor, sav
     if (!Number.isSafeInteger(s) || s < 0) throw new FormatError(`${op}: 'state.${i}.step' must be a non-negative integer, got ${s}`);
     out.step = s;
   }
-  if (codec.step && (out.step === undefined) !== (out.bufs === undefined)) throw new FormatError(`${op}: state.${i} must have both its buffers and its step, or neither`);
+  if (codec.step && (out.step === undefined) !== (out.bufs === undefined))
+    throw new FormatError(`${op}: state.${i} must have both its buffers and its step, or neither`);
   return out;
 }
 
@@ -145,10 +163,13 @@ export function readStateDict(name: string, codec: StateCodec, groups: readonly 
     if (idx === undefined) throw new FormatError(`${op}: the state dict lacks 'param_groups.${gi}.params'`);
     const list = numbers(op, `param_groups.${gi}.params`, idx, null);
     if (list.length !== g.params.length) {
-      throw new ArgumentError(`${op}: parameter group ${gi} has ${list.length} parameters in the state dict but ${g.params.length} in this optimizer`);
+      throw new ArgumentError(
+        `${op}: parameter group ${gi} has ${list.length} parameters in the state dict but ${g.params.length} in this optimizer`,
+      );
     }
     list.forEach((id, k) => {
-      if (!Number.isSafeInteger(id) || id < 0 || ids.has(id)) throw new FormatError(`${op}: 'param_groups.${gi}.params' holds a bad or repeated index ${id}`);
+      if (!Number.isSafeInteger(id) || id < 0 || ids.has(id))
+        throw new FormatError(`${op}: 'param_groups.${gi}.params' holds a bad or repeated index ${id}`);
       ids.set(id, g.params[k]);
     });
     return readHypers(op, codec, gi, saved);
