@@ -10,7 +10,6 @@
 import { ArgumentError, FormatError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
-import { copyAs } from '../ops/launch.js';
 import type { ParamGroup } from './optimizer.js';
 
 /** How a hyper-parameter is stored: a number, a pair (betas) or a boolean (0/1). */
@@ -30,6 +29,8 @@ interface ParamState {
 }
 
 const scalar = (v: number) => fromValues([v], [], 'float64');
+/** A copy of t (state dicts are rare: a round trip through JS is fine). */
+const copy = (t: Tensor, shape: readonly number[] = t.shape) => fromValues(t.toArray(), shape, t.dtype);
 
 function encodeHyper(v: unknown, kind: HyperKind): Tensor {
   if (kind === 'pair') return fromValues(v as readonly number[], [2], 'float64');
@@ -48,7 +49,7 @@ export function writeStateDict(
     const indices: number[] = [];
     for (const p of g.params) {
       const { bufs, step } = stateOf(p);
-      if (bufs !== undefined) codec.buffers.forEach((name, b) => (out[`state.${i}.${name}`] = copyAs(bufs[b], bufs[b].shape)));
+      if (bufs !== undefined) codec.buffers.forEach((name, b) => (out[`state.${i}.${name}`] = copy(bufs[b])));
       if (codec.step && step !== undefined) out[`state.${i}.step`] = scalar(step);
       indices.push(i++);
     }
@@ -135,7 +136,7 @@ function readParamState(op: string, codec: StateCodec, i: number, p: Tensor, sav
       if (t.shape.length !== p.shape.length || t.shape.some((d, k) => d !== p.shape[k])) {
         throw new ShapeError(`${op}: 'state.${i}.${b}' has shape [${t.shape}] but parameter ${i} has shape [${p.shape}]`);
       }
-      return t.dtype === p.dtype ? copyAs(t, p.shape) : fromValues(t.toArray(), p.shape, p.dtype);
+      return fromValues(t.toArray(), p.shape, p.dtype); // a copy, cast to the parameter's dtype
     });
   }
   const step = saved.get('step');
