@@ -9,17 +9,25 @@ import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } fr
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
 
+/** Options for {@link Adam} and {@link AdamW}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface AdamOptions {
+  /** Learning rate; default 1e-3. */
   lr?: number;
+  /** Decay rates of the running means of the gradient and its square; default `[0.9, 0.999]`. */
   betas?: readonly [number, number];
+  /** Added to the denominator for stability; default 1e-8. */
   eps?: number;
+  /** Weight decay: L2 added to the gradient (Adam, default 0) or decoupled (AdamW, default 0.01). */
   weightDecay?: number;
 }
 
 /** One Adam/AdamW parameter group: its tensors and hyper-parameters. */
 export interface AdamGroup extends ParamGroup {
+  /** This group's decay rates of the two running means. */
   betas: readonly [number, number];
+  /** This group's denominator epsilon. */
   eps: number;
+  /** This group's weight decay. */
   weightDecay: number;
 }
 
@@ -68,9 +76,11 @@ abstract class AdamFamily extends Optimizer<AdamGroup> {
   get betas(): readonly [number, number] {
     return this.defaults.betas;
   }
+  /** The defaults' eps (each group may override it). */
   get eps(): number {
     return this.defaults.eps;
   }
+  /** The defaults' weight decay (each group may override it). */
   get weightDecay(): number {
     return this.defaults.weightDecay;
   }
@@ -93,14 +103,37 @@ abstract class AdamFamily extends Optimizer<AdamGroup> {
   }
 }
 
-/** Adam with L2 weight decay (default 0). */
+/**
+ * Adam (Kingma and Ba 2015) with PyTorch's update rule and L2 weight decay added to the gradient
+ * (default 0). Defaults: lr 1e-3, betas [0.9, 0.999], eps 1e-8.
+ */
 export class Adam extends AdamFamily {
   constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
     super('Adam', params, opts, 0);
   }
 }
 
-/** Adam with decoupled weight decay; weightDecay defaults to 0.01 as in PyTorch. */
+/**
+ * AdamW (Loshchilov and Hutter 2019): Adam with decoupled weight decay, PyTorch's update rule.
+ * Defaults: lr 1e-3, betas [0.9, 0.999], eps 1e-8, weightDecay 0.01. `params` is a list of
+ * tensors or of parameter groups that override the options.
+ *
+ * @throws {@link ArgumentError} for an unknown option, a bad hyper-parameter or a repeated parameter.
+ * @example
+ * ```ts
+ * const model = new nn.Linear(4, 1, { seed: 0 });
+ * const opt = new optim.AdamW(model.parameters(), { lr: 1e-2 });
+ * for (let i = 0; i < 100; i++) {
+ *   tidy(() => {
+ *     opt.zeroGrad();
+ *     mseLoss(model.forward(x), y).backward();
+ *     opt.step();
+ *   });
+ * }
+ * // parameter groups: no decay on the bias
+ * new optim.AdamW([{ params: [model.weight], weightDecay: 0.1 }, { params: [model.bias!], weightDecay: 0 }], { lr: 1e-3 });
+ * ```
+ */
 export class AdamW extends AdamFamily {
   constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
     super('AdamW', params, opts, 0.01);

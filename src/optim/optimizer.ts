@@ -11,6 +11,7 @@ import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from '.
 
 /** The hyper-parameters every group has; subclasses add theirs. */
 export interface ParamGroup {
+  /** The group's parameter tensors. */
   params: Tensor[];
   /** The learning rate of this group; a scheduler assigns it between steps. */
   lr: number;
@@ -80,6 +81,10 @@ function groupParams(op: string, where: string, params: Iterable<Tensor> | Tenso
   return list;
 }
 
+/**
+ * The base class of optimizers: parameter groups with their own hyper-parameters, `step()`, `zeroGrad()`, state dicts.
+ * Subclasses implement one fused update per parameter; `dispose()` (or `using`) frees their state.
+ */
 export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   /** The parameter groups, in order; assign e.g. `opt.paramGroups[1].lr` between steps. */
   readonly paramGroups: G[] = [];
@@ -213,7 +218,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   protected abstract update(p: Tensor, g: Tensor, group: G): void;
 
   /** p's `count` state buffers; `fresh` is true on the call that created them. */
-  protected buffers(p: Tensor, count: number): { bufs: Tensor[]; fresh: boolean } {
+  protected buffers(p: Tensor, count: number): { /** The buffers, zeros when fresh. */ bufs: Tensor[]; /** Whether this call created them. */ fresh: boolean } {
     const have = this.state.get(p);
     if (have !== undefined) return { bufs: have, fresh: false };
     const bufs = Array.from({ length: count }, () => keep(filled(p.shape, p.dtype, 0)));

@@ -9,19 +9,29 @@ import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } fr
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
 
+/** Options for {@link SGD}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface SGDOptions {
+  /** Learning rate (required). */
   lr: number;
+  /** Momentum factor μ; default 0 (plain SGD). */
   momentum?: number;
+  /** L2 penalty added to the gradient; default 0. */
   weightDecay?: number;
+  /** Nesterov momentum (needs momentum > 0 and dampening 0); default false. */
   nesterov?: boolean;
+  /** Dampening of the gradient in the momentum buffer; default 0. */
   dampening?: number;
 }
 
 /** One SGD parameter group: its tensors and hyper-parameters. */
 export interface SGDGroup extends ParamGroup {
+  /** This group's momentum factor. */
   momentum: number;
+  /** This group's dampening. */
   dampening: number;
+  /** This group's L2 penalty. */
   weightDecay: number;
+  /** Whether this group uses Nesterov momentum. */
   nesterov: boolean;
 }
 
@@ -59,6 +69,12 @@ function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGD
   return g;
 }
 
+/**
+ * Stochastic gradient descent with momentum, dampening, L2 weight decay and Nesterov momentum, exactly as `torch.optim.SGD`.
+ * `params` is a list of tensors or of parameter groups that override the options.
+ *
+ * @throws {@link ArgumentError} when `lr` is missing, an option is unknown or a hyper-parameter is out of range.
+ */
 export class SGD extends Optimizer<SGDGroup> {
   constructor(params: Params<SGDGroup>, opts: SGDOptions) {
     if (opts === null || typeof opts !== 'object')
@@ -72,12 +88,15 @@ export class SGD extends Optimizer<SGDGroup> {
   get momentum(): number {
     return this.defaults.momentum;
   }
+  /** The defaults' weight decay (each group may override it). */
   get weightDecay(): number {
     return this.defaults.weightDecay;
   }
+  /** The defaults' Nesterov flag (each group may override it). */
   get nesterov(): boolean {
     return this.defaults.nesterov;
   }
+  /** The defaults' dampening (each group may override it). */
   get dampening(): number {
     return this.defaults.dampening;
   }
