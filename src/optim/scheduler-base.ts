@@ -16,9 +16,13 @@ export const pow = (x: number, y: number): number => kernel('pow_scalar')(x, y);
 
 /** A scheduler's resumable state: plain numbers, so it fits JSON or safetensors' __metadata__. */
 export interface SchedulerState {
+  /** Steps taken (PyTorch's `last_epoch`). */
   lastEpoch: number;
+  /** `step()` calls including the constructor's (PyTorch's `_step_count`). */
   stepCount: number;
+  /** Each group's learning rate when the scheduler started. */
   baseLrs: number[];
+  /** Each group's learning rate after the last step. */
   lastLr: number[];
   [extra: string]: unknown;
 }
@@ -46,7 +50,9 @@ export function options<T extends object>(op: string, o: T | undefined, known: r
   return o;
 }
 
+/** The base class of learning-rate schedulers, as `torch.optim.lr_scheduler.LRScheduler`: the constructor sets the first rate, each `step()` (after `optimizer.step()`) the next. */
 export abstract class LRScheduler {
+  /** The optimizer whose groups' `lr` it sets. */
   readonly optimizer: Optimizer;
   /** Steps taken: 0 after the constructor, then 1, 2, … (PyTorch's last_epoch). */
   lastEpoch = -1;
@@ -54,10 +60,17 @@ export abstract class LRScheduler {
   baseLrs: number[] = [];
   /** step() calls including the constructor's initial one (PyTorch's _step_count). */
   protected stepCount = 0;
+  /** True while the constructor's initial step runs. */
   protected isInitial = false;
+  /** Each group's learning rate after the last step. */
   protected lastLr: number[] = [];
+  /** The optimizer's step count when the scheduler started (to warn about a schedule stepped first). */
   protected optimizerCallsAtStart = 0;
 
+  /**
+   * @param name - The class name, used in error messages.
+   * @param optimizer - The optimizer to schedule.
+   */
   protected constructor(
     readonly name: string,
     optimizer: Optimizer,
@@ -135,6 +148,10 @@ export abstract class LRScheduler {
     return { lastEpoch: this.lastEpoch, stepCount: this.stepCount, baseLrs: [...this.baseLrs], lastLr: [...this.lastLr] };
   }
 
+  /**
+   * Restores a {@link LRScheduler.stateDict} into a scheduler built with the same options on the same optimizer.
+   * @throws {@link ArgumentError} when `state` does not match the optimizer's parameter groups.
+   */
   loadStateDict(state: SchedulerState): void {
     if (state === null || typeof state !== 'object')
       throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${String(state)}`);

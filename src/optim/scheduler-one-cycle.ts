@@ -6,12 +6,15 @@ import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, between, cos, integer, options } from './scheduler-base.js';
 
+/** Options for {@link OneCycleLR}: PyTorch's arguments in camelCase (`maxLr`, `totalSteps`, `pctStart`, …). */
 export interface OneCycleLROptions {
   /** Peak lr: one number, or one per parameter group. */
   maxLr: number | readonly number[];
   /** Steps in the cycle; or give epochs and stepsPerEpoch. */
   totalSteps?: number;
+  /** Number of epochs (with `stepsPerEpoch`, instead of `totalSteps`). */
   epochs?: number;
+  /** Steps per epoch (with `epochs`, instead of `totalSteps`). */
   stepsPerEpoch?: number;
   /** Fraction of the cycle spent raising the lr (default 0.3). */
   pctStart?: number;
@@ -19,7 +22,9 @@ export interface OneCycleLROptions {
   annealStrategy?: 'cos' | 'linear';
   /** Cycle momentum (or Adam's beta1) inversely to the lr (default true). */
   cycleMomentum?: boolean;
+  /** Lowest momentum, at the peak lr (default 0.85); one number or one per group. */
   baseMomentum?: number | readonly number[];
+  /** Highest momentum, at the start and end (default 0.95); one number or one per group. */
   maxMomentum?: number | readonly number[];
   /** initialLr = maxLr / divFactor (default 25). */
   divFactor?: number;
@@ -76,7 +81,12 @@ function phases(total: number, pct: number, three: boolean): Phase[] {
   ];
 }
 
+/**
+ * The 1cycle policy (Smith and Topin 2019), as PyTorch's `OneCycleLR`: the lr rises from `maxLr / divFactor` to `maxLr`, then anneals to far below; momentum cycles the other way.
+ * Step it after every batch.
+ */
 export class OneCycleLR extends LRScheduler {
+  /** Steps in the cycle. */
   readonly totalSteps: number;
   private readonly phases: Phase[];
   private readonly anneal: (start: number, end: number, pct: number) => number;

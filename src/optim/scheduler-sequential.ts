@@ -5,6 +5,7 @@ import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, integer, options, type SchedulerState } from './scheduler-base.js';
 
+/** Options for {@link SequentialLR}. */
 export interface SequentialLROptions {
   /** The schedulers, in order, all on this optimizer. */
   schedulers: readonly LRScheduler[];
@@ -19,8 +20,11 @@ function bisectRight(a: readonly number[], x: number): number {
   return i;
 }
 
+/** Runs several schedulers one after another, switching at `milestones` (PyTorch's `SequentialLR`), e.g. a linear warm-up then cosine annealing. */
 export class SequentialLR extends LRScheduler {
+  /** The schedulers, in order. */
   readonly schedulers: readonly LRScheduler[];
+  /** The steps at which the next scheduler takes over. */
   readonly milestones: readonly number[];
 
   constructor(optimizer: Optimizer, opts: SequentialLROptions) {
@@ -76,6 +80,7 @@ export class SequentialLR extends LRScheduler {
     return { ...super.stateDict(), schedulers: this.schedulers.map((s) => s.stateDict()) };
   }
 
+  /** Restores a `stateDict()` of this scheduler and of each scheduler it runs. */
   override loadStateDict(state: SchedulerState): void {
     super.loadStateDict(state);
     const subs = state.schedulers;

@@ -8,6 +8,7 @@ import { LRScheduler, between, cos, integer, options, pow } from './scheduler-ba
 
 const lrs = (opt: Optimizer) => opt.paramGroups.map((g) => g.lr);
 
+/** Options for {@link StepLR} (PyTorch's arguments in camelCase). */
 export interface StepLROptions {
   /** Decay every stepSize steps. */
   stepSize: number;
@@ -17,7 +18,9 @@ export interface StepLROptions {
 
 /** lr = baseLr · gamma^⌊epoch / stepSize⌋. */
 export class StepLR extends LRScheduler {
+  /** Decay every `stepSize` steps. */
   readonly stepSize: number;
+  /** The multiplicative factor. */
   readonly gamma: number;
 
   constructor(optimizer: Optimizer, opts: StepLROptions) {
@@ -38,6 +41,7 @@ export class StepLR extends LRScheduler {
   }
 }
 
+/** Options for {@link LinearLR} (PyTorch's arguments in camelCase). */
 export interface LinearLROptions {
   /** Factor at step 0, in (0, 1] (default 1/3). */
   startFactor?: number;
@@ -49,8 +53,11 @@ export interface LinearLROptions {
 
 /** lr = baseLr · (start + (end − start) · min(epoch, totalIters) / totalIters). */
 export class LinearLR extends LRScheduler {
+  /** Factor of the base lr at step 0. */
   readonly startFactor: number;
+  /** Factor of the base lr from step `totalIters` on. */
   readonly endFactor: number;
+  /** Steps from `startFactor` to `endFactor`. */
   readonly totalIters: number;
 
   constructor(optimizer: Optimizer, opts: LinearLROptions = {}) {
@@ -75,6 +82,7 @@ export class LinearLR extends LRScheduler {
   }
 }
 
+/** Options for {@link CosineAnnealingLR} (PyTorch's arguments in camelCase). */
 export interface CosineAnnealingLROptions {
   /** Half-period in steps: the lr reaches etaMin at step tMax. */
   tMax: number;
@@ -84,7 +92,9 @@ export interface CosineAnnealingLROptions {
 
 /** lr = etaMin + (baseLr − etaMin) · (1 + cos(π · epoch / tMax)) / 2 (Loshchilov and Hutter 2017, without restarts). */
 export class CosineAnnealingLR extends LRScheduler {
+  /** Half-period in steps. */
   readonly tMax: number;
+  /** The lowest learning rate. */
   readonly etaMin: number;
 
   constructor(optimizer: Optimizer, opts: CosineAnnealingLROptions) {
@@ -113,8 +123,10 @@ export class CosineAnnealingLR extends LRScheduler {
   }
 }
 
+/** The factor of the base learning rate at step `epoch`. */
 export type LrLambda = (epoch: number) => number;
 
+/** Options for {@link LambdaLR}. */
 export interface LambdaLROptions {
   /** Factor of the base lr at each step: one function, or one per parameter group. */
   lrLambda: LrLambda | readonly LrLambda[];
@@ -122,6 +134,7 @@ export interface LambdaLROptions {
 
 /** lr = baseLr · lrLambda(epoch). */
 export class LambdaLR extends LRScheduler {
+  /** One factor function per parameter group. */
   readonly lrLambdas: readonly LrLambda[];
 
   constructor(optimizer: Optimizer, opts: LambdaLROptions) {
