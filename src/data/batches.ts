@@ -7,7 +7,9 @@ import { gather } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { permutation } from './shuffle.js';
 
+/** Options for {@link batches}. */
 export interface BatchOptions {
+  /** Rows per batch. */
   batchSize: number;
   /** Shuffle the rows first (default true). */
   shuffle?: boolean;
@@ -18,7 +20,9 @@ export interface BatchOptions {
 }
 
 export interface Batch {
+  /** The rows of `x`, shape `[batch, ...]`. */
   x: Tensor;
+  /** Their labels. */
   y: Int32Array;
   /** Rows of the full data set in this batch. */
   indices: Int32Array;

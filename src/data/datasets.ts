@@ -9,10 +9,15 @@ import { digitsRaw } from './digits.js';
 import { loadIdx } from './idx.js';
 import { integerStream, shuffleInPlace } from './shuffle.js';
 
+/** A data set split into training and test parts. */
 export interface Split {
+  /** Training inputs, float32 `[N, features]` scaled to [0, 1]. */
   xTrain: Tensor;
+  /** Training labels, one class index per row. */
   yTrain: Int32Array;
+  /** Test inputs, float32 `[M, features]` scaled to [0, 1]. */
   xTest: Tensor;
+  /** Test labels, one class index per row. */
   yTest: Int32Array;
 }
 
@@ -32,6 +37,7 @@ function scaled(pixels: Uint8Array, rows: ArrayLike<number> | null, width: numbe
   return t;
 }
 
+/** Options for {@link digits}. */
 export interface DigitsOptions {
   /** Fraction of each class held out for testing (default 0.2). */
   testFraction?: number;

@@ -7,11 +7,13 @@ import { FormatError } from '../errors.js';
 import { gunzip } from '../io/inflate.js';
 import { DIGITS_COUNT, DIGITS_GZIP_BASE64 } from './digits-data.js';
 
+/** The embedded digits as bytes (see {@link digitsRaw}). */
 export interface DigitsRaw {
   /** count × 64 bytes, image after image, each row-major 8×8 with values 0..16. */
   pixels: Uint8Array;
   /** count bytes, 0..9. */
   labels: Uint8Array;
+  /** Number of images (1 797). */
   count: number;
 }
 

@@ -6,8 +6,11 @@
 import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
 
+/** A parsed IDX (MNIST-format) file. */
 export interface IdxData {
+  /** The dimensions, e.g. `[60000, 28, 28]` for images or `[60000]` for labels. */
   shape: number[];
+  /** The values, row-major. */
   data: Uint8Array;
 }
 

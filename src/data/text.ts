@@ -49,6 +49,7 @@ export class CharTokenizer {
     return new CharTokenizer(distinct.map((c) => String.fromCodePoint(c)));
   }
 
+  /** Number of distinct characters (ids are `0 … vocabSize − 1`). */
   get vocabSize(): number {
     return this.vocab.length;
   }
@@ -87,7 +88,7 @@ export class CharTokenizer {
 }
 
 /** The first `fraction` of a sequence for training, the rest for validation (views, no copy). */
-export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): { train: T; val: T } {
+export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): { /** The first part. */ train: T; /** The rest. */ val: T } {
   if (typeof ids !== 'string' && !(ids instanceof Int32Array))
     throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
   if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
@@ -98,7 +99,9 @@ export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9)
   return { train: ids.subarray(0, n) as T, val: ids.subarray(n) as T };
 }
 
+/** Options for {@link lmBatches}. */
 export interface LmBatchOptions {
+  /** Windows per batch. */
   batchSize: number;
   /** Characters per window (the model's context). */
   blockSize: number;
@@ -108,9 +111,11 @@ export interface LmBatchOptions {
 
 /** One batch of windows: row r of x is ids[s_r .. s_r + blockSize), of y the same shifted by one. */
 export interface LmBatch {
+  /** The input ids, `batchSize × blockSize`, row-major. */
   x: Int32Array;
+  /** The target ids: `x` shifted by one character. */
   y: Int32Array;
-  /** [batchSize, blockSize]: x and y are row-major in this shape. */
+  /** `[batchSize, blockSize]`: x and y are row-major in this shape. */
   shape: [number, number];
   /** Each row's start s_r in ids. */
   starts: Int32Array;
