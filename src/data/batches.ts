@@ -19,6 +19,7 @@ export interface BatchOptions {
   dropLast?: boolean;
 }
 
+/** One batch of {@link batches}. */
 export interface Batch {
   /** The rows of `x`, shape `[batch, ...]`. */
   x: Tensor;
