@@ -34,6 +34,7 @@ import { lanes, ld, st, at, ldi } from './lanes';
 /** Strided copy of one element type (see stridedCopy). */
 export function strided_copy_f32(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<f32>(x, y, ndim, shape, xs, ys); }
 export function strided_copy_f64(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<f64>(x, y, ndim, shape, xs, ys); }
+export function strided_copy_i32(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<i32>(x, y, ndim, shape, xs, ys); }
 
 @inline function fill<T>(y: usize, n: i32, v: f64): void {
   const L = lanes<T>();
@@ -45,6 +46,7 @@ export function strided_copy_f64(x: usize, y: usize, ndim: i32, shape: usize, xs
 /** y[0..n) = v */
 export function fill_f32(y: usize, n: i32, v: f64): void { fill<f32>(y, n, v); }
 export function fill_f64(y: usize, n: i32, v: f64): void { fill<f64>(y, n, v); }
+export function fill_i32(y: usize, n: i32, v: f64): void { fill<i32>(y, n, v); }
 
 /** y[i] = f64(x[i]) */
 export function cast_f32_f64(x: usize, y: usize, n: i32): void {
@@ -81,6 +83,7 @@ export function cast_f64_f32(x: usize, y: usize, n: i32): void {
 /** Gather rows along an axis of a [outer, axis, inner] view. */
 export function gather_f32(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<f32>(x, idx, y, outer, nidx, axis, inner); }
 export function gather_f64(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<f64>(x, idx, y, outer, nidx, axis, inner); }
+export function gather_i32(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<i32>(x, idx, y, outer, nidx, axis, inner); }
 /** VJP of gather: scatter-add g into a zeroed dx. */
 export function scatter_add_f32(g: usize, idx: usize, dx: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { scatterAdd<f32>(g, idx, dx, outer, nidx, axis, inner); }
 export function scatter_add_f64(g: usize, idx: usize, dx: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { scatterAdd<f64>(g, idx, dx, outer, nidx, axis, inner); }

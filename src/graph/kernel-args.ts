@@ -20,13 +20,30 @@ const OTHERS: Record<string, number> = {
   heap_base: 0, gemm_scratch_bytes: 0, sqrt_scalar: 0, clip_coef: 0, gemm_set_scratch: 0b1,
   cast_f32_f64: 0b11, cast_f64_f32: 0b11,
   strided_copy_f32: 0b111011, strided_copy_f64: 0b111011, // (x, y, ndim, shape, xstrides, ystrides)
+  strided_copy_i32: 0b111011,
+  cast_f32_i32: 0b11, cast_f64_i32: 0b11, cast_i32_f32: 0b11, cast_i32_f64: 0b11,
+  where_f32: 0b111101111, where_f64: 0b111101111, where_i32: 0b111101111, // (c, a, b, y, ndim, shape, cs, as, bs)
 };
+
+/** Kernel families with an _i32 export as well, by their number of leading pointer arguments. */
+const INT32: Record<number, string> = {
+  1: 'fill',
+  2: 'argmax tril triu',
+  3: 'gather gt ge eq ne',
+};
+/** Families new with int32 that also have _f32 and _f64 exports. */
+const FLOAT_TOO = new Set(['argmax', 'tril', 'triu', 'ne']);
 
 /** Export name → pointer-argument mask. */
 export const POINTER_ARGS: ReadonlyMap<string, number> = (() => {
   const m = new Map<string, number>(Object.entries(OTHERS));
   for (const [n, names] of Object.entries(LEADING)) {
     for (const name of names.split(' ')) for (const s of ['_f32', '_f64']) m.set(name + s, (1 << Number(n)) - 1);
+  }
+  for (const [n, names] of Object.entries(INT32)) {
+    for (const name of names.split(' ')) {
+      for (const s of FLOAT_TOO.has(name) ? ['_f32', '_f64', '_i32'] : ['_i32']) m.set(name + s, (1 << Number(n)) - 1);
+    }
   }
   return m;
 })();

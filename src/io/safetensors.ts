@@ -1,6 +1,6 @@
 // Tensors ↔ safetensors files (the byte format lives in safetensors-format.ts): a record of
 // named tensors, e.g. model.stateDict(), so weights move to and from PyTorch and the HF hub.
-import { ArgumentError, FormatError } from '../errors.js';
+import { ArgumentError, DtypeError, FormatError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
 import { fromValues } from '../tensor/create.js';
 import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
@@ -11,7 +11,8 @@ export function saveSafetensors(record: Record<string, Tensor>, metadata?: Recor
   const entries: SafetensorsEntry[] = Object.entries(record).map(([name, t]) => {
     if (!(t instanceof Tensor)) throw new ArgumentError(`saveSafetensors: ${JSON.stringify(name)} must be a Tensor, got ${typeof t}`);
     t.check(`saveSafetensors (${name})`);
-    return { name, dtype: t.dtype === 'float32' ? 'F32' : 'F64', shape: [...t.shape], data: t.toArray() };
+    if (t.dtype === 'int32') throw new DtypeError(`saveSafetensors: ${JSON.stringify(name)} is an int32 tensor [${t.shape}]; only float32 and float64 are saved (cast it: astype('float32'))`);
+    return { name, dtype: t.dtype === 'float32' ? 'F32' : 'F64', shape: [...t.shape], data: t.toArray() as Float32Array | Float64Array };
   });
   return encodeSafetensors(entries, metadata);
 }

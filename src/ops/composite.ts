@@ -6,7 +6,6 @@ import { Tensor, isTensor } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from '../graph/record.js';
-import { derive } from '../graph/trace-hooks.js';
 import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
@@ -78,33 +77,6 @@ function checkReduction(op: string, reduction: unknown): void {
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
     throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
   }
-}
-
-/** The labels as an Int32Array, each checked to be an integer in [0, c). */
-function checkedLabels(labels: Int32Array | readonly number[], c: number): Int32Array {
-  const flat = new Int32Array(labels.length);
-  for (let i = 0; i < labels.length; i++) {
-    const l = labels[i];
-    if (!Number.isInteger(l) || l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})`);
-    flat[i] = l;
-  }
-  return flat;
-}
-
-/** Softmax cross-entropy of logits [N, C] against integer labels in [0, C). */
-export function crossEntropy(logits: Tensor, labels: Int32Array | readonly number[], { reduction = 'mean' as Reduction } = {}): Tensor {
-  tensorArg('crossEntropy', logits, 'logits');
-  checkReduction('crossEntropy', reduction);
-  if (!(labels instanceof Int32Array) && !Array.isArray(labels)) {
-    throw new ArgumentError(`crossEntropy: labels must be an Int32Array or an array of integers, got ${typeof labels}`);
-  }
-  if (logits.shape.length !== 2) throw new ShapeError(`crossEntropy: logits must be [N, C], got [${logits.shape}]`);
-  const [n, c] = logits.shape;
-  if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
-  const flat = checkedLabels(labels, c);
-  derive(flat, labels, (ls) => checkedLabels(ls, c)); // a compiled step checks each call's new labels the same way
-  // Per-row log Σ e^x − x[label] and its VJP (softmax − onehot)·g are one kernel each (fused.ts).
-  return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
 }
 
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {

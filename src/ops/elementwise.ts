@@ -101,11 +101,12 @@ export const binaryRules = {
   gt: cmp('gt'),
   ge: cmp('ge'),
   eq: cmp('eq'),
+  ne: cmp('ne'),
 };
 
 /** Comparison: a 0/1 mask, with zero derivative. */
 function cmp(op: string): Rule<Record<string, never>> {
-  return { saves: SAVE_NONE, forward: (xs) => launchBinary(op, op, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y) };
+  return { saves: SAVE_NONE, int32: true, forward: (xs) => launchBinary(op, op, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y) };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {

@@ -2,7 +2,7 @@
 // strided copies. Everything that turns shapes into kernel arguments lives here, once.
 import { ShapeError } from '../errors.js';
 import { Tensor } from '../tensor/tensor.js';
-import { SUFFIX, type DType } from '../tensor/dtype.js';
+import { SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
 import { runsLocally, splitBinary, splitMap, splitReduce } from '../wasm/split.js';
 
@@ -41,7 +41,7 @@ export function broadcastStrides(shape: readonly number[], out: readonly number[
 }
 
 /** Export names `${name}_f32` / `${name}_f64`, built once per name: building them per launch showed in per-op profiles. */
-const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>() };
+const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>(), int32: new Map<string, string>() };
 export function kernelName(name: string, dtype: DType): string {
   const m = exportNames[dtype];
   let s = m.get(name);
@@ -55,7 +55,7 @@ export function k(name: string, dtype: DType) {
 
 /** Kernels that evaluate a transcendental function per element: worth splitting across threads sooner. */
 const SLOW = new Set(['exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'softplus', 'pow']);
-const bytesOf = (dtype: DType): number => (dtype === 'float32' ? 4 : 8);
+const bytesOf = (dtype: DType): number => BYTES[dtype];
 
 /** y = f(x) elementwise with the unary kernel `name` (split across threads when large). */
 export function launchUnary(name: string, x: Tensor, p0 = 0, p1 = 0): Tensor {
@@ -213,7 +213,7 @@ export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
 export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, shape: readonly number[], xs: readonly number[], ys: readonly number[]): void {
   if (sizeOf(shape) === 0) return;
   const n = shape.length;
-  const bytes = x.dtype === 'float32' ? 4 : 8;
+  const bytes = BYTES[x.dtype];
   const ps = writeArgs(0, shape), pxs = writeArgs(n, xs), pys = writeArgs(2 * n, ys);
   k('strided_copy', x.dtype)(x.ptr + xOff * bytes, y.ptr + yOff * bytes, n, ps, pxs, pys);
 }

@@ -1,7 +1,7 @@
 // The Tensor: a shape, a dtype and a block of wasm memory, plus the autodiff fields (the node
 // that produced it, its gradient, its forward-mode tangent). Memory blocks are reference
 // counted so the backward pass can keep what it saved after the user disposed a tensor.
-import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
+import { DisposedError, OutOfMemoryError, ShapeError, GradError } from '../errors.js';
 import type { Node } from '../graph/node.js';
 import { views, runtime } from '../wasm/module.js';
 import { BYTES, type DType } from './dtype.js';
@@ -128,7 +128,7 @@ function sizeOfShape(shape: readonly number[]): number {
 export class Tensor {
   readonly id = nextId++;
   readonly size: number;
-  requiresGrad = false;
+  private wantsGrad = false;
   grad: Tensor | null = null;
   private nodeRef: Node | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
@@ -174,6 +174,18 @@ export class Tensor {
     if (this.tangent !== null) t.tangent = this.tangent.save();
     exempt(t);
     return t;
+  }
+
+  /** Whether gradients flow to this tensor; an int32 tensor never takes one (indices and labels). */
+  get requiresGrad(): boolean {
+    return this.wantsGrad;
+  }
+  set requiresGrad(on: boolean) {
+    if (on && this.dtype === 'int32') {
+      throw new GradError(`requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
+        `differentiate a float tensor, e.g. x.astype('float32'))`);
+    }
+    this.wantsGrad = on;
   }
 
   /**
@@ -227,10 +239,11 @@ export class Tensor {
     this.grad = null;
   }
 
-  /** A copy of the data as a Float32Array or Float64Array. */
-  toArray(): Float32Array | Float64Array {
+  /** A copy of the data as a Float32Array, Float64Array or (int32) Int32Array. */
+  toArray(): Float32Array | Float64Array | Int32Array {
     const p = this.check('toArray').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32.slice(p >> 2, (p >> 2) + this.size);
     return this.dtype === 'float32' ? v.f32.slice(p >> 2, (p >> 2) + this.size) : v.f64.slice(p >> 3, (p >> 3) + this.size);
   }
 
@@ -239,6 +252,7 @@ export class Tensor {
     if (this.size !== 1) throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
     const p = this.check('item').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32[p >> 2];
     return this.dtype === 'float32' ? v.f32[p >> 2] : v.f64[p >> 3];
   }
 
@@ -287,8 +301,30 @@ export class Tensor {
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
-  gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
   concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+
+  permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
+  unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
+  squeeze(dim?: number | readonly number[]): Tensor { return ops.squeeze(this, dim); }
+  flatten(start?: number, end?: number): Tensor { return ops.flatten(this, start, end); }
+  split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] { return ops.split(this, sizeOrSizes, axis); }
+  chunk(n: number, axis?: number): Tensor[] { return ops.chunk(this, n, axis); }
+  /** The transpose of a 2-D tensor. */
+  get T(): Tensor { return ops.matrixT(this); }
+  tril(k?: number): Tensor { return ops.tril(this, k); }
+  triu(k?: number): Tensor { return ops.triu(this, k); }
+
+  eq(b: TensorLike): Tensor { return ops.eq(this, b); }
+  ne(b: TensorLike): Tensor { return ops.ne(this, b); }
+  lt(b: TensorLike): Tensor { return ops.lt(this, b); }
+  le(b: TensorLike): Tensor { return ops.le(this, b); }
+  gt(b: TensorLike): Tensor { return ops.gt(this, b); }
+  ge(b: TensorLike): Tensor { return ops.ge(this, b); }
+  /** cond ≠ 0 ? this : other (torch.Tensor.where). */
+  where(cond: Tensor, other: TensorLike): Tensor { return ops.where(cond, this, other); }
+  maskedFill(mask: Tensor, value: number): Tensor { return ops.maskedFill(this, mask, value); }
+  argmax(axis?: number, keepdims?: boolean): Tensor { return ops.argmax(this, axis, keepdims); }
 
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
