@@ -265,6 +265,19 @@ describe('uses of int32', () => {
     }
   });
 
+  it('safetensors stores int32 as I32 and loads it back as int32, beside float tensors', () => {
+    A.tidy(() => {
+      const ids = A.tensor([[-(2 ** 31), 7], [2 ** 31 - 1, 0]], I32), w = A.tensor([1.5, -2], { dtype: 'float64' });
+      const bytes = A.io.saveSafetensors({ ids, w });
+      expect(new TextDecoder().decode(bytes.subarray(8, 80))).toContain('"ids":{"dtype":"I32","shape":[2,2]');
+      const back = A.io.loadSafetensors(bytes);
+      expect(back.ids.dtype).toBe('int32');
+      expect(back.ids.shape).toEqual([2, 2]);
+      expect(arr(back.ids)).toEqual([-(2 ** 31), 7, 2 ** 31 - 1, 0]);
+      expect(back.w.dtype).toBe('float64');
+    });
+  });
+
   it('int32 work leaves no tensors behind', () => {
     const before = A.memory().tensors;
     A.tidy(() => {

@@ -72,7 +72,6 @@ function int32Rows(f: Fixtures): Row[] {
     row('randn', () => A.randn([2], { dtype: any('int32') }), A.DtypeError, '"int32"', 'float32', 'float64'),
     row('gather', () => A.gather(f.x, A.tensor([0, 1])), A.DtypeError, 'indices', 'float32', "astype('int32')"),
     row('gather', () => A.gather(f.x, A.tensor([0, 2], { dtype: 'int32' })), A.ShapeError, 'index 2', '[0, 2)'),
-    row('io.saveSafetensors', () => A.io.saveSafetensors({ i: ints() }), A.DtypeError, 'int32', '"i"'),
   ];
 }
 
