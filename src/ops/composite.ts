@@ -2,10 +2,10 @@
 // gradients, JVPs and Hessians come from the primitives). Each runs in a scope so its
 // temporaries are freed at once; the graph keeps only what primitives saved.
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from './tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
-import { apply } from '../graph/record.js';
+import { apply } from './apply.js';
 import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
@@ -103,7 +103,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
     if (t && t.dtype !== x.dtype) throw new DtypeError(`layerNorm: ${name} is ${t.dtype} but the input is ${x.dtype}`);
   }
   return composite(() => {
-    let y = apply('layerNorm', [x], { eps }); // one kernel per row each way (fused.ts)
+    let y = apply('layerNorm', [x], { eps }); // one kernel per row each way (nn.ts)
     if (weight) y = mul(y, weight);
     if (bias) y = add(y, bias);
     return y;

@@ -6,10 +6,10 @@
 //   probabilities:  loss = −Σ_c ((1 − ε)·p_c + ε/C)·log softmax(x)_c
 // The per-row lse − x[label] and its VJP are the fused softmaxCrossEntropy kernels (fused.ts).
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { fromValues } from '../tensor/create.js';
-import { apply } from '../graph/record.js';
-import { derive } from '../graph/trace-hooks.js';
+import { Tensor } from './tensor.js';
+import { fromValues } from './create.js';
+import { apply } from './apply.js';
+import { derive } from '../wasm/hooks.js';
 import { sizeOf } from './launch.js';
 import { composite, logsumexp, mean, logSoftmax } from './composite.js';
 import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';

@@ -1,9 +1,9 @@
 // Selection under PyTorch's names: where, maskedFill, tril, triu, argmax. Argument checking
 // here, one primitive each (src/ops/select.ts).
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor, type TensorLike } from '../tensor/tensor.js';
+import { Tensor, type TensorLike } from './tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { apply } from '../graph/record.js';
+import { apply } from './apply.js';
 import { broadcastShapes, filled } from './launch.js';
 import { composite } from './composite.js';
 import { ne, cast, reshape, tensorArg, normAxis } from './api.js';

@@ -2,10 +2,10 @@
 // side of a diagonal kept, the rest zeroed) and argmax (int32 indices). where is linear in a
 // and b for a fixed condition, so both its VJP and JVP are where again; tril/triu are linear
 // and self-adjoint (a fixed 0/1 mask); argmax is piecewise constant (no derivative).
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { writeArgs } from '../wasm/module.js';
-import { apply } from '../graph/record.js';
-import type { Rule } from './table.js';
+import { apply } from './apply.js';
+import type { Rule } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { linearJvp } from './linear.js';
 import { zerosLike } from './composite.js';

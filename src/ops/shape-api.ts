@@ -3,7 +3,7 @@
 // split/chunk are slices. No rules of their own, so gradients, JVPs and int32 support come
 // from those primitives.
 import { ShapeError, ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from './tensor.js';
 import { reshape, transpose, slice, tensorArg } from './api.js';
 
 function intArg(op: string, name: string, v: unknown): number {
