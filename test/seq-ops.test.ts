@@ -2,7 +2,7 @@
 // maskedFill (a causal attention mask), tril/triu (offsets beyond the matrix), PyTorch's
 // split/chunk/squeeze rules, and crossEntropy against closed forms (uniform logits, label
 // smoothing, ignoreIndex, probabilities) and their gradients.
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, vi } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { arr, close, f64 } from './helpers.js';
@@ -222,5 +222,22 @@ describe('crossEntropy closed forms', () => {
       expect(A.crossEntropy(x, labels).item()).toBe(A.crossEntropy(A.reshape(x, [6, 5]), labels.flat()).item());
       expect(A.crossEntropy(x, labels, { reduction: 'none' }).shape).toEqual([2, 3]);
     });
+  });
+  it('compile() rebinds each call\'s labels, their ignored rows and the mean\'s count (bit for bit with eager)', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const opts = { ignoreIndex: -1, labelSmoothing: 0.1 };
+      const step = A.compile((x: Tensor, y: Int32Array) => A.crossEntropy(x, y, opts));
+      A.tidy(() => {
+        const x = A.randn([4, 3], { seed: 9 });
+        for (const y of [Int32Array.of(0, 1, -1, 2), Int32Array.of(-1, -1, 2, 0), Int32Array.of(-1, -1, -1, 1), Int32Array.of(2, 2, 2, 2)]) {
+          expect(step(x, y).item()).toBe(A.crossEntropy(x, y, opts).item());
+        }
+        expect(() => step(x, Int32Array.of(0, 3, 0, 0))).toThrow(/label 3 at position 1 is outside \[0, 3\)/);
+      });
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
