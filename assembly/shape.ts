@@ -48,6 +48,25 @@ export function fill_f32(y: usize, n: i32, v: f64): void { fill<f32>(y, n, v); }
 export function fill_f64(y: usize, n: i32, v: f64): void { fill<f64>(y, n, v); }
 export function fill_i32(y: usize, n: i32, v: f64): void { fill<i32>(y, n, v); }
 
+/** y[i] = i, from an i32 counter converted per lane (so float32 rounds each i exactly as a JS Float32Array store does). */
+@inline function arange<T>(y: usize, n: i32): void {
+  const L = lanes<T>();
+  let iv = i32x4(0, 1, 2, 3);
+  const step = i32x4.splat(L);
+  let i = 0;
+  for (; i + L <= n; i += L) {
+    if (isInteger<T>()) v128.store(at<T>(y, i), iv);
+    else if (sizeof<T>() == 4) v128.store(at<T>(y, i), f32x4.convert_i32x4_s(iv));
+    else v128.store(at<T>(y, i), f64x2.convert_low_i32x4_s(iv));
+    iv = i32x4.add(iv, step);
+  }
+  for (; i < n; i++) st<T>(y, i, <T>i);
+}
+/** y[0..n) = 0, 1, …, n − 1 */
+export function arange_f32(y: usize, n: i32): void { arange<f32>(y, n); }
+export function arange_f64(y: usize, n: i32): void { arange<f64>(y, n); }
+export function arange_i32(y: usize, n: i32): void { arange<i32>(y, n); }
+
 /** y[i] = f64(x[i]) */
 export function cast_f32_f64(x: usize, y: usize, n: i32): void {
   for (let i = 0; i < n; i++) st<f64>(y, i, <f64>ld<f32>(x, i));

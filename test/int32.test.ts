@@ -298,3 +298,15 @@ describe('tails of the cast kernels in f64 (close to JS)', () => {
     });
   });
 });
+
+describe('arange in wasm', () => {
+  it('writes 0..n−1 in every dtype at tail sizes, and float32 rounds large values as a Float32Array store does', () => {
+    A.tidy(() => {
+      for (const dtype of ['float32', 'float64', 'int32'] as const) {
+        for (const n of SIZES) expect(arr(A.arange(n, { dtype }))).toEqual(Array.from({ length: n }, (_, i) => i));
+      }
+      const big = A.arange(2 ** 24 + 9).toArray();
+      for (const i of [2 ** 24 - 1, 2 ** 24, 2 ** 24 + 1, 2 ** 24 + 3, 2 ** 24 + 8]) expect(big[i]).toBe(Math.fround(i));
+    });
+  });
+});

@@ -27,12 +27,12 @@ const OTHERS: Record<string, number> = {
 
 /** Kernel families with an _i32 export as well, by their number of leading pointer arguments. */
 const INT32: Record<number, string> = {
-  1: 'fill',
+  1: 'fill arange',
   2: 'argmax tril triu',
   3: 'gather gt ge eq ne',
 };
 /** Families new with int32 that also have _f32 and _f64 exports. */
-const FLOAT_TOO = new Set(['argmax', 'tril', 'triu', 'ne']);
+const FLOAT_TOO = new Set(['argmax', 'tril', 'triu', 'ne', 'arange']);
 
 /** Export name → pointer-argument mask. */
 export const POINTER_ARGS: ReadonlyMap<string, number> = (() => {

@@ -3,7 +3,7 @@
 import { ShapeError, ArgumentError, OutOfMemoryError } from '../errors.js';
 import { views, kernel } from '../wasm/module.js';
 import { Tensor } from './tensor.js';
-import { checkDtype, checkAnyDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
+import { checkDtype, checkAnyDtype, SUFFIX, type DType } from '../tensor/dtype.js';
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
@@ -112,10 +112,8 @@ export function arange(n: number, opts: TensorOptions = {}): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
   const dtype = checkAnyDtype('arange', opts.dtype ?? 'float32');
   if (dtype === 'int32' && n > 2 ** 31) throw new ArgumentError(`arange: n = ${n} does not fit int32`);
-  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
-  const v = views();
-  const data = dtype === 'float32' ? v.f32 : dtype === 'int32' ? v.i32 : v.f64, at = t.ptr / BYTES[dtype];
-  for (let i = 0; i < n; i++) data[at + i] = i;
+  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError)
+  kernel(`arange_${SUFFIX[dtype]}`)(t.ptr, n);
   return finish(t, opts.requiresGrad);
 }
 
