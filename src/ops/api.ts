@@ -47,6 +47,13 @@ export function tensorArg(op: string, x: unknown, pos: string): Tensor {
   return x.check(op);
 }
 
+/** A tensor operand of float arithmetic: an int32 one is a DtypeError naming the public op (composites reach primitives of other names). */
+export function floatArg(op: string, x: unknown, pos: string): Tensor {
+  const t = tensorArg(op, x, pos);
+  if (t.dtype === 'int32') throw intArithmetic(op, t.shape);
+  return t;
+}
+
 /** Runs a binary primitive; a number operand becomes a scalar of the tensor operand's dtype. */
 type BinaryOp = 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'gt' | 'ge' | 'eq' | 'ne';
 const COMPARISONS: ReadonlySet<string> = new Set(['gt', 'ge', 'eq', 'ne']);

@@ -7,7 +7,7 @@ import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from './apply.js';
 import {
-  add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
+  add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg, floatArg,
   type Axis,
 } from './api.js';
 
@@ -27,7 +27,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 }
 
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
-  tensorArg('mean', x, 'x');
+  floatArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
   const n = sizeOf(axes.map((a) => x.shape[a]));
   return composite(() => div(sum(x, axes, keepdims), n));
@@ -35,7 +35,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 
 /** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
-  tensorArg('logsumexp', x, 'x');
+  floatArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
   return composite(() => {
     const m = detach(max(x, axes, true));
@@ -60,7 +60,7 @@ export function softmax(x: Tensor, axis = -1): Tensor {
 }
 
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
-  tensorArg('logSoftmax', x, 'x');
+  floatArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
   const a = normAxis('logSoftmax', x.shape, axis);
   return composite(() => sub(x, logsumexp(x, a, true)));
@@ -80,8 +80,8 @@ function checkReduction(op: string, reduction: unknown): void {
 }
 
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
-  tensorArg('mseLoss', pred, 'pred');
-  tensorArg('mseLoss', target, 'target');
+  floatArg('mseLoss', pred, 'pred');
+  floatArg('mseLoss', target, 'target');
   checkReduction('mseLoss', reduction);
   if (pred.shape.length !== target.shape.length || pred.shape.some((d, i) => d !== target.shape[i])) {
     throw new ShapeError(`mseLoss: pred [${pred.shape}] and target [${target.shape}] must have the same shape`);
@@ -92,9 +92,9 @@ export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Re
 
 /** (x − mean) / √(var + eps) over the last axis, then · weight + bias (biased variance, as PyTorch). */
 export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
-  tensorArg('layerNorm', x, 'x');
-  if (weight != null) tensorArg('layerNorm', weight, 'weight');
-  if (bias != null) tensorArg('layerNorm', bias, 'bias');
+  floatArg('layerNorm', x, 'x');
+  if (weight != null) floatArg('layerNorm', weight, 'weight');
+  if (bias != null) floatArg('layerNorm', bias, 'bias');
   if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${eps}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
@@ -114,7 +114,7 @@ const SQRT_2_OVER_PI = 0.7978845608028654;
 
 /** GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
 export function gelu(x: Tensor): Tensor {
-  tensorArg('gelu', x, 'x');
+  floatArg('gelu', x, 'x');
   return composite(() => {
     const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
     return mul(mul(x, 0.5), add(tanh(inner), 1));
