@@ -100,13 +100,18 @@ export const pow = (a: TensorLike, b: TensorLike): Tensor => binary('pow', a, b)
 export const maximum = (a: TensorLike, b: TensorLike): Tensor => binary('maximum', a, b);
 /** Elementwise smaller of `a` and `b`, broadcasting as NumPy. */
 export const minimum = (a: TensorLike, b: TensorLike): Tensor => binary('minimum', a, b);
-/** 0/1 masks (not differentiable). */
+/** Elementwise `a > b` as 0/1 in the operands' dtype, broadcasting; not differentiable (like every comparison). */
 export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
+/** Elementwise `a ≥ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export const ge = (a: TensorLike, b: TensorLike): Tensor => binary('ge', a, b);
+/** Elementwise `a = b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
+/** Elementwise `a ≠ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export const ne = (a: TensorLike, b: TensorLike): Tensor => binary('ne', a, b);
-/** a < b is b > a, a ≤ b is b ≥ a: no kernels of their own. */
+// a < b is b > a, a ≤ b is b ≥ a: no kernels of their own.
+/** Elementwise `a < b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export const lt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', b, a, 'lt');
+/** Elementwise `a ≤ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export const le = (a: TensorLike, b: TensorLike): Tensor => binary('ge', b, a, 'le');
 
 /** The parameter-free unary primitives (rows in elementwise.ts; a name without a row does not compile). */

@@ -16,13 +16,19 @@ import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';
 import { where } from './select-api.js';
 
 type Reduction = 'mean' | 'sum' | 'none';
+/** Options for {@link crossEntropy} (PyTorch's arguments in camelCase). */
 export interface CrossEntropyOptions {
+  /** `'mean'` (default: over the counted rows), `'sum'`, or `'none'` (one loss per row). */
   reduction?: Reduction;
   /** Rows whose label is this value add nothing to the loss and are not counted by 'mean'. */
   ignoreIndex?: number;
   /** ε in [0, 1]: the target becomes (1 − ε)·target + ε/C. */
   labelSmoothing?: number;
 }
+/**
+ * The targets of {@link crossEntropy}: class indices `[...]` (an `Int32Array`, numbers, or an int32
+ * tensor), or class probabilities `[..., C]` (nested arrays or a float tensor), as PyTorch.
+ */
 export type CrossEntropyLabels = Int32Array | readonly number[] | readonly (readonly number[])[] | Tensor;
 
 const same = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);

@@ -129,26 +129,42 @@ export class Tensor extends TensorBase<Tensor, Node> {
   /** `this` followed by `others` joined along `axis` (default 0); see {@link concat}. */
   concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
 
+  /** Axes reordered by `dims` (PyTorch's `permute`); see {@link permute}. */
   permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
+  /** A new axis of size 1 inserted at `dim`; see {@link unsqueeze}. */
   unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
+  /** Axes of size 1 removed (all, or `dim`); see {@link squeeze}. */
   squeeze(dim?: number | readonly number[]): Tensor { return ops.squeeze(this, dim); }
+  /** Axes `start..end` (default all) merged into one; see {@link flatten}. */
   flatten(start?: number, end?: number): Tensor { return ops.flatten(this, start, end); }
+  /** Pieces along `axis` of size `sizeOrSizes` (or the given sizes); see {@link split}. */
   split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] { return ops.split(this, sizeOrSizes, axis); }
+  /** `n` nearly equal pieces along `axis`; see {@link chunk}. */
   chunk(n: number, axis?: number): Tensor[] { return ops.chunk(this, n, axis); }
   /** The transpose of a 2-D tensor. */
   get T(): Tensor { return ops.matrixT(this); }
+  /** The lower triangle (diagonal offset `k`, default 0), the rest zero; see {@link tril}. */
   tril(k?: number): Tensor { return ops.tril(this, k); }
+  /** The upper triangle (diagonal offset `k`, default 0), the rest zero; see {@link triu}. */
   triu(k?: number): Tensor { return ops.triu(this, k); }
 
+  /** `this = b` as 0/1 (not differentiable); see {@link eq}. */
   eq(b: TensorLike): Tensor { return ops.eq(this, b); }
+  /** `this ≠ b` as 0/1 (not differentiable); see {@link ne}. */
   ne(b: TensorLike): Tensor { return ops.ne(this, b); }
+  /** `this < b` as 0/1 (not differentiable); see {@link lt}. */
   lt(b: TensorLike): Tensor { return ops.lt(this, b); }
+  /** `this ≤ b` as 0/1 (not differentiable); see {@link le}. */
   le(b: TensorLike): Tensor { return ops.le(this, b); }
+  /** `this > b` as 0/1 (not differentiable); see {@link gt}. */
   gt(b: TensorLike): Tensor { return ops.gt(this, b); }
+  /** `this ≥ b` as 0/1 (not differentiable); see {@link ge}. */
   ge(b: TensorLike): Tensor { return ops.ge(this, b); }
   /** cond ≠ 0 ? this : other (torch.Tensor.where). */
   where(cond: Tensor, other: TensorLike): Tensor { return ops.where(cond, this, other); }
+  /** `value` where `mask` is nonzero, `this` elsewhere; see {@link maskedFill}. */
   maskedFill(mask: Tensor, value: number): Tensor { return ops.maskedFill(this, mask, value); }
+  /** Index of the largest entry along `axis`, as int32; see {@link argmax}. */
   argmax(axis?: number, keepdims?: boolean): Tensor { return ops.argmax(this, axis, keepdims); }
 
   /** Matrix product `this · b` (1-D, 2-D, batched); see {@link matmul}. */
