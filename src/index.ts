@@ -3,7 +3,7 @@ export { init } from './wasm/init.js';
 export type { InitOptions } from './wasm/module.js';
 export { Tensor, type TensorLike } from './ops/tensor.js';
 export type { DType } from './tensor/dtype.js';
-export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './ops/create.js';
+export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions, type Nested } from './ops/create.js';
 export { tidy, keep, memory, resetPeak, type MemoryInfo } from './tensor/memory.js';
 export {
   add, sub, mul, div, pow, maximum, minimum,
@@ -13,6 +13,7 @@ export {
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,
   conv2d, maxPool2d, avgPool2d, dropout, type Conv2dOptions, type DropoutOptions,
   astype, detach, stopGradient,
+  type Axis, type Reduction,
   permute, unsqueeze, squeeze, flatten, split, chunk, tril, triu,
   eq, ne, lt, le, gt, ge, where, maskedFill, argmax,
   type CrossEntropyOptions, type CrossEntropyLabels,

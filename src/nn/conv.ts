@@ -8,7 +8,7 @@ import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 
 /** A window extent or step: one number for both axes, or `[height, width]`. */
-type Size = number | readonly [number, number];
+export type Size = number | readonly [number, number];
 
 /** Options for {@link Conv2d} (PyTorch's arguments). */
 export interface Conv2dOptions {

@@ -3,6 +3,6 @@ export { Module } from './module.js';
 export { Linear, type LinearOptions, type Feedback } from './linear.js';
 export { Sequential, type SequentialOptions } from './sequential.js';
 export { ReLU, Tanh, GELU, Flatten, Unflatten, Dropout, LayerNorm, Embedding, Residual } from './layers.js';
-export { Conv2d, MaxPool2d, AvgPool2d, type Conv2dOptions } from './conv.js';
+export { Conv2d, MaxPool2d, AvgPool2d, type Conv2dOptions, type Size } from './conv.js';
 /** Also top-level; API.md lists it with the nn modules. */
 export { gradientStats } from './diagnostics.js';

@@ -79,7 +79,7 @@ export function logSoftmax(x: Tensor, axis = -1): Tensor {
 }
 
 /** How a loss combines its per-element values: `'mean'` (default), `'sum'`, or `'none'` (unreduced). */
-type Reduction = 'mean' | 'sum' | 'none';
+export type Reduction = 'mean' | 'sum' | 'none';
 function reduce(v: Tensor, reduction: Reduction): Tensor {
   if (reduction === 'mean') return div(sum(v), Math.max(1, v.size));
   return reduction === 'sum' ? sum(v) : v;

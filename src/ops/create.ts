@@ -26,7 +26,8 @@ export interface RandomOptions {
   /** Whether the result is a leaf that records gradients; default `false`. */
   requiresGrad?: boolean;
 }
-type Nested = number | readonly Nested[];
+/** A number or (nested) arrays of numbers: the data {@link tensor} accepts besides typed arrays. */
+export type Nested = number | readonly Nested[];
 
 function checkShape(op: string, shape: readonly number[]): void {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {

@@ -15,7 +15,7 @@ import { composite, logsumexp, mean, logSoftmax } from './composite.js';
 import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';
 import { where } from './select-api.js';
 
-type Reduction = 'mean' | 'sum' | 'none';
+import type { Reduction } from './composite.js';
 /** Options for {@link crossEntropy} (PyTorch's arguments in camelCase). */
 export interface CrossEntropyOptions {
   /** `'mean'` (default: over the counted rows), `'sum'`, or `'none'` (one loss per row). */

@@ -10,7 +10,7 @@ import { backward, type BackwardOptions } from './backward.js';
 
 /** An operand: a tensor, or a number (lifted to a scalar of the other operand's dtype). */
 export type TensorLike = Tensor | number;
-type Axis = number | readonly number[];
+type Axis = ops.Axis;
 
 /**
  * An n-dimensional array in wasm memory, with every op as a method and reverse mode via {@link Tensor.backward}.
