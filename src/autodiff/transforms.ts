@@ -170,7 +170,10 @@ export function grad(f: Fn, opts?: GradOptions) {
 }
 
 /** Maps an output cotangent to one cotangent per argument (a pytree argument gets a tree of the same shape). */
-export type VjpFn = ((cotangent: Tensor) => Tensor[]) & { /** Frees the retained graph now, rather than at garbage collection. */ release(): void };
+export type VjpFn = ((cotangent: Tensor) => Tensor[]) & {
+  /** Frees the retained graph now, rather than at garbage collection. */
+  release(): void;
+};
 
 const graphs = new FinalizationRegistry<() => void>((release) => release());
 

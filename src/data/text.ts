@@ -88,7 +88,12 @@ export class CharTokenizer {
 }
 
 /** The first `fraction` of a sequence for training, the rest for validation (views, no copy). */
-export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): { /** The first part. */ train: T; /** The rest. */ val: T } {
+export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): {
+  /** The first part. */
+  train: T;
+  /** The rest. */
+  val: T;
+} {
   if (typeof ids !== 'string' && !(ids instanceof Int32Array))
     throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
   if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))

@@ -111,11 +111,18 @@ export class LayerNorm extends Module {
   /**
    * @param dim - Size of the last axis (a number or PyTorch's `[dim]`).
    * @param opts - The options it was built with: `eps` (added to the variance, default 1e-5), `elementwiseAffine` (learned weight and bias, default true), `dtype` (default `'float32'`).
-   * @param opts.eps - Added to the variance before the square root; default 1e-5.
-   * @param opts.elementwiseAffine - Whether the layer has a learned weight and bias; default true.
-   * @param opts.dtype - The parameters' dtype; default `'float32'`.
    */
-  constructor(dim: number | readonly [number], readonly opts: { eps?: number; elementwiseAffine?: boolean; dtype?: DType } = {}) {
+  constructor(
+    dim: number | readonly [number],
+    readonly opts: {
+      /** Added to the variance before the square root; default 1e-5. */
+      eps?: number;
+      /** Whether the layer has a learned weight and bias; default true. */
+      elementwiseAffine?: boolean;
+      /** The parameters' dtype; default `'float32'`. */
+      dtype?: DType;
+    } = {},
+  ) {
     super();
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);

@@ -35,7 +35,10 @@ function fuse(layers: readonly Module[]): Layer[] {
 /** Options for {@link Sequential}, passed as the last constructor argument. */
 export interface SequentialOptions {
   /** Activation checkpointing: ⌈√L⌉ segments ('sqrt'), k segments, or a memory budget (see planSegments). */
-  checkpoint?: 'sqrt' | number | { /** Activation-memory budget in bytes. */ maxBytes: number };
+  checkpoint?: 'sqrt' | number | {
+    /** Activation-memory budget in bytes. */
+    maxBytes: number;
+  };
 }
 
 /**

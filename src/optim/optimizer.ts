@@ -20,7 +20,10 @@ export interface ParamGroup {
 }
 
 /** One group as the user passes it: its parameters and any hyper-parameter to override. */
-export type ParamGroupInput<G extends ParamGroup = ParamGroup> = { params: Iterable<Tensor> | Tensor } & Partial<Omit<G, 'params'>>;
+export type ParamGroupInput<G extends ParamGroup = ParamGroup> = {
+  /** The group's parameter tensors (or one tensor). */
+  params: Iterable<Tensor> | Tensor;
+} & Partial<Omit<G, 'params'>>;
 
 /** An array (or any iterable, e.g. `model.parameters()`) of parameter tensors, or of parameter groups. */
 export type Params<G extends ParamGroup = ParamGroup> = Iterable<Tensor> | Iterable<ParamGroupInput<G>>;
@@ -98,6 +101,8 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   /**
    * `checkGroup(input, where)` validates one group's own options merged over the defaults and
    * returns its hyper-parameters; `codec` names the state buffers and hyper-parameters in a state dict.
+   *
+   * @param name - The optimizer's class name, used in error messages and state dicts.
    */
   protected constructor(
     readonly name: string,
@@ -135,6 +140,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   get lr(): number {
     return this.paramGroups[0].lr;
   }
+  /** Sets every group's learning rate. */
   set lr(v: number) {
     hyper(this.name, 'lr', v);
     for (const g of this.paramGroups) g.lr = v;
@@ -218,7 +224,12 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   protected abstract update(p: Tensor, g: Tensor, group: G): void;
 
   /** p's `count` state buffers; `fresh` is true on the call that created them. */
-  protected buffers(p: Tensor, count: number): { /** The buffers, zeros when fresh. */ bufs: Tensor[]; /** Whether this call created them. */ fresh: boolean } {
+  protected buffers(p: Tensor, count: number): {
+    /** The buffers, zeros when fresh. */
+    bufs: Tensor[];
+    /** Whether this call created them. */
+    fresh: boolean;
+  } {
     const have = this.state.get(p);
     if (have !== undefined) return { bufs: have, fresh: false };
     const bufs = Array.from({ length: count }, () => keep(filled(p.shape, p.dtype, 0)));

@@ -167,6 +167,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   get requiresGrad(): boolean {
     return this.wantsGrad;
   }
+  /** Turns gradient recording on or off for this leaf; an int32 tensor refuses (a {@link GradError}). */
   set requiresGrad(on: boolean) {
     if (on && this.dtype === 'int32') {
       throw new GradError(`requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
@@ -208,6 +209,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   get node(): N | null {
     return this.nodeRef;
   }
+  /** @internal */
   set node(n: N | null) {
     if (!this.isDisposed) {
       n?.hold();

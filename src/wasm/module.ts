@@ -11,7 +11,12 @@ export interface InitOptions {
   /** A precompiled module (edge workers), the wasm bytes, or a URL to fetch them from. */
   module?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | URL | string;
   /** Size of the wasm memory in bytes: `initialBytes` to reserve at start, `maximumBytes` (at most 4 GiB) it may grow to; an allocation beyond it throws an {@link OutOfMemoryError}. */
-  memory?: { initialBytes?: number; maximumBytes?: number };
+  memory?: {
+    /** Bytes to reserve at start. */
+    initialBytes?: number;
+    /** Bytes the memory may grow to (at most 4 GiB). */
+    maximumBytes?: number;
+  };
   /**
    * Threads for large kernels (see src/wasm/threads.ts): n, or 'auto' for one per core. Needs
    * SharedArrayBuffer (a cross-origin isolated page in browsers); elsewhere one thread is used,
