@@ -23,7 +23,7 @@ const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b
 
 /**
  * The base class of layers and models, as `torch.nn.Module`: registered parameters and submodules, dotted parameter names, state dicts, train/eval mode.
- * Subclasses implement {@link Module.forward}; `dispose()` (or `using`) frees every parameter.
+ * Subclasses implement {@link Module.forward}; `dispose()` frees every parameter.
  */
 export abstract class Module {
   /** Training mode (Dropout is active); switch with train() / eval(). */

@@ -14,7 +14,7 @@ type Axis = ops.Axis;
 
 /**
  * An n-dimensional array in wasm memory, with every op as a method and reverse mode via {@link Tensor.backward}.
- * Create one with {@link tensor}, {@link zeros}, {@link randn} and friends; free it with `dispose()`, {@link tidy} or `using`.
+ * Create one with {@link tensor}, {@link zeros}, {@link randn} and friends; free it with `dispose()` or {@link tidy}.
  *
  * @example
  * ```ts

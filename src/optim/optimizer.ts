@@ -86,7 +86,7 @@ function groupParams(op: string, where: string, params: Iterable<Tensor> | Tenso
 
 /**
  * The base class of optimizers: parameter groups with their own hyper-parameters, `step()`, `zeroGrad()`, state dicts.
- * Subclasses implement one fused update per parameter; `dispose()` (or `using`) frees their state.
+ * Subclasses implement one fused update per parameter; `dispose()` frees their state.
  */
 export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   /** The parameter groups, in order; assign e.g. `opt.paramGroups[1].lr` between steps. */
