@@ -30,7 +30,11 @@ function code(text: string): string {
   return text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/\/\/[^\n]*/g, '');
 }
 
-interface ReExport { names: { exported: string; local: string }[] | null; namespace: string | null; from: string }
+interface ReExport {
+  names: { exported: string; local: string }[] | null;
+  namespace: string | null;
+  from: string;
+}
 
 /** The `export … from` statements of a file: named lists, `*`, and `* as ns`. */
 function reExports(file: string): ReExport[] {
@@ -41,10 +45,17 @@ function reExports(file: string): ReExport[] {
     if (m[3] !== undefined) out.push({ names: null, namespace: m[3], from });
     else if (m[4] === undefined) out.push({ names: null, namespace: null, from });
     else {
-      const names = m[4].split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
-        const [local, exported = local] = s.replace(/^type\s+/, '').split(/\s+as\s+/).map((x) => x.trim());
-        return { exported, local };
-      });
+      const names = m[4]
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((s) => {
+          const [local, exported = local] = s
+            .replace(/^type\s+/, '')
+            .split(/\s+as\s+/)
+            .map((x) => x.trim());
+          return { exported, local };
+        });
       out.push({ names, namespace: null, from });
     }
   }
@@ -52,8 +63,11 @@ function reExports(file: string): ReExport[] {
 }
 
 const DECL = (name: string) =>
-  new RegExp(`^[ \\t]*export\\s+(?:declare\\s+)?(?:default\\s+)?(?:abstract\\s+)?(?:async\\s+)?` +
-    `(?:function\\*?|class|const|let|var|interface|type|enum|namespace)\\s+${name}\\b`, 'm');
+  new RegExp(
+    `^[ \\t]*export\\s+(?:declare\\s+)?(?:default\\s+)?(?:abstract\\s+)?(?:async\\s+)?` +
+      `(?:function\\*?|class|const|let|var|interface|type|enum|namespace)\\s+${name}\\b`,
+    'm',
+  );
 
 /** The file and line that declare `name`, following re-exports. */
 function declaration(file: string, name: string, seen = new Set<string>()): { file: string; line: number } | null {
@@ -92,7 +106,9 @@ function publicNames(file: string, prefix = '', seen = new Set<string>()): [stri
   seen.add(file);
   const out: [string, string][] = [];
   const text = code(read(file));
-  for (const m of text.matchAll(/^[ \t]*export\s+(?:declare\s+)?(?:default\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\*?|class|const|let|var|interface|type|enum)\s+(\w+)/gm)) {
+  for (const m of text.matchAll(
+    /^[ \t]*export\s+(?:declare\s+)?(?:default\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\*?|class|const|let|var|interface|type|enum)\s+(\w+)/gm,
+  )) {
     out.push([prefix + m[1], file]);
   }
   for (const r of reExports(file)) {
@@ -108,7 +124,17 @@ describe('TSDoc on the public API', () => {
 
   it('finds the public surface (a broken walk would pass vacuously)', () => {
     const flat = names.map(([n]) => n);
-    for (const n of ['init', 'tensor', 'Tensor', 'grad', 'nn.Linear', 'optim.AdamW', 'io.saveSafetensors', 'data.digits', 'autograd.grad']) {
+    for (const n of [
+      'init',
+      'tensor',
+      'Tensor',
+      'grad',
+      'nn.Linear',
+      'optim.AdamW',
+      'io.saveSafetensors',
+      'data.digits',
+      'autograd.grad',
+    ]) {
       expect(flat).toContain(n);
     }
   });
