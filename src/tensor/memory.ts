@@ -47,7 +47,7 @@ export interface MemoryInfo {
 
 /**
  * A snapshot of memory use: live tensors, bytes in use and at peak, the wasm memory's size.
- * @throws {@link ArgumentError} before `await init()`.
+ * @throws {@link AdjointError} before `await init()`.
  */
 export function memory(): MemoryInfo {
   const r = runtime();

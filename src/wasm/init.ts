@@ -11,7 +11,7 @@ let pending: Promise<void> | null = null;
 
 /**
  * Instantiates the wasm kernels once; later calls return at once (with `threads`, they resize the
- * pool). Every other function throws an {@link ArgumentError} until this has resolved.
+ * pool). Every other function throws an {@link AdjointError} until this has resolved.
  *
  * @param options - `module` (a precompiled `WebAssembly.Module` for edge workers, bytes, or a URL),
  *   `memory: { initialBytes?, maximumBytes? }`, `threads: n | 'auto'`.
