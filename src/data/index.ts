@@ -1,4 +1,8 @@
-// The data namespace: the embedded digits, Fashion-MNIST, IDX files, seeded batching, and character-level text.
+/**
+ * The data namespace: the embedded digits, Fashion-MNIST, IDX files, seeded batching, and character-level text.
+ *
+ * @module
+ */
 export { digits, fashionMnist, type Split, type DigitsOptions } from './datasets.js';
 export { loadIdx, type IdxData } from './idx.js';
 export { digitsRaw, type DigitsRaw } from './digits.js';

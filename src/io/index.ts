@@ -1,2 +1,6 @@
-// The io namespace: reading and writing weights.
+/**
+ * The io namespace: reading and writing weights.
+ *
+ * @module
+ */
 export { saveSafetensors, loadSafetensors } from './safetensors.js';

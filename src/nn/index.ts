@@ -1,4 +1,8 @@
-// The nn namespace: PyTorch-style modules with PyTorch's parameter names, layouts and inits.
+/**
+ * The nn namespace: PyTorch-style modules with PyTorch's parameter names, layouts and inits.
+ *
+ * @module
+ */
 export { Module } from './module.js';
 export { Linear, type LinearOptions, type Feedback } from './linear.js';
 export { Sequential, type SequentialOptions } from './sequential.js';

@@ -1,5 +1,9 @@
-// The optim namespace: optimizers with PyTorch's update rules, parameter groups and state dicts,
-// learning-rate schedulers, and gradient clipping.
+/**
+ * The optim namespace: optimizers with PyTorch's update rules, parameter groups and state dicts,
+ * learning-rate schedulers, and gradient clipping.
+ *
+ * @module
+ */
 export { Optimizer, type Params, type ParamGroup, type ParamGroupInput } from './optimizer.js';
 export { SGD, type SGDOptions, type SGDGroup } from './sgd.js';
 export { Adam, AdamW, type AdamOptions, type AdamGroup } from './adam.js';

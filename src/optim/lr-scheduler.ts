@@ -1,4 +1,8 @@
-// The optim.lrScheduler namespace: PyTorch's learning-rate schedulers.
+/**
+ * The optim.lrScheduler namespace: PyTorch's learning-rate schedulers.
+ *
+ * @module
+ */
 export { LRScheduler, type SchedulerState } from './scheduler-base.js';
 export {
   StepLR,
