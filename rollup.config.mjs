@@ -3,6 +3,9 @@
 //                     runs with no configuration in Node, Deno, Bun, browsers and bundlers.
 //   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
 //                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
+//   dist/relaxed-kernels.js  the relaxed-SIMD kernels as base64, a chunk that dist/index.js imports
+//                     dynamically, only for init({ relaxedSimd: true }) where the engine has relaxed SIMD.
+//   dist/adjoint-relaxed.wasm  the relaxed-SIMD kernels as a file (workers, workerd, own loaders).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
 // Type declarations are written by scripts/build-types.mjs.
 //
@@ -14,6 +17,7 @@ import esbuild from 'rollup-plugin-esbuild';
 
 const target = 'es2022';
 const wasmFile = 'build/adjoint.wasm';
+const relaxedWasmFile = 'build/adjoint-relaxed.wasm';
 const generated = 'src/wasm/bytes.generated.ts';
 
 /** Stops the build early with a useful message when `npm run asbuild` has not run. */
@@ -21,19 +25,20 @@ function requireKernels() {
   return {
     name: 'adjoint-require-kernels',
     buildStart() {
-      for (const f of [wasmFile, generated]) {
+      for (const f of [wasmFile, relaxedWasmFile, generated]) {
         if (!existsSync(f)) this.error(`${f} is missing: run \`npm run asbuild\` first (npm run build does)`);
       }
     },
   };
 }
 
-/** Ships the kernels next to the bundle as dist/adjoint.wasm. */
+/** Ships the kernels next to the bundle as dist/adjoint.wasm and dist/adjoint-relaxed.wasm. */
 function emitWasm() {
   return {
     name: 'adjoint-emit-wasm',
     generateBundle() {
       this.emitFile({ type: 'asset', fileName: 'adjoint.wasm', source: readFileSync(wasmFile) });
+      this.emitFile({ type: 'asset', fileName: 'adjoint-relaxed.wasm', source: readFileSync(relaxedWasmFile) });
     },
   };
 }
@@ -63,7 +68,11 @@ const library = {
   plugins: [requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
   // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
   // mostly repeat the inlined kernels and digits.
-  output: { dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false },
+  output: {
+    dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false,
+    // The one dynamic import is the relaxed kernels' bytes (src/wasm/relaxed.ts).
+    chunkFileNames: (c) => (c.moduleIds.some((id) => id.endsWith('bytes-relaxed.generated.ts')) ? 'relaxed-kernels.js' : '[name]-[hash].js'),
+  },
 };
 
 // Start from an empty dist/ so no stale file is ever published.
@@ -78,7 +87,8 @@ if (existsSync('src/cli/main.ts')) {
     external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
     onwarn: quiet,
     plugins: [executable(), requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
-    output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
+    // One self-contained file: the relaxed kernels' chunk is inlined rather than shared with index.js.
+    output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false, inlineDynamicImports: true },
   });
 }
 

@@ -1,5 +1,6 @@
 // adjoint: reverse-mode automatic differentiation and neural-network training on WebAssembly SIMD.
 export { init, type InitOptions } from './wasm/module.js';
+export { backend, type BackendInfo } from './wasm/backend.js';
 export { Tensor, type TensorLike } from './tensor/tensor.js';
 export type { DType } from './tensor/dtype.js';
 export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './tensor/create.js';

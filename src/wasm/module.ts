@@ -4,6 +4,7 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { prepareThreads, reinitThreads, startThreads } from './threads.js';
+import { kernelSource } from './relaxed.js';
 import { hooks } from '../graph/trace-hooks.js';
 
 export interface InitOptions {
@@ -17,6 +18,14 @@ export interface InitOptions {
    * whose first init asked for threads, init({ threads }) resizes or restarts the pool.
    */
   threads?: number | 'auto';
+  /**
+   * Opt in to the relaxed-SIMD kernels (fused multiply-add in the GEMM and convolution inner
+   * loops) where the engine has relaxed SIMD; elsewhere the default kernels load. Results stay
+   * within f32 rounding of the default's, but their last bits may differ between engines and
+   * CPUs. Ignored when `module` is given (that module is the build). `backend()` says which
+   * kernels loaded. Fixed by the first init() call.
+   */
+  relaxedSimd?: boolean;
 }
 
 type Kernel = (...args: number[]) => number;
@@ -27,6 +36,8 @@ export const ARGS_BYTES = 1 << 16;
 
 interface Runtime {
   memory: WebAssembly.Memory;
+  /** The relaxed-SIMD kernel build is loaded (its kernels_relaxed export says 1). */
+  relaxed: boolean;
   exports: Record<string, Kernel>;
   arena: Arena;
   args: number;
@@ -59,9 +70,11 @@ async function instantiate(options: InitOptions): Promise<void> {
     throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
   }
   if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
-  const threads = await prepareThreads(options, initial, Math.floor(maxBytes / PAGE));
+  // One source for this thread and the workers, so every thread runs the same kernel build.
+  const source = await kernelSource(options);
+  const threads = await prepareThreads({ ...options, module: source }, initial, Math.floor(maxBytes / PAGE));
   const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = threads?.module ?? await compile(options.module);
+  const module = threads?.module ?? await compile(source);
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as Record<string, Kernel>;
   const args = Math.ceil(exports.heap_base() / 64) * 64;
@@ -72,7 +85,7 @@ async function instantiate(options: InitOptions): Promise<void> {
   }
   if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
   rt = {
-    memory, exports, args, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
+    memory, exports, args, relaxed: exports.kernels_relaxed?.() === 1, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
     buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
   };
   if (threads !== null) await startThreads(threads);

@@ -1,0 +1,32 @@
+// The relaxed-SIMD opt-in: init({ relaxedSimd: true }) loads the second kernel build
+// (assembly/madd.ts: GEMM and convolution inner loops with f32x4/f64x2.relaxed_madd) where the
+// engine validates relaxed-SIMD code, and the default build elsewhere. Its bytes live in a
+// generated module that is imported only here, dynamically, so a bundle that never asks for
+// them keeps them in a separate chunk that is never fetched or parsed.
+import { AdjointError, ArgumentError } from '../errors.js';
+import { decodeBase64, type InitOptions } from './module.js';
+
+/** `() -> v128 { f32x4.relaxed_madd(splat 0, splat 0, splat 0) }`: valid only where the engine has relaxed SIMD. */
+const RELAXED_PROBE = [
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
+  65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11,
+];
+
+/** Whether this engine runs relaxed-SIMD code (Chrome/Edge 114+, Node 22+, Deno, Bun; Firefox and Safari not yet, as of this writing). */
+export function hasRelaxedSimd(): boolean {
+  return typeof WebAssembly === 'object' && WebAssembly.validate(new Uint8Array(RELAXED_PROBE));
+}
+
+/**
+ * The kernel source init() should compile: options.module when given (the caller chose the
+ * build), else the relaxed kernels' bytes when asked for and supported, else undefined (the
+ * embedded default kernels).
+ */
+export async function kernelSource(options: InitOptions): Promise<InitOptions['module']> {
+  const r = options.relaxedSimd;
+  if (r !== undefined && typeof r !== 'boolean') throw new ArgumentError(`init: relaxedSimd must be true or false, got ${typeof r === 'string' ? `'${r}'` : String(r)}`);
+  if (options.module !== undefined || r !== true || !hasRelaxedSimd()) return options.module;
+  const { RELAXED_WASM_BASE64 } = await import('./bytes-relaxed.generated.js');
+  if (RELAXED_WASM_BASE64 === '') throw new AdjointError('init: this build of adjoint has no relaxed-SIMD kernels (build/adjoint-relaxed.wasm was missing when it was bundled)');
+  return decodeBase64(RELAXED_WASM_BASE64);
+}
