@@ -3,9 +3,8 @@
 //                     runs with no configuration in Node, Deno, Bun, browsers and bundlers.
 //   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
 //                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
-//   dist/relaxed-kernels.js  the relaxed-SIMD kernels as base64, a chunk that dist/index.js imports
-//                     dynamically, only for init({ relaxedSimd: true }) where the engine has relaxed SIMD.
-//   dist/adjoint-relaxed.wasm  the relaxed-SIMD kernels as a file (workers, workerd, own loaders).
+//                     index.js also carries the relaxed-SIMD kernels, as a delta of under 1 KB against those.
+//   dist/adjoint-relaxed.wasm  the relaxed-SIMD kernels as a file (workerd, own loaders).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
 // Type declarations are written by scripts/build-types.mjs.
 //
@@ -71,11 +70,7 @@ const library = {
   plugins: [requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
   // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
   // mostly repeat the inlined kernels and digits.
-  output: {
-    dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false,
-    // The one dynamic import is the relaxed kernels' bytes (src/wasm/relaxed.ts).
-    chunkFileNames: (c) => (c.moduleIds.some((id) => id.endsWith('bytes-relaxed.generated.ts')) ? 'relaxed-kernels.js' : '[name]-[hash].js'),
-  },
+  output: { dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false },
 };
 
 // Start from an empty dist/ so no stale file is ever published.
@@ -90,8 +85,7 @@ if (existsSync('src/cli/main.ts')) {
     external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
     onwarn,
       plugins: [executable(), requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
-    // One self-contained file: the relaxed kernels' chunk is inlined rather than shared with index.js.
-    output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false, inlineDynamicImports: true },
+    output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
   });
 }
 

@@ -13,7 +13,7 @@ import v8 from 'node:v8';
 import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
-import { hasRelaxedSimd } from '../src/wasm/relaxed.js';
+import { hasRelaxedSimd, relaxedKernelBytes } from '../src/wasm/relaxed.js';
 
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd'); // default from Node 22 (V8 11.4) on
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -70,6 +70,10 @@ beforeAll(async () => {
 });
 
 describe('relaxed kernels: GEMM', () => {
+  it('are embedded as a delta that rebuilds build/adjoint-relaxed.wasm byte for byte', () => {
+    expect(Buffer.from(relaxedKernelBytes()).equals(readFileSync(join(root, 'build/adjoint-relaxed.wasm')))).toBe(true);
+  });
+
   it('are the relaxed build (kernels_relaxed) and the default is not', () => {
     expect(hasRelaxedSimd()).toBe(true);
     expect([def.k.kernels_relaxed(), rel.k.kernels_relaxed()]).toEqual([0, 1]);

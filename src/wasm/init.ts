@@ -31,7 +31,7 @@ async function instantiate(options: InitOptions): Promise<void> {
   }
   if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
   // One source for this thread and the workers, so every thread runs the same kernel build.
-  const source = await kernelSource(options);
+  const source = kernelSource(options);
   const threads = await prepareThreads({ ...options, module: source }, initial, Math.floor(maxBytes / PAGE));
   const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
   const module = threads?.module ?? await compileKernels(source);
