@@ -5,8 +5,8 @@
 // 1e-4 leaves room for other engines and CPUs while still catching a wrong kernel (a wrong GEMM
 // moves them by far more than 1e-2).
 
-/** Runtimes that have relaxed SIMD (with the suite's flags), so must load the relaxed kernels. */
-export const RELAXED_REQUIRED = ['node', 'chromium'];
+/** Runtimes that must load the relaxed kernels: they have relaxed SIMD (with the suite's flags), and workerd is given them as its module. */
+export const RELAXED_REQUIRED = ['node', 'chromium', 'workerd'];
 export const LOSS_TOL = 1e-4;
 export const WEIGHT_TOL = 1e-4;
 

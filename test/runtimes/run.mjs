@@ -4,8 +4,9 @@
 // the same loss sequence and the same SHA-256 of the final weights. Then checks the edge
 // worker example in workerd, a rollup build of the bundler example, the published type
 // declarations, and that init() fails clearly where WebAssembly or its SIMD is missing.
-// Node, Chromium, Deno, Bun and Firefox also train with init({ relaxedSimd: true }): those runs
-// must load the relaxed kernels in Node and Chromium, stay close to the same runtime's default
+// Node, Chromium, Deno, Bun and Firefox also train with init({ relaxedSimd: true }), and workerd
+// with init({ module }) given dist/adjoint-relaxed.wasm: those runs must load the relaxed
+// kernels in Node, Chromium and workerd, stay close to the same runtime's default
 // run (not bit-identical: fused multiply-add rounds once), give the same bits on 2 threads in
 // Node, and give exactly the shared digest wherever the engine falls back to the default kernels. Options: --only=node,deno,... (names below), --keep
 // (keep the scratch folder). A JSON report goes to test/artifacts/runtimes.json.
@@ -119,9 +120,10 @@ const needsServer = ['chromium', 'firefox', 'init-no-wasm-firefox'].some(wanted)
 const server = needsServer ? await serveStatic(ROOT) : null;
 const page = (query = '') => `${server.url}/test/runtimes/page.html${query}`;
 try {
-  const pages = [page('?weights=1'), page(`?threads=${THREADS}`), page('?relaxed=1')];
-  await steps(training, ['chromium', threaded('chromium'), relaxedName('chromium')], async () => browserResults(await runChromium(pages, scratch)));
-  await steps(training, ['firefox', threaded('firefox'), relaxedName('firefox')], async () => browserResults(await runFirefox(pages, scratch)));
+  // A function: with --only naming no browser there is no server to point at.
+  const pages = () => [page('?weights=1'), page(`?threads=${THREADS}`), page('?relaxed=1')];
+  await steps(training, ['chromium', threaded('chromium'), relaxedName('chromium')], async () => browserResults(await runChromium(pages(), scratch)));
+  await steps(training, ['firefox', threaded('firefox'), relaxedName('firefox')], async () => browserResults(await runFirefox(pages(), scratch)));
   await step(checks, 'init-no-wasm-firefox', async () => {
     const out = await runFirefox([page('?check=init')], scratch, { prefs: { 'javascript.options.wasm': false } });
     const [value] = out.values;
@@ -150,6 +152,14 @@ await step(training, 'workerd', async () => {
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${body.error ?? JSON.stringify(body)}\n${wd.output()}`);
     log(`   | losses: ${body.losses.map((l) => l.toFixed(6)).join(' ')}`);
     log(`   | weights sha256: ${body.digest}`);
+    // The relaxed kernels as a precompiled dist/adjoint-relaxed.wasm, in a service of their own.
+    await step(training, relaxedName('workerd'), async () => {
+      const r = await fetch(`${wd.url}/train-relaxed`, { signal: AbortSignal.timeout(300_000) });
+      const relaxed = await r.json();
+      if (!r.ok) throw new Error(`HTTP ${r.status}: ${relaxed.error ?? JSON.stringify(relaxed)}\n${wd.output()}`);
+      log(`   | weights sha256: ${relaxed.digest} (${relaxed.kernels} kernels)`);
+      return { version: workerdVersion, result: relaxed };
+    });
     return { version: workerdVersion, result: body };
   } finally {
     await wd.stop();
