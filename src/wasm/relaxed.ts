@@ -14,7 +14,7 @@ const RELAXED_PROBE = [
   65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11,
 ];
 
-/** Whether this engine runs relaxed-SIMD code (Chrome/Edge 114+, Node 22+, Deno, Bun; Firefox and Safari not yet, as of this writing). */
+/** Whether this engine validates relaxed-SIMD code (Chrome/Edge 114+, Node 22+ or 20 with a flag, Deno, Bun, Firefox, workerd; see docs/relaxed-simd.md). */
 export function hasRelaxedSimd(): boolean {
   return typeof WebAssembly === 'object' && WebAssembly.validate(new Uint8Array(RELAXED_PROBE));
 }
