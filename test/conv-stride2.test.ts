@@ -1,7 +1,8 @@
 // conv2d with column stride 2 (its im2col gathers every other pixel with a SIMD even-lane
 // shuffle, assembly/conv.ts copyRunStride2) against a float64 direct convolution written here:
 // widths that give output runs of 1 to 13 columns (vector loop, scalar tail, runs shorter than a
-// vector), with and without padding, f32 and f64, and the filter gradient, which gathers too.
+// vector), with and without padding, f32 and f64; the filter gradient, which gathers too; and the
+// input gradient, whose col2im scatters into every other pixel (addRunStride2).
 import { describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 
@@ -35,6 +36,32 @@ describe('conv2d, column stride 2', () => {
             const ref = reference(Float64Array.from(x.toArray()), xs, Float64Array.from(w.toArray()), ws, [1, 2], [pad, pad]);
             expect(y.length).toBe(ref.length);
             for (let i = 0; i < y.length; i++) expect(Math.abs(y[i] - ref[i]), `W=${W} pad=${pad} i=${i}`).toBeLessThan(tol * 10);
+          });
+        }
+      }
+    });
+  }
+
+  for (const dtype of ['float32', 'float64'] as const) {
+    it(`input gradient matches a float64 transposed convolution for output widths 1..13 (${dtype})`, () => {
+      const tol = dtype === 'float32' ? 1e-4 : 1e-12;
+      for (let W = 3; W <= 28; W += 1) {
+        for (const pad of [0, 1]) {
+          A.tidy(() => {
+            const [N, C, H, O, kh, kw] = [2, 3, 5, 4, 3, 3];
+            const x = A.zeros([N, C, H, W], { dtype }), w = A.randn([O, C, kh, kw], { seed: W + 100, dtype });
+            const f = (xx: A.Tensor) => A.conv2d(xx, w, null, { stride: [1, 2], padding: pad });
+            const ys = f(x).shape as number[], Ho = ys[2], Wo = ys[3];
+            const g = A.randn(ys, { seed: W + 200, dtype });
+            const dx = A.vjp(f, x)[1](g)[0].toArray();
+            const gv = g.toArray(), wv = w.toArray(), ref = new Float64Array(N * C * H * W);
+            for (let n = 0; n < N; n++) for (let o = 0; o < O; o++) for (let oh = 0; oh < Ho; oh++) for (let ow = 0; ow < Wo; ow++) {
+              for (let c = 0; c < C; c++) for (let i = 0; i < kh; i++) for (let j = 0; j < kw; j++) {
+                const ih = oh - pad + i, iw = ow * 2 - pad + j;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) ref[((n * C + c) * H + ih) * W + iw] += gv[((n * O + o) * Ho + oh) * Wo + ow] * wv[((o * C + c) * kh + i) * kw + j];
+              }
+            }
+            for (let i = 0; i < ref.length; i++) expect(Math.abs(dx[i] - ref[i]), `W=${W} pad=${pad} i=${i}`).toBeLessThan(tol * 10);
           });
         }
       }
