@@ -14,4 +14,6 @@ export * from './optim';
 
 /** First byte past the module's static data; JS places its arena above it. */
 export function heap_base(): usize { return __heap_base; }
-export { kernels_relaxed } from './madd';
+
+/** 1 in the relaxed-SIMD build (asconfig target `relaxed`, see madd.ts), 0 in the default: lets JS tell which kernels it loaded. */
+export function kernels_relaxed(): i32 { return ASC_FEATURE_RELAXED_SIMD ? 1 : 0; }

@@ -17,6 +17,3 @@
   }
   return c + a * b;
 }
-
-/** 1 in the relaxed build, 0 in the default: lets JS tell which kernels it loaded. */
-export function kernels_relaxed(): i32 { return ASC_FEATURE_RELAXED_SIMD ? 1 : 0; }

@@ -5,7 +5,7 @@
 // Usage: node [--experimental-wasm-relaxed-simd] <bundle> [--threads N] [--relaxed]
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
-import { threadStats } from '../src/wasm/threads.js';
+import { threadStats } from '../src/wasm/congestion.js';
 import { thresholds } from '../src/wasm/split.js';
 
 const argv = process.argv.slice(2);

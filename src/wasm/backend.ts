@@ -1,7 +1,7 @@
 // What the engine runs on: which kernel build init() loaded and how many threads kernels use.
 import { runtime } from './module.js';
 import { hasRelaxedSimd } from './relaxed.js';
-import { poolSize } from './threads.js';
+import { poolSize } from './pool.js';
 
 export interface BackendInfo {
   /** 'relaxed': the relaxed-SIMD kernels (init({ relaxedSimd: true }) on an engine that has relaxed SIMD); 'default': the bit-identical ones. */
