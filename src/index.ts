@@ -13,6 +13,7 @@ export {
   conv2d, maxPool2d, avgPool2d, dropout, type Conv2dOptions, type DropoutOptions,
   astype, detach, stopGradient,
 } from './ops/api.js';
+export { scaledDotProductAttention, type AttentionOptions } from './ops/attention-api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';

@@ -10,8 +10,9 @@ import { customRules } from './custom.js';
 import { convRules } from './conv.js';
 import { fusedRules } from './fused.js';
 import { denseRules } from './dense.js';
+import { attentionRules } from './attention.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules, ...denseRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules, ...denseRules, ...attentionRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

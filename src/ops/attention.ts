@@ -1,0 +1,209 @@
+// Scaled dot-product attention as one primitive with fused kernels (assembly/attention.ts).
+// attention(q, k, v[, mask]) on [N, T, ·] operands gives the packed y [N, Tq, dv + 1]: each
+// row's output followed by its log-sum-exp, all the backward pass needs besides the inputs (so
+// memory stays O(T·d), never Tq×Tk). Its VJP is the primitive attentionGrad, one fused kernel
+// that recomputes the probabilities tile by tile and returns dq, dk, dv packed in one flat
+// tensor. attentionGrad's own VJP and both JVPs are written with ordinary ops (matmul, softmax
+// Jacobian products), composing attention from them, so second and higher derivatives hold.
+import { Tensor } from '../tensor/tensor.js';
+import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
+import type { Rule } from './table.js';
+import { ranges, runPieces, thresholds } from '../wasm/split.js';
+import { threadCount } from '../wasm/threads.js';
+import { fromValues } from '../tensor/create.js';
+import { apply } from '../graph/record.js';
+import { softmaxJ } from './nn.js';
+import { add, sub, mul, sum, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
+
+/** Where a head n reads its mask rows: block ⌊n / div⌋ mod mod, `stride` elements apart; rows `row` apart (0: one row). */
+export interface MaskLayout {
+  readonly div: number;
+  readonly mod: number;
+  readonly stride: number;
+  readonly row: number;
+}
+
+export interface AttentionParams {
+  readonly scale: number;
+  readonly causal: boolean;
+  /** Dropout probability on the attention weights (0: none) and its seed [lo, hi]. */
+  readonly dropoutP: number;
+  readonly seed: readonly [number, number];
+  /** The leading axes the caller flattened into N (the mask broadcasts against [...lead, Tq, Tk]). */
+  readonly lead: readonly number[];
+  /** How the kernels read the mask input (null: no mask input). */
+  readonly mask: MaskLayout | null;
+}
+
+/** Keys per kernel tile (assembly/attention.ts BK). */
+const BK = 64;
+
+const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
+
+/** Runs kernel `name` over heads [0, N), cut across threads when large, each piece with its own scratch of `per` elements. */
+function launch(name: string, dtype: DType, N: number, work: number, per: number, args: (n0: number, n1: number, scratch: number) => number[]): void {
+  const pieces = threadCount() === 1 || work < thresholds.gemm ? [[0, N] as [number, number]] : ranges(N, threadCount(), 1);
+  const scratch = Tensor.empty([Math.max(1, per * pieces.length)], dtype);
+  try {
+    const base = scratch.ptr, b = BYTES[dtype];
+    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => args(n0, n1, base + i * per * b)));
+  } finally {
+    scratch.dispose();
+  }
+}
+
+/** The kernels' trailing arguments after the head range: sizes, scale, causal flag, mask layout, dropout. */
+function tail(q: Tensor, k: Tensor, v: Tensor, p: AttentionParams): number[] {
+  const { Tq, Tk, d, dv } = dims(q, k, v), m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
+  return [Tq, Tk, d, dv, p.scale, p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row, p.seed[0], p.seed[1], p.dropoutP];
+}
+
+function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
+  const [q, k, v, mask] = xs, { N, Tq, Tk, d, dv } = dims(q, k, v);
+  const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
+  if (N * Tq === 0) return y;
+  try {
+    const ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], rest = tail(q, k, v, p);
+    launch('attention', q.dtype, N, N * Tq * Tk * (d + dv), d * Tk + BK + dv, (n0, n1, s) => [...ptrs, n0, n1, ...rest, s]);
+  } catch (e) {
+    y.dispose();
+    throw e;
+  }
+  return y;
+}
+
+/** The flat [dq | dk | dv] of attentionGrad. */
+function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
+  const [q, k, v, y, gy, mask] = xs, { N, Tq, Tk, d, dv } = dims(q, k, v), b = BYTES[q.dtype];
+  const out = Tensor.empty([N * (Tq * d + Tk * d + Tk * dv)], q.dtype);
+  if (out.size === 0) return out;
+  try {
+    const o = out.ptr, ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
+    const rest = tail(q, k, v, p);
+    launch('attention_vjp', q.dtype, N, 2 * N * Tq * Tk * (d + dv), (d + dv) * Tk + 2 * BK, (n0, n1, s) => [...ptrs, n0, n1, ...rest, s]);
+  } catch (e) {
+    out.dispose();
+    throw e;
+  }
+  return out;
+}
+
+/** Splits attentionGrad's flat result into dq, dk, dv. */
+export function unpackGrads(g: Tensor, q: readonly number[], k: readonly number[], v: readonly number[]): [Tensor, Tensor, Tensor] {
+  const nq = q.reduce((a, b) => a * b, 1), nk = k.reduce((a, b) => a * b, 1), nv = v.reduce((a, b) => a * b, 1);
+  return [reshape(slice(g, [0], [nq]), q), reshape(slice(g, [nq], [nk]), k), reshape(slice(g, [nq + nk], [nv]), v)];
+}
+
+// ---- attention composed of ops: the higher-order rules -------------------------------------
+
+/** 0 on and below the diagonal j ≤ i, −∞ above: PyTorch's causal mask as an additive bias. */
+function causalBias(Tq: number, Tk: number, dtype: DType): Tensor {
+  const a = new Float64Array(Tq * Tk);
+  for (let i = 0; i < Tq; i++) for (let j = i + 1; j < Tk; j++) a[i * Tk + j] = -Infinity;
+  return fromValues(a, [Tq, Tk], dtype);
+}
+
+/** The dropout factors [N, Tq, Tk] the kernels apply (1/(1 − p) or 0), null without dropout. */
+function dropFactors(N: number, Tq: number, Tk: number, dtype: DType, p: AttentionParams): Tensor | null {
+  if (p.dropoutP === 0) return null;
+  const z = Tensor.empty([N, Tq, Tk], dtype);
+  if (z.size > 0) runPieces(`attention_dropout_${SUFFIX[dtype]}`, [[z.ptr, 0, N, Tq, Tk, p.seed[0], p.seed[1], p.dropoutP]]);
+  return z;
+}
+
+/** Probabilities P [N, Tq, Tk] and dropout factors Z of attention(q, k, v), composed of ops. */
+function probs(q: Tensor, k: Tensor, mask: Tensor | undefined, p: AttentionParams): { P: Tensor; Z: Tensor | null } {
+  const { N, Tq, Tk } = { N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1] };
+  let S = mul(matmulT(q, k, false, true), p.scale);
+  if (mask !== undefined) S = reshape(add(reshape(S, [...p.lead, Tq, Tk]), mask), [N, Tq, Tk]);
+  if (p.causal) S = add(S, causalBias(Tq, Tk, q.dtype));
+  return { P: softmax(S, -1), Z: dropFactors(N, Tq, Tk, q.dtype, p) };
+}
+
+const rowsum = (t: Tensor): Tensor => sum(t, [2], true);
+const dropped = (t: Tensor, Z: Tensor | null): Tensor => (Z === null ? t : mul(t, Z));
+const orZero = (t: Tensor | null, like: Tensor): Tensor => t ?? zerosLike(like);
+const lastSplit = (t: Tensor, n: number): [Tensor, Tensor] => {
+  const [N, T] = t.shape;
+  return [slice(t, [0, 0, 0], [N, T, n]), slice(t, [0, 0, n], [N, T, 1])];
+};
+
+/** The tangent of attention's packed y along (tq, tk, tv). */
+function attentionJvp(ts: readonly (Tensor | null)[], xs: readonly Tensor[], p: AttentionParams): Tensor {
+  const [q, k, v, mask] = xs, [tq, tk, tv] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v)];
+  const { P, Z } = probs(q, k, mask, p);
+  const tS = mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), p.scale);
+  const tP = softmaxJ(P, tS);
+  const to = add(matmulT(dropped(tP, Z), v, false, false), matmulT(dropped(P, Z), tv, false, false));
+  return concat([to, rowsum(mul(P, tS))], 2);
+}
+
+/** First-order quantities of the backward pass, composed of ops (see attentionGrad's rules). */
+function backwardTerms(q: Tensor, k: Tensor, v: Tensor, gy: Tensor, mask: Tensor | undefined, p: AttentionParams) {
+  const [go, gl] = lastSplit(gy, v.shape[2]);
+  const { P, Z } = probs(q, k, mask, p);
+  const dP = dropped(matmulT(go, v, false, true), Z);
+  const W = add(sub(dP, rowsum(mul(P, dP))), gl);
+  return { go, gl, P, Z, Pd: dropped(P, Z), dP, W, dS: mul(P, W) };
+}
+
+/**
+ * VJP of attentionGrad (dq = c·dS k, dk = c·dSᵀ q, dv = Pdᵀ go with dS = P∘W, W = dP − D + gl,
+ * dP = (go vᵀ)∘Z, D = rowsum(P∘dP)) for cotangents Gq, Gk, Gv. With H = c(Gq kᵀ + q Gkᵀ) (the
+ * cotangent of dS) and h = rowsum(H∘P): ∂dP = E = P∘(H − h), ∂gl = h,
+ * ∂P = H∘W − h·dP + (go Gvᵀ)∘Z, ∂S = softmaxJ(P, ∂P), and then the two matmul rules each way.
+ */
+function attentionGradVjp(G: Tensor, x: readonly Tensor[], p: AttentionParams, needs: readonly boolean[]): (Tensor | null)[] {
+  const [q, k, v, , gy, mask] = x, c = p.scale;
+  const [Gq, Gk, Gv] = unpackGrads(G, q.shape, k.shape, v.shape);
+  const t = backwardTerms(q, k, v, gy, mask, p);
+  const H = mul(add(matmulT(Gq, k, false, true), matmulT(q, Gk, false, true)), c);
+  const h = rowsum(mul(H, t.P));
+  const EZ = dropped(mul(t.P, sub(H, h)), t.Z);
+  const dPbar = add(sub(mul(H, t.W), mul(h, t.dP)), dropped(matmulT(t.go, Gv, false, true), t.Z));
+  const dS2 = softmaxJ(t.P, dPbar);
+  return [
+    needs[0] ? mul(add(matmulT(t.dS, Gk, false, false), matmulT(dS2, k, false, false)), c) : null,
+    needs[1] ? mul(add(matmulT(t.dS, Gq, true, false), matmulT(dS2, q, true, false)), c) : null,
+    needs[2] ? matmulT(EZ, t.go, true, false) : null,
+    null, // y is attention(q, k, v): its dependence is counted through q, k, v above
+    needs[4] ? concat([add(matmulT(t.Pd, Gv, false, false), matmulT(EZ, v, false, false)), h], 2) : null,
+    null,
+  ];
+}
+
+/** JVP of attentionGrad along (tq, tk, tv, ·, tgy), as the VJP's terms carried forward. */
+function attentionGradJvp(ts: readonly (Tensor | null)[], x: readonly Tensor[], p: AttentionParams): Tensor {
+  const [q, k, v, , gy, mask] = x, c = p.scale;
+  const [tq, tk, tv, tgy] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v), orZero(ts[4], gy)];
+  const t = backwardTerms(q, k, v, gy, mask, p);
+  const [tgo, tgl] = lastSplit(tgy, v.shape[2]);
+  const tP = softmaxJ(t.P, mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), c));
+  const tdP = dropped(add(matmulT(tgo, v, false, true), matmulT(t.go, tv, false, true)), t.Z);
+  const tD = rowsum(add(mul(tP, t.dP), mul(t.P, tdP)));
+  const tdS = add(mul(tP, t.W), mul(t.P, add(sub(tdP, tD), tgl)));
+  const dq = mul(add(matmulT(tdS, k, false, false), matmulT(t.dS, tk, false, false)), c);
+  const dk = mul(add(matmulT(tdS, q, true, false), matmulT(t.dS, tq, true, false)), c);
+  const dv = add(matmulT(dropped(tP, t.Z), t.go, true, false), matmulT(t.Pd, tgo, true, false));
+  return concat([reshape(dq, [-1]), reshape(dk, [-1]), reshape(dv, [-1])], 0);
+}
+
+export const attentionRules = {
+  attention: {
+    saves: { inputs: 'all', output: true },
+    forward,
+    vjp: (g, s, p, needs) => {
+      const [q, k, v, mask] = s.x as Tensor[];
+      const grads = apply('attentionGrad', mask === undefined ? [q, k, v, s.y!, g] : [q, k, v, s.y!, g, mask], p);
+      const [dq, dk, dv] = unpackGrads(grads, q.shape, k.shape, v.shape);
+      return [needs[0] ? dq : null, needs[1] ? dk : null, needs[2] ? dv : null, null].slice(0, s.x.length);
+    },
+    jvp: (ts, xs, _y, p) => attentionJvp(ts, xs, p),
+  } satisfies Rule<AttentionParams>,
+  attentionGrad: {
+    saves: { inputs: 'all', output: false },
+    forward: backward,
+    vjp: (G, s, p, needs) => attentionGradVjp(G, s.x as Tensor[], p, needs).slice(0, s.x.length),
+    jvp: (ts, xs, _y, p) => attentionGradJvp(ts, xs, p),
+  } satisfies Rule<AttentionParams>,
+};
