@@ -10,11 +10,12 @@
 // tril(ones(Tq, Tk))). Dropout keeps p_ij with probability 1 − p and scales it by 1/(1 − p), the
 // decision drawn from the counter generator at element (n·Tq + i)·Tk + j, so the backward
 // replays it exactly. A row with every key masked gives o = 0 and lse = −∞ (and no gradient).
-// Mask: additive [·, Tq or 1, Tk] rows; head n reads block ⌊n / mdiv⌋ mod mmod (stride mstride),
+// Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (the threaded call
+// limit is 24 arguments). Mask: additive [·, Tq or 1, Tk] rows; head n reads block ⌊n / mdiv⌋ mod mmod (stride mstride),
 // row i at i·mrow (mrow = 0: one row for every query). mask = 0: none.
 // Scratch (per call, not aliasing anything): forward d·Tk + BK + dv elements, backward
 // (d + dv)·Tk + 2·BK. Kernels never allocate.
-import { lanes, ld, st, at, hsum, hmax } from './lanes';
+import { lanes, ld, st, at, ldi, hsum, hmax } from './lanes';
 import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 import { uniform } from './counter';
@@ -150,8 +151,13 @@ const BK = 64;
   return at<T>(mask, ((n / mdiv) % mmod) * mstride + i * mrow);
 }
 
-@inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32,
-  scaled: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+/** The i32 geometry block both kernels read: Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow. */
+@inline function geo(g: usize, i: i32): i32 { return ldi(g, i); }
+
+@inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
+  scaled: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
+  const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
   const kt = scratch, s = at<T>(scratch, d * Tk), acc = at<T>(s, BK);
   for (let n = n0; n < n1; n++) {
@@ -188,14 +194,14 @@ const BK = 64;
     }
   }
 }
-/** y[n, i] = [softmax(scale·q kᵀ + mask)·v, lse] for heads [n0, n1); see the file comment for the arguments. */
-export function attention_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32,
-  scale: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnFwd<f32>(q, k, v, mask, y, n0, n1, Tq, Tk, d, dv, scale, causal, mdiv, mmod, mstride, mrow, seedLo, seedHi, p, scratch);
+/** y[n, i] = [softmax(scale·q kᵀ + mask)·v, lse] for heads [n0, n1); g: the geometry block; see the file comment. */
+export function attention_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
+  scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, seedLo, seedHi, p, scratch);
 }
-export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32,
-  scale: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnFwd<f64>(q, k, v, mask, y, n0, n1, Tq, Tk, d, dv, scale, causal, mdiv, mmod, mstride, mrow, seedLo, seedHi, p, scratch);
+export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
+  scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  attnFwd<f64>(q, k, v, mask, y, n0, n1, g, scale, seedLo, seedHi, p, scratch);
 }
 
 /**
@@ -223,8 +229,9 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
 }
 
 @inline function attnBwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dvv: usize,
-  n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32, scaled: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32,
-  seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  n0: i32, n1: i32, g: usize, scaled: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
+  const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
   const kt = scratch, vt = at<T>(kt, d * Tk), s = at<T>(vt, dv * Tk), t = at<T>(s, BK);
   for (let n = n0; n < n1; n++) {
@@ -251,15 +258,13 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
  * dq [N, Tq, d], dk [N, Tk, d], dv [N, Tk, dv] for heads [n0, n1) from y and its cotangent gy
  * (both packed [N, Tq, dv + 1]: output, lse); arguments otherwise as attention's.
  */
-export function attention_vjp_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv_: usize,
-  n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32, scale: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32,
-  seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv_, n0, n1, Tq, Tk, d, dv, scale, causal, mdiv, mmod, mstride, mrow, seedLo, seedHi, p, scratch);
+export function attention_vjp_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
+  n0: i32, n1: i32, g: usize, scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, seedLo, seedHi, p, scratch);
 }
-export function attention_vjp_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv_: usize,
-  n0: i32, n1: i32, Tq: i32, Tk: i32, d: i32, dv: i32, scale: f64, causal: i32, mdiv: i32, mmod: i32, mstride: i32, mrow: i32,
-  seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnBwd<f64>(q, k, v, mask, y, gy, dq, dk, dv_, n0, n1, Tq, Tk, d, dv, scale, causal, mdiv, mmod, mstride, mrow, seedLo, seedHi, p, scratch);
+export function attention_vjp_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
+  n0: i32, n1: i32, g: usize, scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  attnBwd<f64>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, seedLo, seedHi, p, scratch);
 }
 
 /** z[n, i, j] = the dropout factor attention applies to p_ij (1/(1 − p) or 0): for composed (higher-order) rules. */

@@ -10,6 +10,7 @@ import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import type { Rule } from './table.js';
 import { ranges, runPieces, thresholds } from '../wasm/split.js';
 import { threadCount } from '../wasm/threads.js';
+import { writeArgs } from '../wasm/module.js';
 import { fromValues } from '../tensor/create.js';
 import { apply } from '../graph/record.js';
 import { softmaxJ } from './nn.js';
@@ -40,22 +41,24 @@ const BK = 64;
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
 
-/** Runs kernel `name` over heads [0, N), cut across threads when large, each piece with its own scratch of `per` elements. */
-function launch(name: string, dtype: DType, N: number, work: number, per: number, args: (n0: number, n1: number, scratch: number) => number[]): void {
+/**
+ * Runs kernel `name` over heads [0, N), cut across threads when large, each piece with its own
+ * scratch of `per` elements; `ptrs` precede the head range, then the geometry block, scale, seed,
+ * dropout probability and the scratch pointer.
+ */
+function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], work: number, per: number, p: AttentionParams): void {
+  const [q, k, v] = xs, dtype = q.dtype, N = q.shape[0], m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
   const pieces = threadCount() === 1 || work < thresholds.gemm ? [[0, N] as [number, number]] : ranges(N, threadCount(), 1);
   const scratch = Tensor.empty([Math.max(1, per * pieces.length)], dtype);
   try {
     const base = scratch.ptr, b = BYTES[dtype];
-    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => args(n0, n1, base + i * per * b)));
+    // After every allocation: the block lives in the shared argument area.
+    const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
+    const rest = [g, p.scale, p.seed[0], p.seed[1], p.dropoutP];
+    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => [...ptrs, n0, n1, ...rest, base + i * per * b]));
   } finally {
     scratch.dispose();
   }
-}
-
-/** The kernels' trailing arguments after the head range: sizes, scale, causal flag, mask layout, dropout. */
-function tail(q: Tensor, k: Tensor, v: Tensor, p: AttentionParams): number[] {
-  const { Tq, Tk, d, dv } = dims(q, k, v), m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
-  return [Tq, Tk, d, dv, p.scale, p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row, p.seed[0], p.seed[1], p.dropoutP];
 }
 
 function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
@@ -63,8 +66,7 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
-    const ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], rest = tail(q, k, v, p);
-    launch('attention', q.dtype, N, N * Tq * Tk * (d + dv), d * Tk + BK + dv, (n0, n1, s) => [...ptrs, n0, n1, ...rest, s]);
+    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), d * Tk + BK + dv, p);
   } catch (e) {
     y.dispose();
     throw e;
@@ -79,8 +81,7 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   if (out.size === 0) return out;
   try {
     const o = out.ptr, ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
-    const rest = tail(q, k, v, p);
-    launch('attention_vjp', q.dtype, N, 2 * N * Tq * Tk * (d + dv), (d + dv) * Tk + 2 * BK, (n0, n1, s) => [...ptrs, n0, n1, ...rest, s]);
+    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), (d + dv) * Tk + 2 * BK, p);
   } catch (e) {
     out.dispose();
     throw e;
