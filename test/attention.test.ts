@@ -22,14 +22,14 @@ const rn = (shape: number[], seed: number, dtype: DType = 'float64') => A.randn(
 const prod = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
 
 /** max |a − b| / max(max |b|, 1e-300): one scale for the whole tensor, so tiny entries do not dominate. */
-function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+function relErr(a: ArrayLike<number>, b: ArrayLike<number>, floor = 1e-300): number {
   expect(a.length).toBe(b.length);
   let e = 0, m = 0;
   for (let i = 0; i < b.length; i++) {
     e = Math.max(e, Math.abs(a[i] - b[i]));
     m = Math.max(m, Math.abs(b[i]));
   }
-  return e / Math.max(m, 1e-300);
+  return e / Math.max(m, floor);
 }
 
 /** Strides of `shape` read as broadcast to `out` (0 along broadcast axes). */
@@ -149,11 +149,16 @@ describe('scaledDotProductAttention: gradients and JVPs against the composed ops
     A.tidy(() => {
       const xs = inputs(c, 'float64'), [q, k, v, mask] = xs;
       const w = rn([...sdpa(c)(q, k, v, mask).shape], 9);
-      const fused = (q: Tensor, k: Tensor, v: Tensor) => A.sum(A.mul(sdpa(c)(q, k, v, mask), w));
-      const comp = (q: Tensor, k: Tensor, v: Tensor) => A.sum(A.mul(composed(q, k, v, { causal: c.causal, mask }), w));
-      const g1 = A.grad(fused, { argnums: [0, 1, 2] })(q, k, v) as Tensor[];
-      const g2 = A.grad(comp, { argnums: [0, 1, 2] })(q, k, v) as Tensor[];
-      g1.forEach((g, i) => expect(relErr(g.toArray(), g2[i].toArray()), `input ${i}`).toBeLessThan(1e-10));
+      const fused = (q: Tensor, k: Tensor, v: Tensor, m = mask) => A.sum(A.mul(sdpa(c)(q, k, v, m), w));
+      const comp = (q: Tensor, k: Tensor, v: Tensor, m = mask) => A.sum(A.mul(composed(q, k, v, { causal: c.causal, mask: m }), w));
+      const argnums = xs.map((_, i) => i); // a float mask is differentiated too (summed over its broadcast axes)
+      const g1 = A.grad(fused, { argnums })(...xs) as Tensor[];
+      const g2 = A.grad(comp, { argnums })(...xs) as Tensor[];
+      g1.forEach((g, i) => {
+        expect(g.shape).toEqual(xs[i].shape);
+        // (a mask constant along the keys has gradient 0: rounding noise, hence the floor)
+        expect(relErr(g.toArray(), g2[i].toArray(), 1e-6), `input ${i}`).toBeLessThan(1e-10);
+      });
       const ts = [rn(c.q, 11), rn(c.k, 12), rn(c.v, 13)];
       const j1 = A.jvp((q: Tensor, k: Tensor, v: Tensor) => sdpa(c)(q, k, v, mask), [q, k, v], ts)[1];
       const j2 = A.jvp((q: Tensor, k: Tensor, v: Tensor) => composed(q, k, v, { causal: c.causal, mask }), [q, k, v], ts)[1];

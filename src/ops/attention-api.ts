@@ -8,7 +8,7 @@ import { kernel } from '../wasm/module.js';
 import { apply } from '../graph/record.js';
 import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
-import { reshape, broadcastTo, slice, log, cast, detach, tensorArg } from './api.js';
+import { reshape, broadcastTo, slice, log, cast, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
 
 export interface AttentionOptions {
@@ -16,7 +16,7 @@ export interface AttentionOptions {
   causal?: boolean;
   /**
    * Broadcast against the weights [..., Tq, Tk]: a float mask is added to the scores; an int32
-   * mask is 0/1 (1 = attend, as PyTorch's boolean masks). Not differentiated.
+   * mask is 0/1 (1 = attend, as PyTorch's boolean masks). A float mask is differentiable.
    */
   mask?: Tensor | null;
   /** Multiplies q·kᵀ; default 1/√d. */
@@ -70,7 +70,7 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
   let m: Tensor;
   if ((mask.dtype as string) === 'int32') m = log(cast(mask, q.dtype)); // 1 → 0, 0 → −∞
   else if (mask.dtype !== q.dtype) throw new DtypeError(`${OP}: mask is ${mask.dtype} but q is ${q.dtype} (cast with astype)`);
-  else m = detach(mask);
+  else m = mask;
   const shape = [...new Array<number>(R - mask.shape.length).fill(1), ...mask.shape];
   m = reshape(m, shape);
   if (shape[R - 1] !== Tk) m = broadcastTo(m, (shape[R - 1] = Tk, shape)); // the kernels read whole key rows

@@ -114,14 +114,21 @@ function dropFactors(N: number, Tq: number, Tk: number, dtype: DType, p: Attenti
 
 /** Probabilities P [N, Tq, Tk] and dropout factors Z of attention(q, k, v), composed of ops. */
 function probs(q: Tensor, k: Tensor, mask: Tensor | undefined, p: AttentionParams): { P: Tensor; Z: Tensor | null } {
-  const { N, Tq, Tk } = { N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1] };
-  let S = mul(matmulT(q, k, false, true), p.scale);
-  if (mask !== undefined) S = reshape(add(reshape(S, [...p.lead, Tq, Tk]), mask), [N, Tq, Tk]);
+  const [N, Tq, Tk] = [q.shape[0], q.shape[1], k.shape[1]];
+  let S = withMask(mul(matmulT(q, k, false, true), p.scale), mask, p);
   if (p.causal) S = add(S, causalBias(Tq, Tk, q.dtype));
   return { P: softmax(S, -1), Z: dropFactors(N, Tq, Tk, q.dtype, p) };
 }
 
 const rowsum = (t: Tensor): Tensor => sum(t, [2], true);
+/** S + mask (broadcast against [...lead, Tq, Tk]) as [N, Tq, Tk]; S itself without a mask. */
+function withMask(S: Tensor, mask: Tensor | null | undefined, p: AttentionParams): Tensor {
+  if (mask == null) return S;
+  const [N, Tq, Tk] = S.shape;
+  return reshape(add(reshape(S, [...p.lead, Tq, Tk]), mask), [N, Tq, Tk]);
+}
+/** A score cotangent [N, Tq, Tk] as the mask's (the engine sums it over the mask's broadcast axes). */
+const asMaskGrad = (dS: Tensor, p: AttentionParams): Tensor => reshape(dS, [...p.lead, ...dS.shape.slice(1)]);
 const dropped = (t: Tensor, Z: Tensor | null): Tensor => (Z === null ? t : mul(t, Z));
 const orZero = (t: Tensor | null, like: Tensor): Tensor => t ?? zerosLike(like);
 const lastSplit = (t: Tensor, n: number): [Tensor, Tensor] => {
@@ -133,7 +140,7 @@ const lastSplit = (t: Tensor, n: number): [Tensor, Tensor] => {
 function attentionJvp(ts: readonly (Tensor | null)[], xs: readonly Tensor[], p: AttentionParams): Tensor {
   const [q, k, v, mask] = xs, [tq, tk, tv] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v)];
   const { P, Z } = probs(q, k, mask, p);
-  const tS = mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), p.scale);
+  const tS = withMask(mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), p.scale), ts[3] ?? null, p);
   const tP = softmaxJ(P, tS);
   const to = add(matmulT(dropped(tP, Z), v, false, false), matmulT(dropped(P, Z), tv, false, false));
   return concat([to, rowsum(mul(P, tS))], 2);
@@ -169,7 +176,7 @@ function attentionGradVjp(G: Tensor, x: readonly Tensor[], p: AttentionParams, n
     needs[2] ? matmulT(EZ, t.go, true, false) : null,
     null, // y is attention(q, k, v): its dependence is counted through q, k, v above
     needs[4] ? concat([add(matmulT(t.Pd, Gv, false, false), matmulT(EZ, v, false, false)), h], 2) : null,
-    null,
+    needs[5] ? asMaskGrad(dS2, p) : null,
   ];
 }
 
@@ -179,7 +186,7 @@ function attentionGradJvp(ts: readonly (Tensor | null)[], x: readonly Tensor[], 
   const [tq, tk, tv, tgy] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v), orZero(ts[4], gy)];
   const t = backwardTerms(q, k, v, gy, mask, p);
   const [tgo, tgl] = lastSplit(tgy, v.shape[2]);
-  const tP = softmaxJ(t.P, mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), c));
+  const tP = softmaxJ(t.P, withMask(mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), c), ts[5], p));
   const tdP = dropped(add(matmulT(tgo, v, false, true), matmulT(t.go, tv, false, true)), t.Z);
   const tD = rowsum(add(mul(tP, t.dP), mul(t.P, tdP)));
   const tdS = add(mul(tP, t.W), mul(t.P, add(sub(tdP, tD), tgl)));
@@ -197,7 +204,9 @@ export const attentionRules = {
       const [q, k, v, mask] = s.x as Tensor[];
       const grads = apply('attentionGrad', mask === undefined ? [q, k, v, s.y!, g] : [q, k, v, s.y!, g, mask], p);
       const [dq, dk, dv] = unpackGrads(grads, q.shape, k.shape, v.shape);
-      return [needs[0] ? dq : null, needs[1] ? dk : null, needs[2] ? dv : null, null].slice(0, s.x.length);
+      // An additive mask's gradient is the scores' (Tq×Tk, composed: only when the mask is differentiated).
+      const dm = needs[3] ? asMaskGrad(backwardTerms(q, k, v, g, mask, p).dS, p) : null;
+      return [needs[0] ? dq : null, needs[1] ? dk : null, needs[2] ? dv : null, dm].slice(0, s.x.length);
     },
     jvp: (ts, xs, _y, p) => attentionJvp(ts, xs, p),
   } satisfies Rule<AttentionParams>,
