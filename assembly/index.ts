@@ -15,3 +15,4 @@ export * from './optim';
 /** First byte past the module's static data; JS places its arena above it. */
 export function heap_base(): usize { return __heap_base; }
 export * from './attention';
+export * from './rnn';

@@ -5,6 +5,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { hasFixture, checkFixture, relErr } from './torch-fixtures.js';
+import { apply } from '../src/graph/record.js';
 
 beforeAll(() => A.init());
 
@@ -199,5 +200,74 @@ describe('names, init and bad input', () => {
     ['zero hidden units', () => new A.nn.LSTM(3, 0), /LSTM: hiddenSize must be a positive integer, got 0/],
   ])('%s', (_n, f, msg) => {
     A.tidy(() => expect(f).toThrow(msg));
+  });
+});
+
+describe('fused cell primitives (src/ops/rnn.ts)', () => {
+  const sg = (t: Tensor) => A.sigmoid(t);
+  /** The cells written with public ops (the kernels keep this order: equal bits). */
+  const composedLstm = (xg: Tensor, hg: Tensor, c: Tensor): Tensor => {
+    const H = c.shape[1], a = A.add(xg, hg), p = (k: number) => A.slice(a, [0, k * H], [c.shape[0], H]);
+    const c2 = A.add(A.mul(sg(p(1)), c), A.mul(sg(p(0)), A.tanh(p(2))));
+    return A.concat([A.mul(sg(p(3)), A.tanh(c2)), c2], 1);
+  };
+  const composedGru = (xg: Tensor, hg: Tensor, h: Tensor): Tensor => {
+    const H = h.shape[1], px = (k: number) => A.slice(xg, [0, k * H], [h.shape[0], H]), ph = (k: number) => A.slice(hg, [0, k * H], [h.shape[0], H]);
+    const r = sg(A.add(px(0), ph(0))), z = sg(A.add(px(1), ph(1))), n = A.tanh(A.add(px(2), A.mul(r, ph(2))));
+    return A.add(n, A.mul(z, A.sub(h, n)));
+  };
+  const ROWS = [
+    { name: 'lstmCell', grad: 'lstmCellGrad', G: 4, out: 2, composed: composedLstm },
+    { name: 'gruCell', grad: 'gruCellGrad', G: 3, out: 1, composed: composedGru },
+  ] as const;
+  const inputs = (G: number, B: number, H: number, dtype: 'float32' | 'float64') =>
+    [A.randn([B, G * H], { seed: 1, dtype }), A.randn([B, G * H], { seed: 2, dtype }), A.randn([B, H], { seed: 3, dtype })];
+
+  it.each(ROWS)('$name: the kernels equal the composed ops bit for bit (f32, f64; H at SIMD tails 1, 3, 4, 5, 17)', ({ name, G, composed }) => {
+    A.tidy(() => {
+      for (const dtype of ['float32', 'float64'] as const) for (const H of [1, 3, 4, 5, 17]) {
+        const xs = inputs(G, 3, H, dtype);
+        expect(Array.from(apply(name, xs, {}).toArray()), `${dtype} H=${H}`).toEqual(Array.from(composed(xs[0], xs[1], xs[2]).toArray()));
+      }
+    });
+  });
+
+  it.each(ROWS)('$name: gradients (f32, f64) against the composed ops', ({ name, G, out, composed }) => {
+    A.tidy(() => {
+      for (const [dtype, tol] of [['float64', 1e-13], ['float32', 1e-6]] as const) {
+        const xs = inputs(G, 3, 6, dtype), w = A.randn([3, out * 6], { seed: 4, dtype });
+        const g1 = A.grad((a: Tensor, b: Tensor, c: Tensor) => A.sum(A.mul(apply(name, [a, b, c], {}), w)), { argnums: [0, 1, 2] })(...xs) as Tensor[];
+        const g2 = A.grad((a: Tensor, b: Tensor, c: Tensor) => A.sum(A.mul(composed(a, b, c), w)), { argnums: [0, 1, 2] })(...xs) as Tensor[];
+        g1.forEach((g, i) => expect(relErr(g.toArray(), g2[i].toArray()), `${dtype} input ${i}`).toBeLessThan(tol));
+      }
+    });
+  });
+
+  it.each(ROWS)('$name: the backward primitive\'s VJP (second order) and both JVPs against differences (f64)', ({ name, grad, G, out }) => {
+    A.tidy(() => {
+      const [B, H] = [2, 3], xs = inputs(G, B, H, 'float64'), g = A.randn([B, out * H], { seed: 5, dtype: 'float64' });
+      const n = { lstmCell: 5, gruCell: 7 }[name], W = A.randn([B, n * H], { seed: 6, dtype: 'float64' });
+      const f = (a: Tensor, b: Tensor, c: Tensor, gg: Tensor) => A.sum(A.mul(apply(grad as never, [a, b, c, gg], {}), W));
+      const all = [...xs, g];
+      const an = (A.grad(f, { argnums: [0, 1, 2, 3] })(...all) as Tensor[]).map((t) => t.toArray());
+      all.forEach((x, i) => {
+        const base = x.toArray() as Float64Array, num = new Float64Array(x.size);
+        for (let j = 0; j < x.size; j++) {
+          const at = (h: number) => A.tidy(() => {
+            const v = base.slice();
+            v[j] += h;
+            return f(...(all.map((y, m) => (m === i ? A.tensor(v, { shape: [...x.shape], ...f64 }) : y)) as [Tensor, Tensor, Tensor, Tensor])).item();
+          });
+          num[j] = (at(1e-6) - at(-1e-6)) / 2e-6;
+        }
+        expect(relErr(an[i], num), `input ${i}`).toBeLessThan(1e-8);
+      });
+      for (const [fn, args] of [[f, all], [(a: Tensor, b: Tensor, c: Tensor) => A.sum(A.mul(apply(name, [a, b, c], {}), g)), xs]] as const) {
+        const ts = args.map((x, i) => A.randn([...x.shape], { seed: 20 + i, dtype: 'float64' }));
+        const jt = A.jvp(fn as (...a: Tensor[]) => Tensor, [...args], ts)[1].item();
+        const along = (h: number) => (fn as (...a: Tensor[]) => Tensor)(...args.map((x, i) => A.add(x, A.mul(ts[i], h)))).item();
+        expect(Math.abs(jt - (along(1e-6) - along(-1e-6)) / 2e-6)).toBeLessThan(1e-8 * Math.max(1, Math.abs(jt)));
+      }
+    });
   });
 });

@@ -11,8 +11,9 @@ import { convRules } from './conv.js';
 import { fusedRules } from './fused.js';
 import { denseRules } from './dense.js';
 import { attentionRules } from './attention.js';
+import { rnnRules } from './rnn.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules, ...denseRules, ...attentionRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...fusedRules, ...denseRules, ...attentionRules, ...rnnRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;
