@@ -3,7 +3,7 @@
 // directly on arena memory, with a packing scratch region registered), so a gap between the
 // two shows a slow path in the op layer rather than in the kernel.
 import * as adj from '../src/index.js';
-import { Tensor } from '../src/tensor/tensor.js';
+import { Tensor } from '../src/ops/tensor.js';
 import { kernel, runtime } from '../src/wasm/module.js';
 import {
   CNN, DEEP, MLP, cnnData, deepData, mlpData, OP_CHAIN,

@@ -114,7 +114,7 @@ if (!fusionOnly) {
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 }
 
-// Fusion of elementwise chains (src/graph/fuse.ts): a 5-op chain eager, compiled unfused and
+// Fusion of elementwise chains (src/compile/fuse.ts): a 5-op chain eager, compiled unfused and
 // compiled fused, then the MLP step unfused vs fused. Same alternating-rounds medians as above.
 {
   /** Median wall and CPU ms per call of each f, in alternating rounds of `reps` calls after a warm-up. */

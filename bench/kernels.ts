@@ -4,7 +4,7 @@
 // Kernels missing from the build (an older checkout) are reported as such, so the same file
 // measures before and after.
 import * as A from '../src/index.js';
-import { Tensor } from '../src/tensor/tensor.js';
+import { Tensor } from '../src/ops/tensor.js';
 import { runtime } from '../src/wasm/module.js';
 import { timeSync, type Timing } from './timing.js';
 import { adjointSuite } from './adjoint-suite.js';

@@ -1,9 +1,10 @@
 // adjoint: reverse-mode automatic differentiation and neural-network training on WebAssembly SIMD.
-export { init, type InitOptions } from './wasm/module.js';
-export { Tensor, type TensorLike } from './tensor/tensor.js';
+export { init } from './wasm/init.js';
+export type { InitOptions } from './wasm/module.js';
+export { Tensor, type TensorLike } from './ops/tensor.js';
 export type { DType } from './tensor/dtype.js';
-export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './tensor/create.js';
-export { tidy, keep, memory, resetPeak, type MemoryInfo } from './memory.js';
+export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './ops/create.js';
+export { tidy, keep, memory, resetPeak, type MemoryInfo } from './tensor/memory.js';
 export {
   add, sub, mul, div, pow, maximum, minimum,
   neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp,
@@ -18,10 +19,11 @@ export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOption
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
-export { detectAnomaly, withAnomalyDetection } from './graph/anomaly.js';
-export { compile, type Compiled, type CompileOptions, type CompileStats } from './graph/compile.js';
+export { detectAnomaly, withAnomalyDetection } from './ops/anomaly.js';
+export { compile, type Compiled, type CompileOptions, type CompileStats } from './compile/compile.js';
 export * as nn from './nn/index.js';
-export { setFeedback, withBackprop } from './nn/feedback.js';
+export { setFeedback } from './nn/linear.js';
+export { withBackprop } from './nn/feedback.js';
 export { gradientStats, gradientWarnings, alignmentAngles, type GradientStat, type AlignmentAngle, type WarningOptions } from './nn/diagnostics.js';
 export * as optim from './optim/index.js';
 export { clipGradNorm, clipGradValue } from './optim/clip.js';

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor, DType } from '../src/index.js';
-import { apply } from '../src/graph/record.js';
+import { apply } from '../src/ops/apply.js';
 import { thresholds } from '../src/wasm/split.js';
 import { kernel } from '../src/wasm/module.js';
 import { busy, threadCount, threadStats } from '../src/wasm/threads.js';

@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
-import { backward } from '../src/autodiff/backward.js';
+import { backward } from '../src/ops/backward.js';
 import { planSegments, planOf, minimumBudget, sequentialForward, type Segment, type CheckpointPlan } from '../src/autodiff/checkpoint.js';
 
 beforeAll(() => A.init());

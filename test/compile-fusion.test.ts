@@ -1,4 +1,4 @@
-// Fusion of elementwise chains in compiled programs (src/graph/fuse.ts): chains of 2–6 ops
+// Fusion of elementwise chains in compiled programs (src/compile/fuse.ts): chains of 2–6 ops
 // (unary, binary same-shape, with scalars and broadcast scalar tensors, f32 and f64) replayed
 // tile-major give the same bytes as eager mode and as the unfused program, at sizes around the
 // 16-element tile rule and large enough to be split across the 2-thread pool; gradients too;
@@ -6,9 +6,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
-import { findRuns, fusion } from '../src/graph/fuse.js';
+import { findRuns, fusion } from '../src/compile/fuse.js';
 import { busy, threadStats } from '../src/wasm/threads.js';
-import type { Launch, Ref, Trace } from '../src/graph/trace.js';
+import type { Launch, Ref, Trace } from '../src/compile/trace.js';
 
 const { compile, tidy } = A;
 type DT = 'float32' | 'float64';

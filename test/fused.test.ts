@@ -1,4 +1,4 @@
-// The internal fused primitives (src/ops/fused.ts), one table row each: the kernel against the
+// The internal fused primitives (src/ops/nn.ts), one table row each: the kernel against the
 // composition of public ops it replaces (bit-identical where the kernel keeps the composed
 // order), gradcheck and JVP-vs-differences through the primitive's own composed rules (so
 // second derivatives of tanh, crossEntropy, layerNorm are checked), float32 against float64,
@@ -6,8 +6,8 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor, DType } from '../src/index.js';
-import { apply } from '../src/graph/record.js';
-import { tanhGrad, sigmoidGrad, reluGrad } from '../src/ops/fused.js';
+import { apply } from '../src/ops/apply.js';
+import { tanhGrad, sigmoidGrad, reluGrad } from '../src/ops/nn.js';
 import { rng, weights, relErr, uniform, type Domain } from './specs.js';
 
 beforeAll(() => A.init());

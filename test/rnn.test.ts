@@ -5,7 +5,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { hasFixture, checkFixture, relErr } from './torch-fixtures.js';
-import { apply } from '../src/graph/record.js';
+import { apply } from '../src/ops/apply.js';
 
 beforeAll(() => A.init());
 

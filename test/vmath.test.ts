@@ -4,7 +4,7 @@
 // (the kernel tail runs the lane code too). VMATH_EXHAUSTIVE=1 checks all 2^32 inputs.
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
-import { Tensor } from '../src/tensor/tensor.js';
+import { Tensor } from '../src/ops/tensor.js';
 import { kernel, views } from '../src/wasm/module.js';
 
 beforeAll(() => A.init());

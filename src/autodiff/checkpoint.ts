@@ -3,21 +3,21 @@
 // saves only the inputs; that node's VJP reruns fn with recording on (from the saved inputs,
 // rewrapped as fresh leaves), backpropagates the incoming cotangent through that local graph,
 // and frees it before the sweep moves on. Kernels are deterministic and random draws are
-// replayed (./replay.ts), so the recomputed interior — and every gradient — is bit-identical to
+// replayed (src/tensor/replay.ts), so the recomputed interior — and every gradient — is bit-identical to
 // an uncheckpointed run. (One exception: a tensor used several times inside a segment AND
 // elsewhere gets its in-segment contributions summed first, a different float grouping.)
 // planSegments() and sequentialForward() split a chain of layers into segments (nn.Sequential's
 // `checkpoint` option).
 import { ArgumentError, GradError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from '../ops/tensor.js';
 import { BYTES } from '../tensor/dtype.js';
 import { runScoped } from '../tensor/scope.js';
-import { modes, withMode } from '../graph/modes.js';
-import { apply, observingInputs } from '../graph/record.js';
-import type { Saved } from '../ops/table.js';
+import { modes, withMode } from '../ops/modes.js';
+import { apply, observingInputs } from '../ops/apply.js';
+import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
-import { backward } from './backward.js';
-import { recordDraws, replayDraws } from './replay.js';
+import { backward } from '../ops/backward.js';
+import { recordDraws, replayDraws } from '../tensor/replay.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
 

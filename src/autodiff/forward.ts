@@ -4,9 +4,9 @@
 // written with differentiable ops, a tangent also flows through a backward pass: hvp is the
 // JVP of grad (forward-over-reverse, Pearlmutter 1994), and hessian stacks hvp columns.
 import { ArgumentError, DtypeError, GradError, ShapeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped } from '../tensor/scope.js';
-import { withMode } from '../graph/modes.js';
+import { withMode } from '../ops/modes.js';
 import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike } from '../ops/api.js';

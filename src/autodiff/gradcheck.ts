@@ -1,9 +1,9 @@
 // Gradient checking: the analytic gradient (reverse mode) against central differences
 // (f(x + h) − f(x − h)) / 2h, all in float64.
 import { ArgumentError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { fromValues } from '../tensor/create.js';
-import { tidy } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { fromValues } from '../ops/create.js';
+import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
 
 export interface GradcheckResult {

@@ -2,12 +2,12 @@
 // tangents carried with primals (jvp). Arguments are wrapped in fresh leaf handles, so user
 // tensors' own .grad fields are never touched by a transform.
 import { GradError, ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
-import { withMode } from '../graph/modes.js';
-import { reverseTopological } from '../graph/node.js';
-import { apply } from '../graph/record.js';
-import { backward } from './backward.js';
+import { withMode } from '../ops/modes.js';
+import { reverseTopological } from '../ops/node.js';
+import { apply } from '../ops/apply.js';
+import { backward } from '../ops/backward.js';
 import { zerosLike } from '../ops/api.js';
 
 type Fn = (...args: any[]) => Tensor;

@@ -4,13 +4,14 @@
 // per-epoch gradient statistics and warnings, and alignment angles every few steps.
 import { access, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { Tensor } from '../tensor/tensor.js';
-import { keep } from '../memory.js';
+import type { Tensor } from '../ops/tensor.js';
+import { keep } from '../tensor/memory.js';
 import { crossEntropy, slice } from '../ops/api.js';
 import type { Module } from '../nn/module.js';
-import { FEEDBACK_MODES, linearLayers, type Feedback } from '../nn/feedback.js';
+import { FEEDBACK_MODES, type Feedback } from '../nn/feedback.js';
+import { linearLayers } from '../nn/linear.js';
 import { gradientStats, gradientWarnings, formatGradientStats, alignmentAngles, type AlignmentAngle, type GradientStat } from '../nn/diagnostics.js';
-import { init } from '../wasm/module.js';
+import { init } from '../wasm/init.js';
 import { parseTrainArgs, UsageError, type TrainArgs } from './args.js';
 import { train, type EpochRecord, type TrainHooks } from './train.js';
 import { percent, type Sink } from './progress.js';

@@ -6,7 +6,7 @@ import { access, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdjointError, ArgumentError } from '../errors.js';
-import { init } from '../wasm/module.js';
+import { init } from '../wasm/init.js';
 import { saveSafetensors } from '../io/safetensors.js';
 import { parseTrainArgs, UsageError, USAGE, type TrainArgs } from './args.js';
 import { train } from './train.js';

@@ -1,12 +1,12 @@
 // The `adjoint train` loop: load data, build the model and optimizer, then per epoch a seeded
 // shuffle, one tidy() per step (forward, loss, backward, update: memory stays flat), and
 // train/test accuracy in evaluation mode.
-import { Tensor } from '../tensor/tensor.js';
-import { tidy } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { tidy } from '../tensor/memory.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { crossEntropy, slice } from '../ops/api.js';
 import type { Module, Sequential } from '../nn/index.js';
-import { setFeedback } from '../nn/feedback.js';
+import { setFeedback } from '../nn/linear.js';
 import * as optim from '../optim/index.js';
 import { digits, fashionMnist, batches, batchCount, type Split } from '../data/index.js';
 import type { TrainArgs } from './args.js';

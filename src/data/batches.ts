@@ -2,7 +2,7 @@
 // lives until the next batch is drawn (or the loop ends), so a training loop's memory stays
 // flat without the caller disposing anything.
 import { ArgumentError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import { gather } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { permutation } from './shuffle.js';

@@ -2,8 +2,8 @@
 // Fashion-MNIST from its four IDX files. Pixels become float32 tensors scaled to [0, 1] in
 // wasm (in place, so a 60 000-image set needs no second copy); labels are Int32Arrays.
 import { ArgumentError, FormatError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { fromValues } from '../tensor/create.js';
+import { Tensor } from '../ops/tensor.js';
+import { fromValues } from '../ops/create.js';
 import { filled, k } from '../ops/launch.js';
 import { digitsRaw } from './digits.js';
 import { loadIdx } from './idx.js';

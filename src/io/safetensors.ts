@@ -1,8 +1,8 @@
 // Tensors ↔ safetensors files (the byte format lives in safetensors-format.ts): a record of
 // named tensors, e.g. model.stateDict(), so weights move to and from PyTorch and the HF hub.
 import { ArgumentError, FormatError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { fromValues } from '../tensor/create.js';
+import { Tensor } from '../ops/tensor.js';
+import { fromValues } from '../ops/create.js';
 import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
 
 /** Serialises the tensors (float32 → F32, float64 → F64) into a safetensors file, keys sorted. */

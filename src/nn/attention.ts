@@ -2,12 +2,12 @@
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
 import { ArgumentError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { seedOf, zeros } from '../tensor/create.js';
+import { seedOf, zeros } from '../ops/create.js';
 import { add, sub, log, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
 import { scaledDotProductAttention } from '../ops/attention-api.js';
-import { replayable } from '../autodiff/replay.js';
+import { replayable } from '../tensor/replay.js';
 import { kernel } from '../wasm/module.js';
 import { Module } from './module.js';
 import { Linear } from './linear.js';

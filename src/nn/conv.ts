@@ -1,7 +1,7 @@
 // nn.Conv2d (NCHW, weight [out, in, kh, kw]) with PyTorch's default initialisation:
 // U(−1/√fanIn, 1/√fanIn) for weight and bias, fanIn = in·kh·kw. Pooling layers wrap the ops.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';

@@ -4,14 +4,14 @@
 // in their Figure 2). Every norm, dot product and angle is computed by wasm ops; JS only
 // reads the final scalars.
 import { ArgumentError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { tidy, keep } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { tidy, keep } from '../tensor/memory.js';
 import { noGrad, customVjp } from '../autodiff/transforms.js';
 import { abs, add, astype, clamp, div, mul, sqrt, square, step, sub, sum } from '../ops/api.js';
 import type { Module } from './module.js';
-import { Linear } from './linear.js';
+import { Linear, linearLayers } from './linear.js';
 import { Sequential } from './sequential.js';
-import { linearLayers, withBackprop, moduleArg } from './feedback.js';
+import { withBackprop, moduleArg } from './feedback.js';
 
 export interface GradientStat {
   /** The parameter's dotted name ("0.weight"). */

@@ -9,14 +9,13 @@
 // only what reaches the layers below differs. The product is one primitive, `linearFA`
 // (src/ops/linalg.ts), so it runs through apply() like every op.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { seedOf } from '../tensor/create.js';
-import { keep } from '../memory.js';
+import { seedOf } from '../ops/create.js';
+import { keep } from '../tensor/memory.js';
 import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
 import { Module } from './module.js';
 import { Stream, fanInBound } from './init.js';
-import { Linear } from './linear.js';
 
 export type Feedback = 'bp' | 'alignment' | 'sign';
 export const FEEDBACK_MODES: readonly Feedback[] = ['bp', 'alignment', 'sign'];
@@ -78,27 +77,4 @@ const SALT = 0xfeed;
 export function feedbackStream(seed: number | undefined, op: string): Stream {
   const [lo, hi] = seedOf(seed, op);
   return new Stream((hi ^ SALT) * 2 ** 32 + lo, op);
-}
-
-/** Every Linear in `model` (itself included) with its dotted name, depth first. */
-export function linearLayers(model: Module<unknown>, prefix = ''): [string, Linear][] {
-  const out: [string, Linear][] = model instanceof Linear ? [[prefix, model]] : [];
-  for (const [n, c] of model.namedChildren()) out.push(...linearLayers(c, prefix === '' ? n : `${prefix}.${n}`));
-  return out;
-}
-
-/**
- * Switches every Linear of `model` to `mode`. 'alignment' draws each layer's B, in order, from
- * one stream of `seed` (same seed, same matrices); 'bp' and 'sign' free them. The weights are
- * untouched, so a model switched after construction starts from the same point as its
- * backprop twin. Returns the layers switched.
- */
-export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
-  moduleArg('setFeedback', model);
-  if (mode === undefined) throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);
-  checkFeedback('setFeedback', mode);
-  const rng = mode === 'alignment' ? feedbackStream(seed, 'setFeedback') : null;
-  const layers = linearLayers(model);
-  for (const [, l] of layers) l.setFeedback(mode, rng ?? undefined);
-  return layers;
 }

@@ -2,9 +2,9 @@
 // stream (assembly/random.ts); a module draws its tensors from consecutive slices of that
 // stream, so its weight and bias never repeat each other and a seed fully fixes a layer.
 import { ArgumentError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import { checkDtype, SUFFIX, type DType } from '../tensor/dtype.js';
-import { seedOf } from '../tensor/create.js';
+import { seedOf } from '../ops/create.js';
 import { kernel } from '../wasm/module.js';
 
 /** A positive integer size argument, or an ArgumentError naming the module and argument. */

@@ -1,12 +1,12 @@
 // Parameter-free layers and the small ones: activations, Flatten, Dropout, LayerNorm,
 // Embedding and Residual. Each forward is one op (or a short composite) from src/ops.
 import { ArgumentError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { relu, tanh, gelu, layerNorm, reshape, gather, add, composite } from '../ops/api.js';
-import { seedOf, ones, zeros } from '../tensor/create.js';
+import { seedOf, ones, zeros } from '../ops/create.js';
 import { dropoutDrawn } from '../ops/conv-api.js';
-import { replayable } from '../autodiff/replay.js';
+import { replayable } from '../tensor/replay.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
 

@@ -3,13 +3,14 @@
 // The product runs as one GEMM with B transposed in place, never materialising Wᵀ; with a bias
 // (and plain backpropagation) it is the fused dense op, whose GEMM epilogue adds the bias and
 // applies an activation that follows (see forwardAct and nn.Sequential).
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
+import { ArgumentError } from '../errors.js';
 import { add, reshape, relu, tanh, sigmoid, composite } from '../ops/api.js';
 import { dense, type Activation } from '../ops/dense.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
-import { type Feedback, checkFeedback, feedbackProduct, drawFeedback, feedbackStream } from './feedback.js';
+import { type Feedback, FEEDBACK_MODES, checkFeedback, feedbackProduct, drawFeedback, feedbackStream, moduleArg } from './feedback.js';
 
 /** How the adjoint flows back to the input: 'bp' (Wᵀ), 'alignment' (fixed random B), 'sign' (sign(W)); see feedback.ts. */
 export type { Feedback } from './feedback.js';
@@ -100,4 +101,27 @@ export class Linear extends Module {
   protected project(x: Tensor): Tensor {
     return feedbackProduct(x, this.weight, this.mode, this.fixedB);
   }
+}
+
+/** Every Linear in `model` (itself included) with its dotted name, depth first. */
+export function linearLayers(model: Module<unknown>, prefix = ''): [string, Linear][] {
+  const out: [string, Linear][] = model instanceof Linear ? [[prefix, model]] : [];
+  for (const [n, c] of model.namedChildren()) out.push(...linearLayers(c, prefix === '' ? n : `${prefix}.${n}`));
+  return out;
+}
+
+/**
+ * Switches every Linear of `model` to `mode`. 'alignment' draws each layer's B, in order, from
+ * one stream of `seed` (same seed, same matrices); 'bp' and 'sign' free them. The weights are
+ * untouched, so a model switched after construction starts from the same point as its
+ * backprop twin. Returns the layers switched.
+ */
+export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
+  moduleArg('setFeedback', model);
+  if (mode === undefined) throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);
+  checkFeedback('setFeedback', mode);
+  const rng = mode === 'alignment' ? feedbackStream(seed, 'setFeedback') : null;
+  const layers = linearLayers(model);
+  for (const [, l] of layers) l.setFeedback(mode, rng ?? undefined);
+  return layers;
 }

@@ -2,8 +2,8 @@
 // name (in order), so namedParameters() gives PyTorch's dotted names ("0.weight",
 // "block.1.bias") and a stateDict moves to and from PyTorch through safetensors.
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { keep } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { keep } from '../tensor/memory.js';
 import { views } from '../wasm/module.js';
 import { BYTES, type DType } from '../tensor/dtype.js';
 import { cast } from '../ops/api.js';

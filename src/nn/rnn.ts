@@ -6,9 +6,9 @@
 // gate primitive (src/ops/rnn.ts): backpropagation through time is many small kernels, so
 // each step is kept to those few launches.
 import { ArgumentError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { zeros } from '../tensor/create.js';
+import { zeros } from '../ops/create.js';
 import { reshape, transpose, slice, concat, composite } from '../ops/api.js';
 import { lstmCell, gruCell } from '../ops/rnn.js';
 import { Module } from './module.js';

@@ -5,7 +5,7 @@
 // With the checkpoint option the modules run one by one, so segments and the planner's
 // messages count modules, as the user wrote them.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import { Module } from './module.js';
 import { Linear } from './linear.js';
 import { ReLU, Tanh } from './layers.js';

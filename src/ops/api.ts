@@ -1,11 +1,12 @@
 // The public op functions: argument checking (shapes, dtypes, axes), numbers lifted to
 // scalar tensors, then one call to apply() per primitive. Composite ops live in composite.ts.
+// Inside src/ops the op functions and the rule families import each other (VJP rules are written with ops), as JAX's lax does.
 import { ShapeError, DtypeError, ArgumentError } from '../errors.js';
-import { Tensor, type TensorLike } from '../tensor/tensor.js';
+import { Tensor, type TensorLike } from './tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { checkDtype } from '../tensor/dtype.js';
-import { apply } from '../graph/record.js';
-import { derive } from '../graph/trace-hooks.js';
+import { apply } from './apply.js';
+import { derive } from '../wasm/hooks.js';
 import { filled, broadcastShapes, sizeOf } from './launch.js';
 import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';

@@ -2,10 +2,10 @@
 // primitive (src/ops/attention.ts). Here: argument checks, broadcasting of the leading axes,
 // the mask's layout, and the packed result's output columns.
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
-import { seedOf } from '../tensor/create.js';
+import type { Tensor } from './tensor.js';
+import { seedOf } from './create.js';
 import { kernel } from '../wasm/module.js';
-import { apply } from '../graph/record.js';
+import { apply } from './apply.js';
 import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, tensorArg } from './api.js';

@@ -5,14 +5,14 @@
 // that recomputes the probabilities tile by tile and returns dq, dk, dv packed in one flat
 // tensor. attentionGrad's own VJP and both JVPs are written with ordinary ops (matmul, softmax
 // Jacobian products), composing attention from them, so second and higher derivatives hold.
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { ranges, runPieces, thresholds } from '../wasm/split.js';
 import { threadCount } from '../wasm/threads.js';
 import { writeArgs } from '../wasm/module.js';
-import { fromValues } from '../tensor/create.js';
-import { apply } from '../graph/record.js';
+import { fromValues } from './create.js';
+import { apply } from './apply.js';
 import { softmaxJ } from './nn.js';
 import { add, sub, mul, sum, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
 

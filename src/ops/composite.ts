@@ -2,11 +2,11 @@
 // gradients, JVPs and Hessians come from the primitives). Each runs in a scope so its
 // temporaries are freed at once; the graph keeps only what primitives saved.
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from './tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
-import { apply } from '../graph/record.js';
-import { derive } from '../graph/trace-hooks.js';
+import { apply } from './apply.js';
+import { derive } from '../wasm/hooks.js';
 import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
@@ -103,7 +103,7 @@ export function crossEntropy(logits: Tensor, labels: Int32Array | readonly numbe
   if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
   const flat = checkedLabels(labels, c);
   derive(flat, labels, (ls) => checkedLabels(ls, c)); // a compiled step checks each call's new labels the same way
-  // Per-row log Σ e^x − x[label] and its VJP (softmax − onehot)·g are one kernel each (fused.ts).
+  // Per-row log Σ e^x − x[label] and its VJP (softmax − onehot)·g are one kernel each (nn.ts).
   return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
 }
 
@@ -131,7 +131,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
     if (t && t.dtype !== x.dtype) throw new DtypeError(`layerNorm: ${name} is ${t.dtype} but the input is ${x.dtype}`);
   }
   return composite(() => {
-    let y = apply('layerNorm', [x], { eps }); // one kernel per row each way (fused.ts)
+    let y = apply('layerNorm', [x], { eps }); // one kernel per row each way (nn.ts)
     if (weight) y = mul(y, weight);
     if (bias) y = add(y, bias);
     return y;

@@ -2,13 +2,13 @@
 // ArgumentError naming the op, the argument and what was expected), then apply(). The
 // primitive entry points the VJP rules use (conv2dInputGrad, maxPool2dGrad, …) are here too.
 import { ShapeError, DtypeError, ArgumentError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { seedOf } from '../tensor/create.js';
-import { apply } from '../graph/record.js';
+import { Tensor } from './tensor.js';
+import { seedOf } from './create.js';
+import { apply } from './apply.js';
 import { k } from './launch.js';
 import { add, mul, reshape, tensorArg } from './api.js';
 import { composite } from './composite.js';
-import { perCall } from '../graph/trace-hooks.js';
+import { perCall } from '../wasm/hooks.js';
 
 export type Pair = readonly [number, number];
 export interface ConvParams {

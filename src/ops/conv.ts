@@ -6,10 +6,10 @@
 // gradients (hvp through a CNN) need no extra kernel. Max pooling is linear in the values it
 // picks once x fixes the argmax, so maxPool2dGrad (scatter g to the argmax) and maxPool2dGather
 // (pick v at the argmax) are each other's transpose; avgPool2d and avgPool2dGrad likewise.
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
 import {

@@ -1,9 +1,9 @@
 // The customVjp primitive: a user function with a user-written VJP. It saves its inputs and
 // output for the user's backward; forward mode through it is not defined (no JVP given).
 import { ArgumentError, GradError } from '../errors.js';
-import { isTensor, type Tensor } from '../tensor/tensor.js';
-import type { Rule, Saved } from './table.js';
-import { withMode } from '../graph/modes.js';
+import { isTensor, type Tensor } from './tensor.js';
+import type { Rule, Saved } from './rule.js';
+import { withMode } from './modes.js';
 
 export interface CustomParams {
   readonly name: string;

@@ -10,15 +10,15 @@
 // The JVP is written with ops, and so is the VJP whenever a tangent flows through the backward
 // pass (a Hessian-vector product), so higher derivatives keep working.
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
-import type { Rule } from './table.js';
-import { apply } from '../graph/record.js';
-import { modes } from '../graph/modes.js';
+import type { Rule } from './rule.js';
+import { apply } from './apply.js';
+import { modes } from './modes.js';
 import { gemm, splitRun } from '../wasm/split.js';
 import { sizeOf } from './launch.js';
 import { matmulT, reshape, sum, add, tensorArg } from './api.js';
-import { tanhGrad, sigmoidGrad, reluGrad } from './fused.js';
+import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
 
 export type Activation = 'none' | 'relu' | 'tanh' | 'sigmoid';
 /** Kernel codes of the activations (assembly/epilogue.ts's ACT_*). */
@@ -45,7 +45,7 @@ function denseDims(x: Tensor, w: Tensor, b: Tensor): [number, number, number] {
   return [sizeOf(x.shape.slice(0, -1)), K, w.shape[0]];
 }
 
-/** g·act'(y) as ops (the fused VJP primitives of fused.ts). */
+/** g·act'(y) as ops (the fused VJP primitives of nn.ts). */
 function actGrad(act: Activation, y: Tensor, g: Tensor): Tensor {
   switch (act) {
     case 'relu': return reluGrad(y, g);

@@ -1,11 +1,11 @@
 // Elementwise primitives. A unary row names its kernel, what it saves and its derivative f'
 // as a function of (x, y) built from ops; VJP (g·f') and JVP (t·f') follow from that one line.
 // Binary rows give their partial derivatives the same way.
-import type { Tensor } from '../tensor/tensor.js';
-import type { Rule, Saves } from './table.js';
+import type { Tensor } from './tensor.js';
+import type { Rule, Saves } from './rule.js';
 import { launchUnary, launchBinary } from './launch.js';
 import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside, pow, log, ge, recip, zerosLike } from './api.js';
-import { tanhGrad, sigmoidGrad, reluGrad } from './fused.js';
+import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
 // Forwards index xs rather than destructure it: they run on every op, and destructuring an
@@ -25,7 +25,7 @@ function unary<P = Record<string, never>>(kernel: string, save: 'x' | 'y', d: De
   };
 }
 
-/** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (fused.ts); the JVP is grad(y, t). */
+/** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (nn.ts); the JVP is grad(y, t). */
 function fusedUnary(kernel: string, grad: (y: Tensor, g: Tensor) => Tensor): Rule<Record<string, never>> {
   return { saves: SAVE_Y, forward: (xs) => launchUnary(kernel, xs[0]), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!) };
 }
@@ -72,7 +72,7 @@ export const unaryRules = {
   square: unary('square', 'x', (x) => mul(x, 2)),
   sin: unary('sin', 'x', (x) => cos(x)),
   cos: unary('cos', 'x', (x) => neg(sin(x))),
-  // f' = 1 − y², y(1 − y) and (y > 0): g·f' fused into one pass each (fused.ts).
+  // f' = 1 − y², y(1 − y) and (y > 0): g·f' fused into one pass each (nn.ts).
   tanh: fusedUnary('tanh', (y, g) => tanhGrad(y, g)),
   sigmoid: fusedUnary('sigmoid', (y, g) => sigmoidGrad(y, g)),
   relu: fusedUnary('relu', (y, g) => reluGrad(y, g)),

@@ -1,7 +1,7 @@
 // Launching kernels on tensors: output allocation, broadcast collapsing, reduction views and
 // strided copies. Everything that turns shapes into kernel arguments lives here, once.
 import { ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { kernel, writeArgs } from '../wasm/module.js';
 import { runsLocally, splitBinary, splitMap, splitReduce } from '../wasm/split.js';

@@ -2,8 +2,8 @@
 // flags so the VJP (g·Bᵀ and Aᵀ·g) runs the GEMM kernels directly on the stored operands,
 // never materialising a transpose. Bilinear: the JVP is matmul(ta, b) + matmul(a, tb).
 import { ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import type { Rule, Rule0 } from './table.js';
+import { Tensor } from './tensor.js';
+import type { Rule, Rule0 } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';

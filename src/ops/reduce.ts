@@ -1,7 +1,7 @@
 // Reductions. sum is linear (its JVP is itself, its VJP a broadcast back); max routes the
 // cotangent to the maxima, split evenly between ties (so the VJP is the transpose of the JVP).
-import type { Tensor } from '../tensor/tensor.js';
-import type { Rule } from './table.js';
+import type { Tensor } from './tensor.js';
+import type { Rule } from './rule.js';
 import { launchReduce } from './launch.js';
 import { linearJvp } from './linear.js';
 import { sum, mul, div, eq, reshape, broadcastTo } from './api.js';

@@ -8,11 +8,11 @@
 // numbers (value, tangent) built from ops. JVPs are Φ or B on duals; the backward primitive's
 // VJP uses that B is linear in g (∂g = J_Φ·G, a JVP of Φ) and, for the state inputs, one
 // JVP of B per input slot (∂x_k = Σ_j G_j·∂B_j/∂x_k). All are ops, so higher orders follow.
-import { Tensor } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
 import { SUFFIX } from '../tensor/dtype.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { kernel } from '../wasm/module.js';
-import { apply } from '../graph/record.js';
+import { apply } from './apply.js';
 import { filled } from './launch.js';
 import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, zerosLike, composite } from './api.js';
 

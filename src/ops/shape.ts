@@ -1,11 +1,12 @@
 // Data-movement primitives. All are linear, so each JVP is the op applied to the tangent
 // (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
-import { Tensor, type Pending } from '../tensor/tensor.js';
+import { Tensor } from './tensor.js';
+import { type Pending } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { exempt } from '../tensor/scope.js';
-import { modes } from '../graph/modes.js';
+import { modes } from './modes.js';
 import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
-import type { Rule } from './table.js';
+import type { Rule } from './rule.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
 import { linearJvp } from './linear.js';

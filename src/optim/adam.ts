@@ -2,11 +2,11 @@
 // Adam adds weightDecay·p to the gradient (L2), AdamW shrinks p by (1 − lr·weightDecay)
 // before the update. Step counts are per parameter; bias corrections are computed in wasm.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, hyper, type Params } from './optimizer.js';
-import { perCall } from '../graph/trace-hooks.js';
+import { perCall } from '../wasm/hooks.js';
 
 export interface AdamOptions {
   lr?: number;

@@ -2,7 +2,8 @@
 // is accumulated in f64 in wasm. Two parameters may share one gradient buffer (the VJP of
 // a + b hands both the same adjoint), so in-place edits run once per buffer.
 import { ArgumentError } from '../errors.js';
-import { Tensor, type Storage } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
+import { type Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
 

@@ -2,8 +2,8 @@
 // first step, zero-filled and kept outside every tidy scope), and the gradient bookkeeping.
 // Each subclass's update is one fused wasm kernel per parameter (assembly/optim.ts).
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
-import { Tensor } from '../tensor/tensor.js';
-import { keep } from '../memory.js';
+import { Tensor } from '../ops/tensor.js';
+import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
 
 /** An array (or any iterable, e.g. `model.parameters()`) of parameter tensors. */

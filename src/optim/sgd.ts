@@ -2,11 +2,11 @@
 // momentum (Sutskever et al. 2013), exactly as torch.optim.SGD: on the first step the
 // momentum buffer is the gradient itself, later b ← μ·b + (1 − dampening)·g.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, hyper, type Params } from './optimizer.js';
-import { perCall } from '../graph/trace-hooks.js';
+import { perCall } from '../wasm/hooks.js';
 
 export interface SGDOptions {
   lr: number;

@@ -1,6 +1,9 @@
 // Tensor lifetimes: tidy() scopes collect the tensors created inside them and dispose all but
 // what the function returns; keep() exempts a tensor. Live counts feed memory().
-import type { Tensor } from './tensor.js';
+import type { TensorBase } from './tensor.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any handle, whatever class is built on the base
+type Tensor = TensorBase<any>;
 
 const scopes: Set<Tensor>[] = [];
 let live = 0;

@@ -1,14 +1,14 @@
-// The Tensor: a shape, a dtype and a block of wasm memory, plus the autodiff fields (the node
-// that produced it, its gradient, its forward-mode tangent). Memory blocks are reference
-// counted so the backward pass can keep what it saved after the user disposed a tensor.
+// The tensor's data side: a shape, a dtype and a block of wasm memory, plus the autodiff fields
+// (the node that produced it, its gradient, its forward-mode tangent). Memory blocks are
+// reference counted so the backward pass can keep what it saved after the user disposed a
+// tensor. The op methods (x.add(y), x.backward()) are in the class built on this one,
+// `Tensor` in src/ops/tensor.ts: this layer knows no ops.
 import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
-import type { Node } from '../graph/node.js';
+import type { Node } from '../ops/node.js';
 import { views, runtime } from '../wasm/module.js';
+import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
-import * as ops from '../ops/api.js';
-import { backward as runBackward } from '../autodiff/backward.js';
-import { hooks } from '../graph/trace-hooks.js';
 
 /** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
 export interface Pending {
@@ -112,64 +112,62 @@ export class Storage {
   }
 }
 
-export type TensorLike = Tensor | number;
-type Axis = number | readonly number[];
-
 let nextId = 1;
 /** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
 export const nextTensorId = (): number => nextId;
 
-function sizeOfShape(shape: readonly number[]): number {
+export function sizeOfShape(shape: readonly number[]): number {
   let n = 1;
   for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
 }
 
-export class Tensor {
+/** A new block of `shape` with uninitialised memory (the shape frozen, or shared when it already is). */
+export function emptyStorage(shape: readonly number[], dtype: DType): [readonly number[], Storage, number] {
+  const n = sizeOfShape(shape), bytes = n * BYTES[dtype];
+  // Shapes are frozen, so another tensor's shape can be shared instead of copied.
+  const own = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
+  return [own, new Storage(runtime().arena.alloc(bytes), bytes), n];
+}
+
+/**
+ * Everything a tensor is apart from its ops. `T` is the class built on it (src/ops/tensor.ts),
+ * which every handle is an instance of: views, gradients and tangents are `T`s too.
+ */
+export abstract class TensorBase<T extends TensorBase<T>> {
   readonly id = nextId++;
   readonly size: number;
   requiresGrad = false;
-  grad: Tensor | null = null;
+  grad: T | null = null;
   private nodeRef: Node | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
-  tangent: Tensor | null = null;
+  tangent: T | null = null;
   private isDisposed = false;
 
-  private constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
+  protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
   }
 
-  /** A new tensor of the given shape with uninitialised memory. */
-  static empty(shape: readonly number[], dtype: DType): Tensor {
-    const n = sizeOfShape(shape), bytes = n * BYTES[dtype];
-    // Shapes are frozen, so another tensor's shape can be shared instead of copied.
-    const own = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
-    return new Tensor(own, dtype, new Storage(runtime().arena.alloc(bytes), bytes), n);
-  }
-
-  /** A tensor whose memory is allocated and filled (by `pending`, reading `source`) on first use of its pointer. */
-  static lazy(shape: readonly number[], dtype: DType, pending: Pending, source: Storage): Tensor {
-    const bytes = shape.reduce((a, b) => a * b, 1) * BYTES[dtype];
-    return new Tensor(Object.freeze(shape.slice()), dtype, Storage.lazy(bytes, pending, source));
-  }
+  /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
+  protected abstract make(shape: readonly number[], storage: Storage): T;
 
   /** A second handle on the same memory, with another (same-size) shape and its own lifetime. */
-  view(shape: readonly number[] = this.shape): Tensor {
+  view(shape: readonly number[] = this.shape): T {
     this.check('view');
     this.storage.refs++;
-    return new Tensor(shape === this.shape ? shape : Object.freeze(shape.slice()), this.dtype, this.storage);
+    return this.make(shape === this.shape ? shape : Object.freeze(shape.slice()), this.storage);
   }
 
   /** Another tracked handle on the same memory and the same tangent. */
-  alias(): Tensor {
+  alias(): T {
     const t = this.view();
     if (this.tangent !== null) t.tangent = this.tangent.save();
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
-  save(): Tensor {
+  save(): T {
     const t = this.view();
     if (this.tangent !== null) t.tangent = this.tangent.save();
     exempt(t);
@@ -245,56 +243,9 @@ export class Tensor {
   toString(): string {
     return `Tensor(shape=[${this.shape}], dtype=${this.dtype}${this.requiresGrad ? ', requiresGrad' : ''})`;
   }
-
-  /** Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. */
-  backward(seed?: Tensor | number): void {
-    runBackward(this, seed);
-  }
-
-  detach(): Tensor { return ops.detach(this); }
-  astype(dtype: DType): Tensor { return ops.astype(this, dtype); }
-
-  add(b: TensorLike): Tensor { return ops.add(this, b); }
-  sub(b: TensorLike): Tensor { return ops.sub(this, b); }
-  mul(b: TensorLike): Tensor { return ops.mul(this, b); }
-  div(b: TensorLike): Tensor { return ops.div(this, b); }
-  pow(b: TensorLike): Tensor { return ops.pow(this, b); }
-  maximum(b: TensorLike): Tensor { return ops.maximum(this, b); }
-  minimum(b: TensorLike): Tensor { return ops.minimum(this, b); }
-
-  neg(): Tensor { return ops.neg(this); }
-  exp(): Tensor { return ops.exp(this); }
-  log(): Tensor { return ops.log(this); }
-  sqrt(): Tensor { return ops.sqrt(this); }
-  abs(): Tensor { return ops.abs(this); }
-  square(): Tensor { return ops.square(this); }
-  sin(): Tensor { return ops.sin(this); }
-  cos(): Tensor { return ops.cos(this); }
-  tanh(): Tensor { return ops.tanh(this); }
-  sigmoid(): Tensor { return ops.sigmoid(this); }
-  relu(): Tensor { return ops.relu(this); }
-  softplus(): Tensor { return ops.softplus(this); }
-  leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
-  gelu(): Tensor { return ops.gelu(this); }
-  clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
-
-  sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
-  mean(axis?: Axis, keepdims?: boolean): Tensor { return ops.mean(this, axis, keepdims); }
-  max(axis?: Axis, keepdims?: boolean): Tensor { return ops.max(this, axis, keepdims); }
-  logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
-
-  reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
-  transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
-  broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
-  slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
-  gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
-  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
-
-  matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
-  softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
-  logSoftmax(axis?: number): Tensor { return ops.logSoftmax(this, axis); }
 }
 
-export function isTensor(v: unknown): v is Tensor {
-  return v instanceof Tensor;
+/** Whether `v` is a tensor handle (every one is an instance of the class built on TensorBase). */
+export function isTensorHandle(v: unknown): v is TensorBase<never> {
+  return v instanceof TensorBase;
 }

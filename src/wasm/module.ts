@@ -1,10 +1,10 @@
-// Loading the kernels: one WebAssembly.Memory owned by JS, the module instantiated against it,
-// and typed-array views that are rebuilt whenever memory.grow has detached the old ones.
+// The loaded kernels: one WebAssembly.Memory owned by JS, the module instantiated against it
+// (by init(), src/wasm/init.ts), and typed-array views that are rebuilt whenever memory.grow
+// has detached the old ones.
 import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { WASM_BASE64 } from './bytes.generated.js';
-import { prepareThreads, reinitThreads, startThreads } from './threads.js';
-import { hooks } from '../graph/trace-hooks.js';
+import { hooks } from './hooks.js';
 
 export interface InitOptions {
   /** A precompiled module (edge workers), the wasm bytes, or a URL to fetch them from. */
@@ -19,13 +19,11 @@ export interface InitOptions {
   threads?: number | 'auto';
 }
 
-type Kernel = (...args: number[]) => number;
-const PAGE = 65536;
-const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
+export type Kernel = (...args: number[]) => number;
 /** Bytes reserved above the static data for i32 kernel arguments (shapes, strides, indices). */
 export const ARGS_BYTES = 1 << 16;
 
-interface Runtime {
+export interface Runtime {
   memory: WebAssembly.Memory;
   exports: Record<string, Kernel>;
   arena: Arena;
@@ -37,51 +35,17 @@ interface Runtime {
   u8: Uint8Array;
 }
 let rt: Runtime | null = null;
-let pending: Promise<void> | null = null;
 
-/** Instantiates the kernels once; later calls return at once. */
-export function init(options: InitOptions = {}): Promise<void> {
-  if (rt !== null) return pending ?? reinitThreads(options);
-  if (pending === null) pending = instantiate(options).finally(() => (pending = null));
-  return pending;
-}
-
-async function instantiate(options: InitOptions): Promise<void> {
-  for (const key of ['initialBytes', 'maximumBytes'] as const) {
-    const v = options.memory?.[key];
-    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${v}`);
-  }
-  // Whole pages: memory grows in pages, so the arena's limit is the page-rounded maximum.
-  const maxBytes = Math.floor(Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES) / PAGE) * PAGE;
-  if (maxBytes < PAGE) throw new ArgumentError(`init: memory.maximumBytes must be at least one 64 KiB page (${PAGE}), got ${options.memory?.maximumBytes}`);
-  const initial = Math.max(1, Math.ceil((options.memory?.initialBytes ?? Math.min(16 * PAGE, maxBytes)) / PAGE));
-  if (initial * PAGE > maxBytes) {
-    throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
-  }
-  if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
-  const threads = await prepareThreads(options, initial, Math.floor(maxBytes / PAGE));
-  const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = threads?.module ?? await compile(options.module);
-  const instance = await WebAssembly.instantiate(module, { env: { memory } });
-  const exports = instance.exports as unknown as Record<string, Kernel>;
-  const args = Math.ceil(exports.heap_base() / 64) * 64;
-  // The static data and the argument block must fit, with room for tensors above them.
-  const base = args + ARGS_BYTES;
-  if (base + PAGE > maxBytes) {
-    throw new ArgumentError(`init: memory.maximumBytes (${maxBytes}) leaves no room for tensors: the kernels' static data and argument block take ${base} bytes`);
-  }
-  if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
-  rt = {
-    memory, exports, args, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
-    buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
-  };
-  if (threads !== null) await startThreads(threads);
+/** Installs the instantiated kernels (init() calls it once). */
+export function setRuntime(r: Runtime): void {
+  rt = r;
 }
 
 /** `() -> v128 { i8x16.splat(0) }`: valid only where the engine has fixed-width SIMD. */
 const SIMD_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 8, 1, 6, 0, 65, 0, 253, 15, 11];
 
-export async function compile(source: InitOptions['module']): Promise<WebAssembly.Module> {
+/** The kernels as a compiled module: `source` itself, the embedded bytes, given bytes or a URL. */
+export async function compileKernels(source: InitOptions['module']): Promise<WebAssembly.Module> {
   if (source instanceof WebAssembly.Module) return source;
   // Checked up front so such a runtime gets this message at init, not a bare CompileError.
   if (!WebAssembly.validate(new Uint8Array(SIMD_PROBE))) {
@@ -145,7 +109,7 @@ export function views(): Runtime {
 export function kernel(name: string): Kernel {
   const k = runtime().exports[name];
   if (k === undefined) throw new AdjointError(`internal: no kernel named ${name}`);
-  const rec = hooks.recorder; // compile()'s tracer records the launch (src/graph/trace.ts)
+  const rec = hooks.recorder; // compile()'s tracer records the launch (src/compile/trace.ts)
   return rec === null ? k : rec.kernel(name, k);
 }
 

@@ -12,12 +12,12 @@
 // The workers are started by a supervisor thread whose only job is to see them die: a caller
 // blocked in Atomics.wait runs no events, so it learns of a death through the slot (GONE).
 import { AdjointError, ArgumentError } from '../errors.js';
-import { compile, decodeBase64, runtime, type InitOptions } from './module.js';
+import { compileKernels, decodeBase64, runtime, type InitOptions } from './module.js';
 import { WASM_BASE64 } from './bytes.generated.js';
 import { sharedMemoryVariant } from './shared-module.js';
 import { SLOT, OK, FAILED, DEAD, QUIT, DIE } from './worker-source.js';
 import { supervisorStarter, type Supervisor } from './supervisor.js';
-import { hooks } from '../graph/trace-hooks.js';
+import { hooks } from './hooks.js';
 
 /** Upper bound for `threads` (and for 'auto'). */
 const MAX_THREADS = 64;
@@ -125,7 +125,7 @@ export async function prepareThreads(options: InitOptions, initial: number, maxi
   }
   const bytes = sharedMemoryVariant(await sourceBytes(options.module));
   if (bytes === null) return notice('the kernels passed to init({ module }) import no memory that could be shared'), null;
-  return { count, memory, module: await compile(bytes as Uint8Array<ArrayBuffer>) };
+  return { count, memory, module: await compileKernels(bytes as Uint8Array<ArrayBuffer>) };
 }
 
 const isShared = (m: WebAssembly.Memory): boolean => typeof SharedArrayBuffer === 'function' && m.buffer instanceof SharedArrayBuffer;

@@ -1,4 +1,4 @@
-// Fusion of elementwise chains in a compiled program (src/graph/program.ts). A traced step runs
+// Fusion of elementwise chains in a compiled program (src/compile/program.ts). A traced step runs
 // `tanh(mul(add(x, y), z))` as three kernel calls, each one full pass over memory. Here maximal
 // runs of consecutive elementwise map launches over the same element count are found in the
 // trace and replayed tile-major: for each tile of T elements every launch of the run runs on

@@ -3,10 +3,10 @@
 import { ShapeError, ArgumentError, OutOfMemoryError } from '../errors.js';
 import { views, kernel } from '../wasm/module.js';
 import { Tensor } from './tensor.js';
-import { checkDtype, SUFFIX, BYTES, type DType } from './dtype.js';
-import { filled } from '../ops/launch.js';
-import { replayable } from '../autodiff/replay.js';
-import { hooks, perCall } from '../graph/trace-hooks.js';
+import { checkDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
+import { filled } from './launch.js';
+import { replayable } from '../tensor/replay.js';
+import { hooks, perCall } from '../wasm/hooks.js';
 
 export interface TensorOptions {
   shape?: readonly number[];

@@ -7,13 +7,14 @@
 // the fresh output tensors, array arguments written into memory (crossEntropy's labels), and the
 // perCall() trailing arguments (step counts, learning rates, seeds). Replay is the recorded
 // launches in order — pooled ones through runJobs with the traced cuts — and no other JS work,
-// except that runs of elementwise launches replay tile by tile (src/graph/fuse.ts).
+// except that runs of elementwise launches replay tile by tile (src/compile/fuse.ts).
 import { AdjointError } from '../errors.js';
-import { Tensor, type Storage } from '../tensor/tensor.js';
+import { Tensor } from '../ops/tensor.js';
+import { type Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { runtime, views } from '../wasm/module.js';
 import { runJobs } from '../wasm/threads.js';
-import type { Kernel, Derivation } from './trace-hooks.js';
+import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 
@@ -32,7 +33,7 @@ interface LaunchStep {
   readonly compute: (() => readonly number[]) | null;
   readonly tiled?: false;
 }
-/** A run of elementwise launches replayed tile-major (src/graph/fuse.ts). */
+/** A run of elementwise launches replayed tile-major (src/compile/fuse.ts). */
 interface TiledStep {
   readonly w: false;
   readonly tiled: true;

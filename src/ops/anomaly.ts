@@ -2,8 +2,8 @@
 // and in the backward pass (VJP rules run their ops through the same apply). The first
 // non-finite output throws an AnomalyError naming the op, where it ran and its input shapes.
 import { AnomalyError, ArgumentError } from '../errors.js';
-import type { Tensor } from '../tensor/tensor.js';
-import { k } from '../ops/launch.js';
+import type { Tensor } from './tensor.js';
+import { k } from './launch.js';
 import type { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 

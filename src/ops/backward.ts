@@ -3,15 +3,14 @@
 // adjoints, which are summed over all consumers. Saved tensors are released right after
 // their node's VJP has run, and the whole graph is released at the end.
 import { GradError, ShapeError, DtypeError, ArgumentError } from '../errors.js';
-import { Tensor, isTensor } from '../tensor/tensor.js';
+import { Tensor, isTensor } from './tensor.js';
 import { exempt, runScoped } from '../tensor/scope.js';
-import { reverseTopological, type Node } from '../graph/node.js';
-import { withMode } from '../graph/modes.js';
-import { anomalySite } from '../graph/anomaly.js';
-import { rules, type Prim } from '../ops/rules.js';
-import type { Rule } from '../ops/table.js';
-import { add, sumTo } from '../ops/api.js';
-import { filled } from '../ops/launch.js';
+import { reverseTopological, type Node } from './node.js';
+import { withMode } from './modes.js';
+import { anomalySite } from './anomaly.js';
+import type { Rule } from './rule.js';
+import { add, sumTo } from './api.js';
+import { filled } from './launch.js';
 
 export interface BackwardOptions {
   /** Keep the graph (and its saved tensors) for another backward pass. */
@@ -77,7 +76,7 @@ function sweep(rootNode: Node, seed: Tensor, opts: BackwardOptions): void {
 /** Runs one node's VJP on its output adjoint g and routes the cotangents to its inputs. */
 function visit(node: Node, g: Tensor, adjoint: Map<Node, Tensor>, leaves: Map<Tensor, Tensor>, opts: BackwardOptions): void {
   const needs = node.inputs.map((t) => t.requiresGrad);
-  const rule = rules[node.prim as Prim] as unknown as Rule<unknown>;
+  const rule = node.rule as Rule<unknown>;
   const gs = runScoped(() => rule.vjp(g, node.saved, node.params, needs).map((c) => (c === g ? g.alias() : c)), isTensor);
   if (!opts.retainGraph) node.release();
   node.inputs.forEach((input, i) => {

@@ -2,11 +2,12 @@
 // carry the tangent along (forward mode), and record a node with exactly what the rule says
 // it saves (reverse mode).
 import { OutOfMemoryError } from '../errors.js';
-import { Storage, type Tensor } from '../tensor/tensor.js';
+import { type Tensor } from './tensor.js';
+import { Storage } from '../tensor/tensor.js';
 import { exempt } from '../tensor/scope.js';
-import { rules, type Prim, type ParamsOf } from '../ops/rules.js';
-import type { Rule, Saved } from '../ops/table.js';
-import { broadcastTo } from '../ops/api.js';
+import { rules, type Prim, type ParamsOf } from './table.js';
+import type { Rule, Saved } from './rule.js';
+import { broadcastTo } from './api.js';
 import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
@@ -49,7 +50,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   }
   if (modes.record && anyRequiresGrad(xs)) {
     y.requiresGrad = true;
-    y.node = new Node(name, p, xs, saveFor(rule, xs, y));
+    y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
   }
   return y;
 }

@@ -1,4 +1,4 @@
-// The points where compile()'s recorder (src/graph/trace.ts) watches one traced call:
+// The points where compile()'s recorder (src/compile/trace.ts) watches one traced call:
 //   kernel launches      kernel() in src/wasm/module.ts, runJobs() in src/wasm/threads.ts
 //   JS writes to memory  writeArgs (shapes, strides) and fromValues report theirs; others
 //                        (label and index blocks, arange) are found by the recorder's scan
@@ -6,9 +6,13 @@
 //   handed-out pointers  Tensor.ptr (to know which persistent tensors a step touches)
 // Outside a trace `hooks.recorder` is null, so each site costs one null check in eager mode.
 // Two helpers for code whose kernel arguments change from call to call: perCall() and derive().
-// Only replay.ts is imported: the wasm and tensor layers import this file.
-import type { Tensor } from '../tensor/tensor.js';
-import { onTape } from '../autodiff/replay.js';
+// The wasm layer only exposes these hooks; the compile layer installs the recorder
+// (src/compile/trace.ts), so nothing here imports upward.
+
+/** A tensor handle as the recorder sees it (this layer knows no tensor class). */
+export interface TensorHandle {
+  readonly id: number;
+}
 
 export type Kernel = (...args: number[]) => number;
 /** Element type of a JS write into wasm memory. */
@@ -26,9 +30,9 @@ export interface Recorder {
   /** `count` elements of `kind` were just written from JS at byte offset `ptr`, taken from `source`. */
   write(ptr: number, count: number, kind: ElementKind, source: unknown): void;
   /** A tensor's pointer was read (it is about to become a kernel argument). */
-  pointer(t: Tensor): void;
+  pointer(t: TensorHandle): void;
   /** The trailing arguments of the next launch are `values`, recomputed by `compute` on every call. */
-  perCall(values: readonly number[], compute: () => readonly number[], onTape: boolean): void;
+  perCall(values: readonly number[], compute: () => readonly number[]): void;
   /** `derived` was computed from `source` by `make` (make(source) gives it again). */
   derive(derived: object, source: object, make: Derivation): void;
   /** Runs fn, whose launches come in the middle of another launch's preparation (a lazy block filled on first use). */
@@ -47,7 +51,7 @@ export const hooks: { recorder: Recorder | null } = { recorder: null };
 export function perCall<T extends readonly number[]>(compute: () => T): T {
   const values = compute();
   const r = hooks.recorder;
-  if (r !== null) r.perCall(values, compute, onTape());
+  if (r !== null) r.perCall(values, compute);
   return values;
 }
 

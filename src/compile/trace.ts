@@ -1,5 +1,5 @@
-// One traced call of a compiled function (src/graph/compile.ts): the fn runs eagerly while this
-// recorder sees, through src/graph/trace-hooks.ts, every kernel launch (export name and numeric
+// One traced call of a compiled function (src/compile/compile.ts): the fn runs eagerly while this
+// recorder sees, through src/wasm/hooks.ts, every kernel launch (export name and numeric
 // arguments, pointer arguments resolved to the buffer they point into), every block the arena
 // hands out or takes back (so each intermediate's lifetime is known), and every JS write into
 // wasm memory. Anything a fixed schedule could not replay — JS reading tensor values, a tensor
@@ -11,11 +11,13 @@
 // allocated during the trace, and when JS has touched memory (views()) before the next launch,
 // the blocks no kernel has used yet are scanned — changed bytes are a write (recorded, and bound
 // to an array argument when they equal it), no change means JS read values (a taint).
-import { isTensor, type Tensor, type Storage } from '../tensor/tensor.js';
+import { isTensor, type Tensor } from '../ops/tensor.js';
+import { type Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
+import { onTape } from '../tensor/replay.js';
 import { runtime } from '../wasm/module.js';
 import { POINTER_ARGS } from './kernel-args.js';
-import { hooks, type Recorder, type Kernel, type ElementKind, type Derivation } from './trace-hooks.js';
+import { hooks, type Recorder, type Kernel, type ElementKind, type Derivation } from '../wasm/hooks.js';
 
 /** Where a pointer argument points, in terms that survive to the next call. */
 export type Ref =
@@ -106,7 +108,7 @@ export class Trace implements Recorder {
     this.taint ??= reason;
   }
 
-  // ---- trace-hooks.Recorder ----
+  // ---- wasm/hooks.ts Recorder ----
 
   kernel(name: string, f: Kernel): Kernel {
     return (...args: number[]) => {
@@ -144,8 +146,8 @@ export class Trace implements Recorder {
     if (!this.live.has(s.ptr) && !this.inputStorages.includes(s)) this.exts.add(s);
   }
 
-  perCall(values: readonly number[], compute: () => readonly number[], onTape: boolean): void {
-    if (onTape) this.fail('fn draws a random seed inside checkpoint() (a dropout mask in a checkpointed segment), which a replay could not repeat for the recomputation');
+  perCall(values: readonly number[], compute: () => readonly number[]): void {
+    if (onTape()) this.fail('fn draws a random seed inside checkpoint() (a dropout mask in a checkpointed segment), which a replay could not repeat for the recomputation');
     if (this.pending !== null) this.fail('internal: two perCall() values without a kernel launch between them');
     this.pending = { values: values.slice(), compute };
   }
@@ -191,7 +193,7 @@ export class Trace implements Recorder {
   private launch(name: string, jobs: readonly (readonly number[])[], pooled: boolean): void {
     this.flushAccess();
     const mask = POINTER_ARGS.get(name);
-    if (mask === undefined) this.fail(`the kernel ${name} has no entry in src/graph/kernel-args.ts (which of its arguments are pointers is unknown)`);
+    if (mask === undefined) this.fail(`the kernel ${name} has no entry in src/compile/kernel-args.ts (which of its arguments are pointers is unknown)`);
     const p = this.pending;
     this.pending = null;
     if (this.taint !== null || mask === undefined) return;

@@ -1,17 +1,18 @@
 // compile(fn): the same function, replayed from a fixed kernel schedule with a static memory plan.
 // Per signature of the arguments (tensor shapes and dtypes, array lengths, other values as they
 // are) the first call runs eagerly (optimizers create their state on their first step), the next
-// two are traced (src/graph/trace.ts) and must record the same schedule (src/graph/trace-diff.ts),
-// and from then on calls replay it (src/graph/program.ts): the recorded kernel launches with
+// two are traced (src/compile/trace.ts) and must record the same schedule (src/compile/trace-diff.ts),
+// and from then on calls replay it (src/compile/program.ts): the recorded kernel launches with
 // pointers rebased, no tensor allocation but the outputs, no graph building, no JS per op.
 // A signature whose calls cannot be replayed runs eagerly, after a one-time console warning.
 import { ArgumentError, OutOfMemoryError } from '../errors.js';
-import { isTensor, nextTensorId, type Tensor } from '../tensor/tensor.js';
+import { isTensor, type Tensor } from '../ops/tensor.js';
+import { nextTensorId } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { runtime } from '../wasm/module.js';
 import { poolSize } from '../wasm/threads.js';
-import { modes } from './modes.js';
-import { hooks } from './trace-hooks.js';
+import { modes } from '../ops/modes.js';
+import { hooks } from '../wasm/hooks.js';
 import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
@@ -72,7 +73,7 @@ interface Args {
  * optimizer state) are found by identity when traced and must stay alive; JS values fn reads
  * (closure variables, module.training, other number arguments) are fixed per signature — call
  * `compiled.reset()` after changing them. `options.fuse` (default true): replay runs of elementwise
- * ops tile by tile (src/graph/fuse.ts). See docs/readme-compile.md.
+ * ops tile by tile (src/compile/fuse.ts). See docs/readme-compile.md.
  */
 export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): Compiled<A, R> {
   if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${typeof fn}`);

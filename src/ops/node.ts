@@ -1,8 +1,8 @@
 // A recorded application of a primitive: the DAG's vertex. Nodes are numbered in creation
 // order; since an op's inputs always exist before it runs, decreasing id is a reverse
 // topological order, and no explicit sort of the graph is needed beyond that.
-import type { Tensor } from '../tensor/tensor.js';
-import type { Saved } from '../ops/table.js';
+import type { Tensor } from './tensor.js';
+import type { Rule, Saved } from './rule.js';
 
 let nextId = 0;
 
@@ -20,6 +20,8 @@ export class Node {
 
   constructor(
     readonly prim: string,
+    /** The primitive's rule: the backward pass runs its VJP (no lookup by name). */
+    readonly rule: Rule<never>,
     readonly params: unknown,
     /** The input tensors (for their shapes, their nodes and leaf gradients; data lives in `saved`). */
     readonly inputs: readonly Tensor[],

@@ -1,0 +1,85 @@
+// The public Tensor: the data handle of src/tensor/tensor.ts plus every op as a method
+// (x.add(y), x.matmul(w).relu().sum(), x.backward()). It lives in the ops layer because its
+// methods are the ops; every handle is created here (Tensor.empty, Tensor.lazy, view), so
+// `instanceof Tensor` holds for all of them.
+import { BYTES, type DType } from '../tensor/dtype.js';
+import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
+import * as ops from './api.js';
+import { backward } from './backward.js';
+
+export type TensorLike = Tensor | number;
+type Axis = number | readonly number[];
+
+export class Tensor extends TensorBase<Tensor> {
+  private constructor(shape: readonly number[], dtype: DType, storage: Storage, size?: number) {
+    super(shape, dtype, storage, size);
+  }
+
+  /** A new tensor of the given shape with uninitialised memory. */
+  static empty(shape: readonly number[], dtype: DType): Tensor {
+    const [own, storage, n] = emptyStorage(shape, dtype);
+    return new Tensor(own, dtype, storage, n);
+  }
+
+  /** A tensor whose memory is allocated and filled (by `pending`, reading `source`) on first use of its pointer. */
+  static lazy(shape: readonly number[], dtype: DType, pending: Pending, source: Storage): Tensor {
+    const own = Object.freeze(shape.slice());
+    return new Tensor(own, dtype, Storage.lazy(own.reduce((a, b) => a * b, 1) * BYTES[dtype], pending, source));
+  }
+
+  protected make(shape: readonly number[], storage: Storage): Tensor {
+    return new Tensor(shape, this.dtype, storage);
+  }
+
+  /** Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. */
+  backward(seed?: Tensor | number): void {
+    backward(this, seed);
+  }
+
+  detach(): Tensor { return ops.detach(this); }
+  astype(dtype: DType): Tensor { return ops.astype(this, dtype); }
+
+  add(b: TensorLike): Tensor { return ops.add(this, b); }
+  sub(b: TensorLike): Tensor { return ops.sub(this, b); }
+  mul(b: TensorLike): Tensor { return ops.mul(this, b); }
+  div(b: TensorLike): Tensor { return ops.div(this, b); }
+  pow(b: TensorLike): Tensor { return ops.pow(this, b); }
+  maximum(b: TensorLike): Tensor { return ops.maximum(this, b); }
+  minimum(b: TensorLike): Tensor { return ops.minimum(this, b); }
+
+  neg(): Tensor { return ops.neg(this); }
+  exp(): Tensor { return ops.exp(this); }
+  log(): Tensor { return ops.log(this); }
+  sqrt(): Tensor { return ops.sqrt(this); }
+  abs(): Tensor { return ops.abs(this); }
+  square(): Tensor { return ops.square(this); }
+  sin(): Tensor { return ops.sin(this); }
+  cos(): Tensor { return ops.cos(this); }
+  tanh(): Tensor { return ops.tanh(this); }
+  sigmoid(): Tensor { return ops.sigmoid(this); }
+  relu(): Tensor { return ops.relu(this); }
+  softplus(): Tensor { return ops.softplus(this); }
+  leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
+  gelu(): Tensor { return ops.gelu(this); }
+  clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
+
+  sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
+  mean(axis?: Axis, keepdims?: boolean): Tensor { return ops.mean(this, axis, keepdims); }
+  max(axis?: Axis, keepdims?: boolean): Tensor { return ops.max(this, axis, keepdims); }
+  logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
+
+  reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
+  broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
+  slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
+  gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+
+  matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
+  softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
+  logSoftmax(axis?: number): Tensor { return ops.logSoftmax(this, axis); }
+}
+
+export function isTensor(v: unknown): v is Tensor {
+  return v instanceof Tensor;
+}
