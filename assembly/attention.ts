@@ -119,6 +119,43 @@ const BK = 64;
   for (; c < n; c++) st<T>(y, c, ld<T>(y, c) + w * ld<T>(x, c));
 }
 
+/**
+ * y[c] += Σ_jj w[jj]·r[jj·stride + c] for c < n over nb rows r: the weighted sum of a tile's value
+ * (or key) rows, with 4 vectors of y held in registers across the rows. Each y[c] still adds
+ * the rows in order, one product at a time, as an axpy per row would.
+ */
+@inline function gemvRows<T>(y: usize, w: usize, r: usize, stride: i32, nb: i32, n: i32): void {
+  const L = lanes<T>();
+  let c = 0;
+  for (; c + 4 * L <= n; c += 4 * L) {
+    const yc = at<T>(y, c);
+    let a0 = v128.load(yc), a1 = v128.load(yc, 16), a2 = v128.load(yc, 32), a3 = v128.load(yc, 48);
+    let p = at<T>(r, c);
+    for (let jj = 0; jj < nb; jj++) {
+      const wv = v128.splat<T>(ld<T>(w, jj));
+      a0 = v128.add<T>(a0, v128.mul<T>(wv, v128.load(p)));
+      a1 = v128.add<T>(a1, v128.mul<T>(wv, v128.load(p, 16)));
+      a2 = v128.add<T>(a2, v128.mul<T>(wv, v128.load(p, 32)));
+      a3 = v128.add<T>(a3, v128.mul<T>(wv, v128.load(p, 48)));
+      p += <usize>stride * sizeof<T>();
+    }
+    v128.store(yc, a0);
+    v128.store(yc, a1, 16);
+    v128.store(yc, a2, 32);
+    v128.store(yc, a3, 48);
+  }
+  for (; c + L <= n; c += L) {
+    let a = v128.load(at<T>(y, c));
+    for (let jj = 0; jj < nb; jj++) a = v128.add<T>(a, v128.mul<T>(v128.splat<T>(ld<T>(w, jj)), v128.load(at<T>(r, jj * stride + c))));
+    v128.store(at<T>(y, c), a);
+  }
+  for (; c < n; c++) {
+    let a = ld<T>(y, c);
+    for (let jj = 0; jj < nb; jj++) a += ld<T>(w, jj) * ld<T>(r, jj * stride + c);
+    st<T>(y, c, a);
+  }
+}
+
 /** y[c] = a·x[c] for c < n (in place allowed). */
 @inline function scaleInto<T>(y: usize, x: usize, a: T, n: i32): void {
   const L = lanes<T>();
@@ -177,11 +214,11 @@ const BK = 64;
         const alpha = m == <T>-Infinity ? <T>0 : exp_s<T>(m - mNew);
         l = l * alpha + expShift<T>(s, nb, mNew);
         if (alpha != <T>1) scaleInto<T>(acc, acc, alpha, dv);
-        const base = (<u64>(n * Tq + i)) * <u64>Tk + <u64>j0;
-        for (let jj = 0; jj < nb; jj++) {
-          const w = ld<T>(s, jj) * keepScale<T>(seedLo, seedHi, p, base + <u64>jj);
-          if (w != <T>0) axpy<T>(acc, at<T>(vn, (j0 + jj) * dv), w, dv);
+        if (p != 0) {
+          const base = (<u64>(n * Tq + i)) * <u64>Tk + <u64>j0;
+          for (let jj = 0; jj < nb; jj++) st<T>(s, jj, ld<T>(s, jj) * keepScale<T>(seedLo, seedHi, p, base + <u64>jj));
         }
+        gemvRows<T>(acc, s, at<T>(vn, j0 * dv), dv, nb, dv);
         m = mNew;
       }
       if (l > <T>0) {
@@ -218,13 +255,17 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
     expShift<T>(s, nb, lse);
     for (let jj = 0; jj < nb; jj++) {
       const pj = ld<T>(s, jj);
-      if (pj == <T>0) continue;
+      if (pj == <T>0) {
+        st<T>(t, jj, <T>0);
+        continue;
+      }
       const j = j0 + jj, z = keepScale<T>(seedLo, seedHi, p, base + <u64>j);
       if (z != <T>0) axpy<T>(at<T>(dvn, j * dv), goi, pj * z, dv);
       const ds = (pj * ((z * ld<T>(t, jj) - D) + gl)) * scale;
-      axpy<T>(dqi, at<T>(kn, j * d), ds, d);
+      st<T>(t, jj, ds);
       axpy<T>(at<T>(dkn, j * d), qi, ds, d);
     }
+    gemvRows<T>(dqi, t, at<T>(kn, j0 * d), d, nb, d);
   }
 }
 

@@ -7,6 +7,7 @@ import type { DType } from '../tensor/dtype.js';
 import { seedOf, zeros } from '../ops/create.js';
 import { add, sub, log, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
 import { scaledDotProductAttention } from '../ops/attention-api.js';
+import { dense } from '../ops/dense.js';
 import { replayable } from '../tensor/replay.js';
 import { kernel } from '../wasm/module.js';
 import { Module } from './module.js';
@@ -14,11 +15,14 @@ import { Linear } from './linear.js';
 import { Dropout, LayerNorm } from './layers.js';
 import { Stream, count, dtypeOf } from './init.js';
 
-/** x·Wᵀ + b over the last axis, as one GEMM on the flattened leading axes. */
+/** x·Wᵀ + b over the last axis: one GEMM on the flattened leading axes (with the bias in its epilogue). */
 export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
   const [out, inF] = w.shape, lead = x.shape.slice(0, -1);
-  const y = matmul(reshape(x, [-1, inF]), transpose(w));
-  return reshape(b === null ? y : add(y, b), [...lead, out]);
+  return composite(() => {
+    const x2 = x.shape.length === 2 ? x : reshape(x, [-1, inF]);
+    const y = b === null ? matmul(x2, transpose(w)) : dense(x2, w, b);
+    return lead.length === 1 ? y : reshape(y, [...lead, out]);
+  });
 }
 
 /** A per-module dropout seed stream: call c draws seed + c (as nn.Dropout), replayed under checkpoint. */
