@@ -1,26 +1,30 @@
-// Fused scaled dot-product attention, forward and backward (FlashAttention: Dao et al. 2022).
-// One call handles heads n ∈ [n0, n1) of q [N, Tq, d], k [N, Tk, d], v [N, Tk, dv]; each query
-// row walks the keys in tiles of BK with an online softmax (running max m, running sum l, the
-// output accumulator rescaled by e^{m_old − m_new}), so no Tq×Tk matrix is ever stored. The
-// output y is packed [N, Tq, dv + 1]: each row's output then its log-sum-exp, which the backward
-// uses to recompute the probabilities p_ij = e^{s_ij − lse_i} tile by tile (FlashAttention-2's
-// D_i = do_i·o_i trick for the softmax VJP). Heads are independent and every row is reduced in a
-// fixed order, so any cut of [0, N) across threads gives the same bits.
+// Fused scaled dot-product attention, forward and backward (FlashAttention: Dao et al. 2022;
+// the backward as FlashAttention-2). One call handles heads n ∈ [n0, n1) of q [N, Tq, d],
+// k [N, Tk, d], v [N, Tk, dv]. Query rows go in blocks of BQ, keys in tiles of BK; each tile's
+// scores are one GEMM (matmul.ts's kernels) into a BQ×BK scratch block, then an online softmax
+// per row (running max m, running sum l, the output block rescaled by e^{m_old − m_new}) and a
+// second GEMM adds P·V. No Tq×Tk matrix is ever stored. The output y is packed [N, Tq, dv + 1]:
+// each row's output then its log-sum-exp, which the backward uses to recompute p_ij =
+// e^{s_ij − lse_i} tile by tile, with D_i = do_i·o_i for the softmax VJP; dq, dk, dv are GEMMs
+// accumulated over the tiles in a fixed order. GEMM sums every element in an order fixed by its
+// shape alone, and heads are independent, so any cut of [0, N) across threads gives the same bits.
 // Scores s_ij = scale·q_i·k_j + mask_ij; causal keeps j ≤ i (PyTorch's top-left aligned
 // tril(ones(Tq, Tk))). Dropout keeps p_ij with probability 1 − p and scales it by 1/(1 − p), the
 // decision drawn from the counter generator at element (n·Tq + i)·Tk + j, so the backward
 // replays it exactly. A row with every key masked gives o = 0 and lse = −∞ (and no gradient).
-// Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (the threaded call
-// limit is 24 arguments). Mask: additive [·, Tq or 1, Tk] rows; head n reads block ⌊n / mdiv⌋ mod mmod (stride mstride),
-// row i at i·mrow (mrow = 0: one row for every query). mask = 0: none.
-// Scratch (per call, not aliasing anything): forward d·Tk + BK + dv elements, backward
-// (d + dv)·Tk + 2·BK. Kernels never allocate.
+// Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (a threaded call
+// takes at most 24 arguments). Mask: additive [·, Tq or 1, Tk] rows; head n reads block
+// ⌊n / mdiv⌋ mod mmod (stride mstride), row i at i·mrow (mrow = 0: one row for every query);
+// mask = 0: none. Scratch (per call, aliasing nothing): forward BQ·BK + BQ·dv + 2·BQ elements,
+// backward 2·BQ·BK + BQ. Kernels never allocate.
 import { lanes, ld, st, at, ldi, hsum, hmax } from './lanes';
 import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 import { uniform } from './counter';
+import { gemm_f32, gemm_f64 } from './matmul';
 
-/** Keys per tile: the tile's scores stay in L1 next to the row's accumulator. */
+/** Query rows per block and keys per tile: the BQ×BK score block stays in L1/L2 between its GEMMs. */
+const BQ = 64;
 const BK = 64;
 
 /** e^v lane-wise: vmath's exp4 for f32, the musl scalar per lane for f64. */
@@ -29,54 +33,11 @@ const BK = 64;
   return f64x2.replace_lane(f64x2.splat(exp_s<f64>(f64x2.extract_lane(v, 0))), 1, exp_s<f64>(f64x2.extract_lane(v, 1)));
 }
 
-/** kt[c·rows + j] = k[j·d + c]: one head's keys (or values) transposed, so dot products vectorise over keys. */
-@inline function transposeInto<T>(k: usize, kt: usize, rows: i32, d: i32): void {
-  for (let j = 0; j < rows; j++) {
-    const kj = at<T>(k, j * d);
-    for (let c = 0; c < d; c++) st<T>(kt, c * rows + j, ld<T>(kj, c));
-  }
-}
-
-/**
- * s[jj] = scale·Σ_c x[c]·kt[c, j0 + jj] (+ mrow[jj] when mrow ≠ 0) for jj < nb. Every score is
- * summed over c in order, in a vector lane or the scalar tail alike (no FMA), so tiles and cuts
- * never change a bit.
- */
-@inline function dots<T>(x: usize, kt: usize, Tk: i32, d: i32, j0: i32, nb: i32, s: usize, scale: T, mrow: usize): void {
-  const L = lanes<T>();
-  let jj = 0;
-  for (; jj + 4 * L <= nb; jj += 4 * L) {
-    let a0 = v128.splat<T>(<T>0), a1 = a0, a2 = a0, a3 = a0;
-    let p = at<T>(kt, j0 + jj);
-    for (let c = 0; c < d; c++) {
-      const xc = v128.splat<T>(ld<T>(x, c));
-      a0 = v128.add<T>(a0, v128.mul<T>(xc, v128.load(p)));
-      a1 = v128.add<T>(a1, v128.mul<T>(xc, v128.load(p, 16)));
-      a2 = v128.add<T>(a2, v128.mul<T>(xc, v128.load(p, 32)));
-      a3 = v128.add<T>(a3, v128.mul<T>(xc, v128.load(p, 48)));
-      p += <usize>Tk * sizeof<T>();
-    }
-    const sv = v128.splat<T>(scale), o = at<T>(s, jj);
-    v128.store(o, v128.mul<T>(a0, sv));
-    v128.store(o, v128.mul<T>(a1, sv), 16);
-    v128.store(o, v128.mul<T>(a2, sv), 32);
-    v128.store(o, v128.mul<T>(a3, sv), 48);
-  }
-  for (; jj + L <= nb; jj += L) {
-    let a = v128.splat<T>(<T>0);
-    let p = at<T>(kt, j0 + jj);
-    for (let c = 0; c < d; c++) {
-      a = v128.add<T>(a, v128.mul<T>(v128.splat<T>(ld<T>(x, c)), v128.load(p)));
-      p += <usize>Tk * sizeof<T>();
-    }
-    v128.store(at<T>(s, jj), v128.mul<T>(a, v128.splat<T>(scale)));
-  }
-  for (; jj < nb; jj++) {
-    let a = <T>0;
-    for (let c = 0; c < d; c++) a += ld<T>(x, c) * ld<T>(kt, c * Tk + j0 + jj);
-    st<T>(s, jj, a * scale);
-  }
-  if (mrow != 0) for (jj = 0; jj < nb; jj++) st<T>(s, jj, ld<T>(s, jj) + ld<T>(mrow, jj));
+/** C (+)= op(A)·op(B) through matmul.ts's GEMM (its registered packing scratch; same bits without one). */
+@inline function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, ta: i32, tb: i32, acc: i32): void {
+  if (M <= 0 || N <= 0) return;
+  if (sizeof<T>() == 4) gemm_f32(a, b, c, M, N, K, lda, ldb, ldc, ta, tb, acc);
+  else gemm_f64(a, b, c, M, N, K, lda, ldb, ldc, ta, tb, acc);
 }
 
 /** max_j s[j] over n ≥ 1 elements. */
@@ -108,52 +69,6 @@ const BK = 64;
     sum += e;
   }
   return sum;
-}
-
-/** y[c] += w·x[c] for c < n. */
-@inline function axpy<T>(y: usize, x: usize, w: T, n: i32): void {
-  const L = lanes<T>();
-  const wv = v128.splat<T>(w);
-  let c = 0;
-  for (; c + L <= n; c += L) v128.store(at<T>(y, c), v128.add<T>(v128.load(at<T>(y, c)), v128.mul<T>(wv, v128.load(at<T>(x, c)))));
-  for (; c < n; c++) st<T>(y, c, ld<T>(y, c) + w * ld<T>(x, c));
-}
-
-/**
- * y[c] += Σ_jj w[jj]·r[jj·stride + c] for c < n over nb rows r: the weighted sum of a tile's value
- * (or key) rows, with 4 vectors of y held in registers across the rows. Each y[c] still adds
- * the rows in order, one product at a time, as an axpy per row would.
- */
-@inline function gemvRows<T>(y: usize, w: usize, r: usize, stride: i32, nb: i32, n: i32): void {
-  const L = lanes<T>();
-  let c = 0;
-  for (; c + 4 * L <= n; c += 4 * L) {
-    const yc = at<T>(y, c);
-    let a0 = v128.load(yc), a1 = v128.load(yc, 16), a2 = v128.load(yc, 32), a3 = v128.load(yc, 48);
-    let p = at<T>(r, c);
-    for (let jj = 0; jj < nb; jj++) {
-      const wv = v128.splat<T>(ld<T>(w, jj));
-      a0 = v128.add<T>(a0, v128.mul<T>(wv, v128.load(p)));
-      a1 = v128.add<T>(a1, v128.mul<T>(wv, v128.load(p, 16)));
-      a2 = v128.add<T>(a2, v128.mul<T>(wv, v128.load(p, 32)));
-      a3 = v128.add<T>(a3, v128.mul<T>(wv, v128.load(p, 48)));
-      p += <usize>stride * sizeof<T>();
-    }
-    v128.store(yc, a0);
-    v128.store(yc, a1, 16);
-    v128.store(yc, a2, 32);
-    v128.store(yc, a3, 48);
-  }
-  for (; c + L <= n; c += L) {
-    let a = v128.load(at<T>(y, c));
-    for (let jj = 0; jj < nb; jj++) a = v128.add<T>(a, v128.mul<T>(v128.splat<T>(ld<T>(w, jj)), v128.load(at<T>(r, jj * stride + c))));
-    v128.store(at<T>(y, c), a);
-  }
-  for (; c < n; c++) {
-    let a = ld<T>(y, c);
-    for (let jj = 0; jj < nb; jj++) a += ld<T>(w, jj) * ld<T>(r, jj * stride + c);
-    st<T>(y, c, a);
-  }
 }
 
 /** y[c] = a·x[c] for c < n (in place allowed). */
@@ -191,42 +106,69 @@ const BK = 64;
 /** The i32 geometry block both kernels read: Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow. */
 @inline function geo(g: usize, i: i32): i32 { return ldi(g, i); }
 
+/**
+ * Row r (query i) of a score tile: s·scale + mask row, −∞ past the causal limit; returns how
+ * many leading keys of the tile the row may see at all (0: none).
+ */
+@inline function scoreRow<T>(s: usize, nb: i32, scale: T, mr: usize, j0: i32, i: i32, causal: i32): i32 {
+  const lim = causal != 0 ? min(nb, i + 1 - j0) : nb;
+  if (lim <= 0) {
+    for (let jj = 0; jj < nb; jj++) st<T>(s, jj, <T>-Infinity);
+    return 0;
+  }
+  scaleInto<T>(s, s, scale, lim);
+  if (mr != 0) for (let jj = 0; jj < lim; jj++) st<T>(s, jj, ld<T>(s, jj) + ld<T>(mr, j0 + jj));
+  for (let jj = lim; jj < nb; jj++) st<T>(s, jj, <T>-Infinity);
+  return lim;
+}
+
 @inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scaled: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
   const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
-  const kt = scratch, s = at<T>(scratch, d * Tk), acc = at<T>(s, BK);
+  const S = scratch, O = at<T>(S, BQ * BK), M = at<T>(O, BQ * dv), Lsum = at<T>(M, BQ);
   for (let n = n0; n < n1; n++) {
     const kn = at<T>(k, n * Tk * d), vn = at<T>(v, n * Tk * dv);
-    transposeInto<T>(kn, kt, Tk, d);
-    for (let i = 0; i < Tq; i++) {
-      const qi = at<T>(q, (n * Tq + i) * d), yi = at<T>(y, (n * Tq + i) * (dv + 1));
-      const mr = maskRow<T>(mask, n, i, mdiv, mmod, mstride, mrow);
-      const jEnd = causal != 0 ? min(Tk, i + 1) : Tk;
-      let m = <T>-Infinity, l = <T>0;
-      memory.fill(acc, 0, <usize>dv * sizeof<T>());
+    for (let i0 = 0; i0 < Tq; i0 += BQ) {
+      const bq = min(BQ, Tq - i0), qb = at<T>(q, (n * Tq + i0) * d);
+      memory.fill(O, 0, <usize>(bq * dv) * sizeof<T>());
+      for (let r = 0; r < bq; r++) {
+        st<T>(M, r, <T>-Infinity);
+        st<T>(Lsum, r, <T>0);
+      }
+      const jEnd = causal != 0 ? min(Tk, i0 + bq) : Tk;
       for (let j0 = 0; j0 < jEnd; j0 += BK) {
         const nb = min(BK, jEnd - j0);
-        dots<T>(qi, kt, Tk, d, j0, nb, s, scale, mr == 0 ? 0 : at<T>(mr, j0));
-        const mNew = max<T>(m, rowMax<T>(s, nb));
-        if (mNew == <T>-Infinity) continue; // every key so far masked
-        const alpha = m == <T>-Infinity ? <T>0 : exp_s<T>(m - mNew);
-        l = l * alpha + expShift<T>(s, nb, mNew);
-        if (alpha != <T>1) scaleInto<T>(acc, acc, alpha, dv);
-        if (p != 0) {
-          const base = (<u64>(n * Tq + i)) * <u64>Tk + <u64>j0;
-          for (let jj = 0; jj < nb; jj++) st<T>(s, jj, ld<T>(s, jj) * keepScale<T>(seedLo, seedHi, p, base + <u64>jj));
+        gemm<T>(qb, at<T>(kn, j0 * d), S, bq, nb, d, d, d, BK, 0, 1, 0); // S = Q Kᵀ
+        for (let r = 0; r < bq; r++) {
+          const i = i0 + r, sr = at<T>(S, r * BK);
+          const lim = scoreRow<T>(sr, nb, scale, maskRow<T>(mask, n, i, mdiv, mmod, mstride, mrow), j0, i, causal);
+          const m = ld<T>(M, r), mNew = lim > 0 ? max<T>(m, rowMax<T>(sr, lim)) : m;
+          if (mNew == <T>-Infinity) { // nothing visible yet: weights 0
+            memory.fill(sr, 0, <usize>nb * sizeof<T>());
+            continue;
+          }
+          const alpha = m == <T>-Infinity ? <T>0 : exp_s<T>(m - mNew);
+          st<T>(Lsum, r, ld<T>(Lsum, r) * alpha + expShift<T>(sr, nb, mNew));
+          st<T>(M, r, mNew);
+          if (alpha != <T>1) scaleInto<T>(at<T>(O, r * dv), at<T>(O, r * dv), alpha, dv);
+          if (p != 0) {
+            const base = (<u64>(n * Tq + i)) * <u64>Tk + <u64>j0;
+            for (let jj = 0; jj < nb; jj++) st<T>(sr, jj, ld<T>(sr, jj) * keepScale<T>(seedLo, seedHi, p, base + <u64>jj));
+          }
         }
-        gemvRows<T>(acc, s, at<T>(vn, j0 * dv), dv, nb, dv);
-        m = mNew;
+        gemm<T>(S, at<T>(vn, j0 * dv), O, bq, dv, nb, BK, dv, dv, 0, 0, 1); // O += P V
       }
-      if (l > <T>0) {
-        scaleInto<T>(yi, acc, <T>1 / l, dv);
-        st<T>(yi, dv, m + log_s<T>(l));
-      } else {
-        memory.fill(yi, 0, <usize>dv * sizeof<T>());
-        st<T>(yi, dv, <T>-Infinity);
+      for (let r = 0; r < bq; r++) {
+        const yi = at<T>(y, (n * Tq + i0 + r) * (dv + 1)), l = ld<T>(Lsum, r);
+        if (l > <T>0) {
+          scaleInto<T>(yi, at<T>(O, r * dv), <T>1 / l, dv);
+          st<T>(yi, dv, ld<T>(M, r) + log_s<T>(l));
+        } else {
+          memory.fill(yi, 0, <usize>dv * sizeof<T>());
+          st<T>(yi, dv, <T>-Infinity);
+        }
       }
     }
   }
@@ -242,30 +184,28 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
 }
 
 /**
- * One query row's share of the backward pass: with p_j = e^{s_j − lse}, z_j the dropout factor,
- * dp_j = do·v_j and D = do·o, ds_j = p_j·(z_j·dp_j − D + dlse); dv_j += p_j z_j do,
- * dq += scale·Σ ds_j k_j, dk_j += scale·ds_j q.
+ * One score tile of the backward pass, in place: S holds p = e^{s − lse} (the weights), dP is
+ * turned into dS = scale·p·(z·dp − D + dlse), and S into p·z (the dropped weights).
  */
-@inline function rowVjp<T>(qi: usize, kn: usize, kt: usize, vt: usize, dqi: usize, dkn: usize, dvn: usize, goi: usize, mr: usize,
-  Tk: i32, d: i32, dv: i32, jEnd: i32, scale: T, lse: T, D: T, gl: T, s: usize, t: usize, base: u64, seedLo: u32, seedHi: u32, p: f64): void {
-  for (let j0 = 0; j0 < jEnd; j0 += BK) {
-    const nb = min(BK, jEnd - j0);
-    dots<T>(qi, kt, Tk, d, j0, nb, s, scale, mr == 0 ? 0 : at<T>(mr, j0));
-    dots<T>(goi, vt, Tk, dv, j0, nb, t, <T>1, 0);
-    expShift<T>(s, nb, lse);
-    for (let jj = 0; jj < nb; jj++) {
-      const pj = ld<T>(s, jj);
-      if (pj == <T>0) {
-        st<T>(t, jj, <T>0);
-        continue;
-      }
-      const j = j0 + jj, z = keepScale<T>(seedLo, seedHi, p, base + <u64>j);
-      if (z != <T>0) axpy<T>(at<T>(dvn, j * dv), goi, pj * z, dv);
-      const ds = (pj * ((z * ld<T>(t, jj) - D) + gl)) * scale;
-      st<T>(t, jj, ds);
-      axpy<T>(at<T>(dkn, j * d), qi, ds, d);
+@inline function tileVjp<T>(S: usize, dP: usize, bq: i32, nb: i32, i0: i32, j0: i32, n: i32, Tq: i32, Tk: i32, dv: i32, y: usize, gy: usize,
+  Dv: usize, scale: T, mask: usize, mdiv: i32, mmod: i32, mstride: i32, mrow: i32, causal: i32, seedLo: u32, seedHi: u32, p: f64): void {
+  for (let r = 0; r < bq; r++) {
+    const i = i0 + r, sr = at<T>(S, r * BK), dr = at<T>(dP, r * BK);
+    const lse = ld<T>(y, (n * Tq + i) * (dv + 1) + dv);
+    const lim = lse == <T>-Infinity ? 0 : scoreRow<T>(sr, nb, scale, maskRow<T>(mask, n, i, mdiv, mmod, mstride, mrow), j0, i, causal);
+    if (lim == 0) {
+      memory.fill(sr, 0, <usize>nb * sizeof<T>());
+      memory.fill(dr, 0, <usize>nb * sizeof<T>());
+      continue;
     }
-    gemvRows<T>(dqi, t, at<T>(kn, j0 * d), d, nb, d);
+    expShift<T>(sr, nb, lse);
+    const D = ld<T>(Dv, r), gl = ld<T>(gy, (n * Tq + i) * (dv + 1) + dv);
+    const base = (<u64>(n * Tq + i)) * <u64>Tk + <u64>j0;
+    for (let jj = 0; jj < nb; jj++) {
+      const pj = ld<T>(sr, jj), z = keepScale<T>(seedLo, seedHi, p, base + <u64>jj);
+      st<T>(dr, jj, (pj * ((z * ld<T>(dr, jj) - D) + gl)) * scale);
+      st<T>(sr, jj, pj * z);
+    }
   }
 }
 
@@ -274,24 +214,26 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
   const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
-  const kt = scratch, vt = at<T>(kt, d * Tk), s = at<T>(vt, dv * Tk), t = at<T>(s, BK);
+  const S = scratch, dP = at<T>(S, BQ * BK), Dv = at<T>(dP, BQ * BK);
   for (let n = n0; n < n1; n++) {
     const kn = at<T>(k, n * Tk * d), vn = at<T>(v, n * Tk * dv);
     const dkn = at<T>(dk, n * Tk * d), dvn = at<T>(dvv, n * Tk * dv);
     memory.fill(dkn, 0, <usize>(Tk * d) * sizeof<T>());
     memory.fill(dvn, 0, <usize>(Tk * dv) * sizeof<T>());
-    transposeInto<T>(kn, kt, Tk, d);
-    transposeInto<T>(vn, vt, Tk, dv);
-    for (let i = 0; i < Tq; i++) {
-      const row = n * Tq + i;
-      const qi = at<T>(q, row * d), yi = at<T>(y, row * (dv + 1)), goi = at<T>(gy, row * (dv + 1)), dqi = at<T>(dq, row * d);
-      memory.fill(dqi, 0, <usize>d * sizeof<T>());
-      const lse = ld<T>(yi, dv);
-      if (lse == <T>-Infinity) continue; // a fully masked row: constant output
-      const D = dot<T>(goi, yi, dv), gl = ld<T>(goi, dv);
-      const jEnd = causal != 0 ? min(Tk, i + 1) : Tk;
-      rowVjp<T>(qi, kn, kt, vt, dqi, dkn, dvn, goi, maskRow<T>(mask, n, i, mdiv, mmod, mstride, mrow), Tk, d, dv, jEnd, scale, lse, D, gl,
-        s, t, <u64>row * <u64>Tk, seedLo, seedHi, p);
+    memory.fill(at<T>(dq, n * Tq * d), 0, <usize>(Tq * d) * sizeof<T>());
+    for (let i0 = 0; i0 < Tq; i0 += BQ) {
+      const bq = min(BQ, Tq - i0), qb = at<T>(q, (n * Tq + i0) * d), gob = at<T>(gy, (n * Tq + i0) * (dv + 1)), dqb = at<T>(dq, (n * Tq + i0) * d);
+      for (let r = 0; r < bq; r++) st<T>(Dv, r, dot<T>(at<T>(gob, r * (dv + 1)), at<T>(y, (n * Tq + i0 + r) * (dv + 1)), dv)); // D = do·o
+      const jEnd = causal != 0 ? min(Tk, i0 + bq) : Tk;
+      for (let j0 = 0; j0 < jEnd; j0 += BK) {
+        const nb = min(BK, jEnd - j0), kt = at<T>(kn, j0 * d);
+        gemm<T>(qb, kt, S, bq, nb, d, d, d, BK, 0, 1, 0); // S = Q Kᵀ
+        gemm<T>(gob, at<T>(vn, j0 * dv), dP, bq, nb, dv, dv + 1, dv, BK, 0, 1, 0); // dP = dO Vᵀ
+        tileVjp<T>(S, dP, bq, nb, i0, j0, n, Tq, Tk, dv, y, gy, Dv, scale, mask, mdiv, mmod, mstride, mrow, causal, seedLo, seedHi, p);
+        gemm<T>(S, gob, at<T>(dvn, j0 * dv), nb, dv, bq, BK, dv + 1, dv, 1, 0, 1); // dV += (P∘Z)ᵀ dO
+        gemm<T>(dP, kt, dqb, bq, d, nb, BK, d, d, 0, 0, 1); // dQ += dS K
+        gemm<T>(dP, qb, at<T>(dkn, j0 * d), nb, d, bq, BK, d, d, 1, 0, 1); // dK += dSᵀ Q
+      }
     }
   }
 }

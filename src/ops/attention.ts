@@ -9,8 +9,8 @@ import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import type { Rule } from './rule.js';
 import { ranges, runPieces, thresholds } from '../wasm/split.js';
-import { threadCount } from '../wasm/threads.js';
-import { writeArgs } from '../wasm/module.js';
+import { threadCount, scratchOf } from '../wasm/threads.js';
+import { writeArgs, kernel } from '../wasm/module.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
 import { softmaxJ } from './nn.js';
@@ -36,8 +36,8 @@ export interface AttentionParams {
   readonly mask: MaskLayout | null;
 }
 
-/** Keys per kernel tile (assembly/attention.ts BK). */
-const BK = 64;
+/** Query rows per block and keys per tile (assembly/attention.ts BQ, BK). */
+const BQ = 64, BK = 64;
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
 
@@ -52,6 +52,8 @@ function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], wo
   const scratch = Tensor.empty([Math.max(1, per * pieces.length)], dtype);
   try {
     const base = scratch.ptr, b = BYTES[dtype];
+    const own = scratchOf(0); // the kernels' GEMMs pack into the calling thread's region (workers have theirs)
+    kernel('gemm_set_scratch')(own.ptr, own.bytes);
     // After every allocation: the block lives in the shared argument area.
     const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
     const rest = [g, p.scale, p.seed[0], p.seed[1], p.dropoutP];
@@ -66,7 +68,7 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
-    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), d * Tk + BK + dv, p);
+    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), BQ * BK + BQ * dv + 2 * BQ, p);
   } catch (e) {
     y.dispose();
     throw e;
@@ -81,7 +83,7 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   if (out.size === 0) return out;
   try {
     const o = out.ptr, ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
-    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), (d + dv) * Tk + 2 * BK, p);
+    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), 2 * BQ * BK + BQ, p);
   } catch (e) {
     out.dispose();
     throw e;
