@@ -24,8 +24,8 @@ import { uniform } from './counter';
 import { gemm_f32, gemm_f64 } from './matmul';
 
 /** Query rows per block and keys per tile: the BQ×BK score block stays in L1/L2 between its GEMMs. */
-const BQ = 64;
-const BK = 64;
+const BQ = 128;
+const BK = 128;
 
 /** e^v lane-wise: vmath's exp4 for f32, the musl scalar per lane for f64. */
 @inline function expv<T>(v: v128): v128 {

@@ -95,8 +95,8 @@ const CASES: Case[] = [
   { name: 'causal, square', q: [2, 6, 4], k: [2, 6, 4], v: [2, 6, 3], causal: true },
   { name: 'causal, Tq < Tk (top-left aligned)', q: [2, 4, 5], k: [2, 9, 5], v: [2, 9, 2], causal: true },
   { name: 'causal, Tq > Tk (rows past Tk see every key)', q: [1, 9, 3], k: [1, 4, 3], v: [1, 4, 3], causal: true },
-  { name: 'more keys than a tile (BK = 64), d = 17', q: [1, 3, 17], k: [1, 150, 17], v: [1, 150, 6], causal: false },
-  { name: 'causal over several tiles', q: [2, 130, 8], k: [2, 130, 8], v: [2, 130, 8], causal: true },
+  { name: 'more keys than a tile (BK = 128), d = 17', q: [1, 3, 17], k: [1, 300, 17], v: [1, 300, 6], causal: false },
+  { name: 'causal over several query blocks and key tiles', q: [1, 270, 8], k: [1, 270, 8], v: [1, 270, 8], causal: true },
   { name: 'k and v shared by every head (broadcast)', q: [2, 3, 4, 5], k: [2, 1, 6, 5], v: [1, 1, 6, 3] },
   { name: 'additive mask [Tq, Tk]', q: [2, 3, 4, 5], k: [2, 3, 6, 5], v: [2, 3, 6, 3], mask: [4, 6] },
   { name: 'mask per batch [B, 1, Tq, Tk]', q: [2, 3, 4, 5], k: [2, 3, 6, 5], v: [2, 3, 6, 3], mask: [2, 1, 4, 6] },
@@ -294,10 +294,10 @@ describe('scaledDotProductAttention: threads', () => {
   });
 
   const run = (dtype: DType): Tensor[] => {
-    const q = rn([2, 5, 33, 8], 1, dtype), k = rn([2, 5, 70, 8], 2, dtype), v = rn([2, 5, 70, 6], 3, dtype);
+    const q = rn([2, 3, 140, 8], 1, dtype), k = rn([2, 3, 150, 8], 2, dtype), v = rn([2, 3, 150, 6], 3, dtype); // several blocks and tiles
     for (const x of [q, k, v]) x.requiresGrad = true;
-    const y = A.scaledDotProductAttention(q, k, v, { causal: true, mask: rn([2, 1, 33, 70], 4, dtype), dropoutP: 0.2, seed: 9 });
-    A.sum(A.mul(y, rn([2, 5, 33, 6], 5, dtype))).backward();
+    const y = A.scaledDotProductAttention(q, k, v, { causal: true, mask: rn([2, 1, 140, 150], 4, dtype), dropoutP: 0.2, seed: 9 });
+    A.sum(A.mul(y, rn([2, 3, 140, 6], 5, dtype))).backward();
     return [y, q.grad!, k.grad!, v.grad!];
   };
   it.each(['float32', 'float64'] as DType[])('forward and backward give the same bytes with 1, 2 and 3 threads (%s)', async (dtype) => {

@@ -37,7 +37,7 @@ export interface AttentionParams {
 }
 
 /** Query rows per block and keys per tile (assembly/attention.ts BQ, BK). */
-const BQ = 64, BK = 64;
+const BQ = 128, BK = 128;
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
 
