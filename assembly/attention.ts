@@ -12,7 +12,7 @@
 // tril(ones(Tq, Tk))). Dropout keeps p_ij with probability 1 − p and scales it by 1/(1 − p), the
 // decision drawn from the counter generator at element (n·Tq + i)·Tk + j, so the backward
 // replays it exactly. A row with every key masked gives o = 0 and lse = −∞ (and no gradient).
-// Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (a threaded call
+// The seed comes last (compile() recomputes trailing arguments per call). Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (a threaded call
 // takes at most 24 arguments). Mask: additive [·, Tq or 1, Tk] rows; head n reads block
 // ⌊n / mdiv⌋ mod mmod (stride mstride), row i at i·mrow (mrow = 0: one row for every query);
 // mask = 0: none. Scratch (per call, aliasing nothing): forward BQ·BK + BQ·dv + 2·BQ elements,
@@ -123,7 +123,7 @@ const BK = 128;
 }
 
 @inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
-  scaled: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  scaled: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
   const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
@@ -175,12 +175,12 @@ const BK = 128;
 }
 /** y[n, i] = [softmax(scale·q kᵀ + mask)·v, lse] for heads [n0, n1); g: the geometry block; see the file comment. */
 export function attention_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
-  scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, seedLo, seedHi, p, scratch);
+  scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
+  attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
-  scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnFwd<f64>(q, k, v, mask, y, n0, n1, g, scale, seedLo, seedHi, p, scratch);
+  scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
+  attnFwd<f64>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 
 /**
@@ -210,7 +210,7 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
 }
 
 @inline function attnBwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dvv: usize,
-  n0: i32, n1: i32, g: usize, scaled: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
+  n0: i32, n1: i32, g: usize, scaled: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
   const mdiv = geo(g, 5), mmod = geo(g, 6), mstride = geo(g, 7), mrow = geo(g, 8);
   const scale = <T>scaled;
@@ -242,12 +242,12 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
  * (both packed [N, Tq, dv + 1]: output, lse); arguments otherwise as attention's.
  */
 export function attention_vjp_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
-  n0: i32, n1: i32, g: usize, scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, seedLo, seedHi, p, scratch);
+  n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
+  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_vjp_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
-  n0: i32, n1: i32, g: usize, scale: f64, seedLo: u32, seedHi: u32, p: f64, scratch: usize): void {
-  attnBwd<f64>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, seedLo, seedHi, p, scratch);
+  n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
+  attnBwd<f64>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 
 /** z[n, i, j] = the dropout factor attention applies to p_ij (1/(1 − p) or 0): for composed (higher-order) rules. */

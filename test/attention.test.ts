@@ -207,7 +207,7 @@ describe('attention primitives: gradcheck (float64), first and second order, wit
     { causal: false, dropoutP: 0 }, { causal: true, dropoutP: 0 }, { causal: false, dropoutP: 0.3 }, { causal: true, dropoutP: 0.4 },
   ])('causal $causal, dropout $dropoutP', ({ causal, dropoutP }) => {
     A.tidy(() => {
-      const p = { scale: 0.7, causal, dropoutP, seed: [5, 0] as const, lead: [N], mask: null };
+      const p = { scale: 0.7, causal, dropoutP, seed: { value: [5, 0] as const, draw: () => [5, 0] as const }, lead: [N], mask: null };
       const q = rn([N, T, d], 1), k = rn([N, S, d], 2), v = rn([N, S, dv], 3), gy = rn([N, T, dv + 1], 4);
       // attention's packed [output, lse] against differences (both columns have cotangents here).
       gradcheckScaled((q, k, v) => A.sum(A.mul(apply('attention', [q, k, v], p), gy)), [q, k, v], 1e-8);

@@ -6,7 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { seedOf, zeros } from '../ops/create.js';
 import { add, sub, log, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
-import { scaledDotProductAttention } from '../ops/attention-api.js';
+import { attentionDrawn } from '../ops/attention-api.js';
 import { dense } from '../ops/dense.js';
 import { replayable } from '../tensor/replay.js';
 import { kernel } from '../wasm/module.js';
@@ -110,9 +110,8 @@ export class MultiheadAttention extends Module {
       const [Q, K, V] = this.project(q3, k3, v3, query === k && k === v);
       const heads = (t: Tensor) => transpose(reshape(t, [B, t.shape[1], this.numHeads, this.headDim]), [0, 2, 1, 3]);
       const p = this.training ? this.dropout : 0;
-      const o = scaledDotProductAttention(heads(Q), heads(K), heads(V), {
-        causal: opts.isCausal === true, mask: this.mask(opts.attnMask, B, Tq, Tk), dropoutP: p, seed: p > 0 ? this.seeds.next() : undefined,
-      });
+      const o = attentionDrawn(heads(Q), heads(K), heads(V), { causal: opts.isCausal === true, mask: this.mask(opts.attnMask, B, Tq, Tk), dropoutP: p },
+        () => this.seeds.next()); // drawn per forward pass (and per replay of a compiled step)
       const y = this.out_proj.forward(reshape(transpose(o, [0, 2, 1, 3]), [B, Tq, this.embedDim]));
       if (query.shape.length === 2) return reshape(y, [Tq, this.embedDim]);
       return this.batchFirst ? y : transpose(y, [1, 0, 2]);

@@ -98,11 +98,20 @@ function checkOptions(o: AttentionOptions): void {
  * primitive: memory O(T·d) both ways. A query row whose every key is masked gives zeros.
  */
 export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
+  return attentionDrawn(q, k, v, opts, () => opts.seed);
+}
+
+/**
+ * scaledDotProductAttention with the dropout seed from draw() (undefined: the next automatic
+ * seed), called once per forward pass, again on every replay of a compiled step (nn modules
+ * pass their per-call counter).
+ */
+export function attentionDrawn(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions, draw: () => number | undefined): Tensor {
   const lead = checkOperands(q, k, v);
   checkOptions(opts);
   const Tq = q.shape[q.shape.length - 2], Tk = k.shape[k.shape.length - 2], d = q.shape[q.shape.length - 1], dv = v.shape[v.shape.length - 1];
   const dropoutP = opts.dropoutP ?? 0;
-  const seed = dropoutP > 0 ? seedOf(opts.seed, OP) : ([0, 0] as const);
+  const seed = { value: [0, 0] as const, draw: () => seedOf(draw(), OP) };
   const scale = opts.scale ?? 1 / kernel('sqrt_scalar')(d);
   return composite(() => {
     const prepared = opts.mask == null ? null : prepareMask(opts.mask, q, lead, Tq, Tk);

@@ -11,6 +11,7 @@ import type { Rule } from './rule.js';
 import { ranges, runPieces, thresholds } from '../wasm/split.js';
 import { threadCount, scratchOf } from '../wasm/threads.js';
 import { writeArgs, kernel } from '../wasm/module.js';
+import { perCall } from '../wasm/hooks.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
 import { softmaxJ } from './nn.js';
@@ -24,12 +25,22 @@ export interface MaskLayout {
   readonly row: number;
 }
 
+/**
+ * The dropout seed of one attention call: the forward launch draws it (draw(), as a per-call
+ * argument, so a compiled step draws a new one on every replay, as eager mode does) and keeps it
+ * in `value` for the backward launch and the composed rules, which must replay the same mask.
+ */
+export interface SeedCell {
+  value: readonly [number, number];
+  readonly draw: () => readonly [number, number];
+}
+
 export interface AttentionParams {
   readonly scale: number;
   readonly causal: boolean;
-  /** Dropout probability on the attention weights (0: none) and its seed [lo, hi]. */
+  /** Dropout probability on the attention weights (0: none) and its seed. */
   readonly dropoutP: number;
-  readonly seed: readonly [number, number];
+  readonly seed: SeedCell;
   /** The leading axes the caller flattened into N (the mask broadcasts against [...lead, Tq, Tk]). */
   readonly lead: readonly number[];
   /** How the kernels read the mask input (null: no mask input). */
@@ -43,10 +54,10 @@ const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[
 
 /**
  * Runs kernel `name` over heads [0, N), cut across threads when large, each piece with its own
- * scratch of `per` elements; `ptrs` precede the head range, then the geometry block, scale, seed,
- * dropout probability and the scratch pointer.
+ * scratch of `per` elements; `ptrs` precede the head range, then the geometry block, scale,
+ * dropout probability, the scratch pointer and the seed (drawn here by the forward: `draw`).
  */
-function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], work: number, per: number, p: AttentionParams): void {
+function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], work: number, per: number, p: AttentionParams, draw: boolean): void {
   const [q, k, v] = xs, dtype = q.dtype, N = q.shape[0], m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
   const pieces = threadCount() === 1 || work < thresholds.gemm ? [[0, N] as [number, number]] : ranges(N, threadCount(), 1);
   const scratch = Tensor.empty([Math.max(1, per * pieces.length)], dtype);
@@ -56,8 +67,8 @@ function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], wo
     kernel('gemm_set_scratch')(own.ptr, own.bytes);
     // After every allocation: the block lives in the shared argument area.
     const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
-    const rest = [g, p.scale, p.seed[0], p.seed[1], p.dropoutP];
-    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => [...ptrs, n0, n1, ...rest, base + i * per * b]));
+    const seed = p.dropoutP === 0 ? [0, 0] : perCall(() => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)]); // the last arguments
+    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => [...ptrs, n0, n1, g, p.scale, p.dropoutP, base + i * per * b, ...seed]));
   } finally {
     scratch.dispose();
   }
@@ -68,7 +79,7 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
-    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), BQ * BK + BQ * dv + 2 * BQ, p);
+    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), BQ * BK + BQ * dv + 2 * BQ, p, true);
   } catch (e) {
     y.dispose();
     throw e;
@@ -83,7 +94,7 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   if (out.size === 0) return out;
   try {
     const o = out.ptr, ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
-    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), 2 * BQ * BK + BQ, p);
+    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), 2 * BQ * BK + BQ, p, false);
   } catch (e) {
     out.dispose();
     throw e;
@@ -110,7 +121,7 @@ function causalBias(Tq: number, Tk: number, dtype: DType): Tensor {
 function dropFactors(N: number, Tq: number, Tk: number, dtype: DType, p: AttentionParams): Tensor | null {
   if (p.dropoutP === 0) return null;
   const z = Tensor.empty([N, Tq, Tk], dtype);
-  if (z.size > 0) runPieces(`attention_dropout_${SUFFIX[dtype]}`, [[z.ptr, 0, N, Tq, Tk, p.seed[0], p.seed[1], p.dropoutP]]);
+  if (z.size > 0) runPieces(`attention_dropout_${SUFFIX[dtype]}`, [[z.ptr, 0, N, Tq, Tk, p.seed.value[0], p.seed.value[1], p.dropoutP]]);
   return z;
 }
 
