@@ -155,12 +155,14 @@ describe('gradcheck through time (float64)', () => {
 describe('PyTorch parity (test/fixtures/torch)', () => {
   const cases = ['lstm', 'gru'].flatMap((k) => ['l1', 'l2'].flatMap((l) => ['seq', 'bf'].flatMap((b) => [`${k}_${l}_${b}`, `${k}_${l}_${b}_h0`])))
     .concat(['lstmcell', 'lstmcell_noh0', 'grucell', 'grucell_noh0']);
-  it.each(cases)('%s', (name) => {
-    if (!hasFixture(name)) return; // fixtures not generated in this checkout
-    for (const [dtype, tol] of [['float64', 1e-10], ['float32', 1e-5]] as const) {
-      for (const [k, e] of Object.entries(checkFixture(name, dtype))) expect(e, `${dtype} ${k}`).toBeLessThan(tol);
-    }
-  });
+  for (const name of cases) {
+    it(name, (ctx) => {
+      if (!hasFixture(name)) return ctx.skip(); // fixtures not generated in this checkout
+      for (const [dtype, tol] of [['float64', 1e-10], ['float32', 1e-5]] as const) {
+        for (const [k, e] of Object.entries(checkFixture(name, dtype))) expect(e, `${dtype} ${k}`).toBeLessThan(tol);
+      }
+    });
+  }
 });
 
 describe('names, init and bad input', () => {
