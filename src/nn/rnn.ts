@@ -1,10 +1,10 @@
 // Recurrent layers with PyTorch's parameter names, gate order and init: nn.LSTMCell, nn.GRUCell,
 // nn.LSTM and nn.GRU (multi-layer, batchFirst, initial state). Weights are
 // weight_ih [G·H, in], weight_hh [G·H, H], bias_ih, bias_hh [G·H] with G = 4 gates (i, f, g, o)
-// for the LSTM and 3 (r, z, n) for the GRU, all drawn from U(−1/√H, 1/√H). A sequence runs as
-// one GEMM for every step's input projection, then per step one GEMM with W_hh and one fused
-// gate primitive (src/ops/rnn.ts): backpropagation through time is many small kernels, so
-// each step is kept to those few launches.
+// for the LSTM and 3 (r, z, n) for the GRU, all drawn from U(−1/√H, 1/√H). Each step is two
+// GEMMs (with W_ih and W_hh, biases in their epilogues) and one fused gate primitive
+// (src/ops/rnn.ts): backpropagation through time is many small kernels, so each step is kept to
+// those few launches, and every tensor a step reads is its own (no slices of the whole sequence).
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -147,20 +147,23 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
     };
     const h0 = init(0, 'h0'), c0 = this.kind === 'LSTM' ? init(1, 'c0') : null;
     const layerState = (s: Tensor | null, l: number) => (s === null ? zeros([B, H], { dtype: this.dtype }) : reshape(slice(s, [l, 0, 0], [1, B, H]), [B, H]));
-    let seq = x3;
+    // Each step's input as its own tensor: slices of x for the first layer, then the previous
+    // layer's step outputs themselves. (Slicing one [T, B, ·] tensor per step would send a
+    // full-size zero-padded adjoint back from every step: quadratic in T.)
+    let inputs = Array.from({ length: T }, (_, t) => reshape(slice(x3, [t, 0, 0], [1, B, x3.shape[2]]), [B, x3.shape[2]]));
     const hN: Tensor[] = [], cN: Tensor[] = [];
     this.layers.forEach((p, l) => {
-      const xg = reshape(linear(reshape(seq, [T * B, seq.shape[2]]), p.wih, p.bih), [T, B, -1]); // every step's input projection: one GEMM
       let h = layerState(h0, l), c = this.kind === 'LSTM' ? layerState(c0, l) : null;
       const outs: Tensor[] = [];
       for (let t = 0; t < T; t++) {
-        [h, c] = step(this.kind, p, reshape(slice(xg, [t, 0, 0], [1, B, xg.shape[2]]), [B, -1]), h, c);
+        [h, c] = step(this.kind, p, linear(inputs[t], p.wih, p.bih), h, c);
         outs.push(h);
       }
-      seq = T === 0 ? zeros([0, B, H], { dtype: this.dtype }) : reshape(concat(outs, 0), [T, B, H]);
+      inputs = outs;
       hN.push(h);
       if (c !== null) cN.push(c);
     });
+    const seq = T === 0 ? zeros([0, B, H], { dtype: this.dtype }) : reshape(concat(inputs, 0), [T, B, H]);
     const y = unbatched ? reshape(seq, [T, H]) : this.batchFirst ? transpose(seq, [1, 0, 2]) : seq;
     const stack = (ts: Tensor[]) => reshape(concat(ts, 0), unbatched ? [L, H] : [L, B, H]);
     return this.kind === 'LSTM' ? [y, stack(hN), stack(cN)] : [y, stack(hN)];

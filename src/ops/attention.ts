@@ -30,7 +30,7 @@ export interface MaskLayout {
  * argument, so a compiled step draws a new one on every replay, as eager mode does) and keeps it
  * in `value` for the backward launch and the composed rules, which must replay the same mask.
  */
-export interface SeedCell {
+interface SeedCell {
   value: readonly [number, number];
   readonly draw: () => readonly [number, number];
 }
@@ -103,7 +103,7 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
 }
 
 /** Splits attentionGrad's flat result into dq, dk, dv. */
-export function unpackGrads(g: Tensor, q: readonly number[], k: readonly number[], v: readonly number[]): [Tensor, Tensor, Tensor] {
+function unpackGrads(g: Tensor, q: readonly number[], k: readonly number[], v: readonly number[]): [Tensor, Tensor, Tensor] {
   const nq = q.reduce((a, b) => a * b, 1), nk = k.reduce((a, b) => a * b, 1), nv = v.reduce((a, b) => a * b, 1);
   return [reshape(slice(g, [0], [nq]), q), reshape(slice(g, [nq], [nk]), k), reshape(slice(g, [nq + nk], [nv]), v)];
 }
