@@ -7,7 +7,7 @@ export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, typ
 export { tidy, keep, memory, resetPeak, type MemoryInfo } from './tensor/memory.js';
 export {
   add, sub, mul, div, pow, maximum, minimum,
-  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp,
+  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp, erf, type GeluOptions,
   sum, mean, max, logsumexp,
   reshape, transpose, broadcastTo, concat, slice, gather,
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,
@@ -18,7 +18,8 @@ export { scaledDotProductAttention, type AttentionOptions } from './ops/attentio
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
-export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
+export { checkpoint } from './autodiff/checkpoint.js';
+export type { CheckpointPlan } from './autodiff/segments.js';
 export { detectAnomaly, withAnomalyDetection } from './ops/anomaly.js';
 export { compile, type Compiled, type CompileOptions, type CompileStats } from './compile/compile.js';
 export * as nn from './nn/index.js';

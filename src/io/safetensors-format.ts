@@ -6,7 +6,7 @@
  */
 import { ArgumentError, DtypeError, FormatError, ShapeError } from '../errors.js';
 
-export type SafetensorsDtype = 'F32' | 'F64';
+type SafetensorsDtype = 'F32' | 'F64';
 
 export interface SafetensorsEntry {
   name: string;

@@ -74,7 +74,8 @@ export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
 export const ge = (a: TensorLike, b: TensorLike): Tensor => binary('ge', a, b);
 export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
 
-type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip';
+/** The parameter-free unary primitives (rows in elementwise.ts; a name without a row does not compile). */
+type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip' | 'erf';
 const unary = (op: Unary) => (x: Tensor): Tensor => apply(op, [tensorArg(op, x, 'x')], {});
 
 export const neg = unary('neg');
@@ -91,6 +92,7 @@ export const relu = unary('relu');
 export const softplus = unary('softplus');
 export const sign = unary('sign');
 export const recip = unary('recip');
+export const erf = unary('erf');
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
   tensorArg('leakyRelu', x, 'x');
   if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${slope}`);

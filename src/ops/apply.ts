@@ -13,12 +13,12 @@ import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
 
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
-let inputObserver: ((xs: readonly Tensor[]) => void) | null = null;
+let inputObserver: ((xs: readonly Tensor[], prim: Prim) => void) | null = null;
 
-/** Runs fn with `observe` called on the inputs of every primitive fn runs (outer observers see them too). */
-export function observingInputs<T>(observe: (xs: readonly Tensor[]) => void, fn: () => T): T {
+/** Runs fn with `observe` called on the inputs (and name) of every primitive fn runs (outer observers see them too). */
+export function observingInputs<T>(observe: (xs: readonly Tensor[], prim: Prim) => void, fn: () => T): T {
   const prev = inputObserver;
-  inputObserver = prev === null ? observe : (xs) => (observe(xs), prev(xs));
+  inputObserver = prev === null ? observe : (xs, prim) => (observe(xs, prim), prev(xs, prim));
   try {
     return fn();
   } finally {
@@ -28,7 +28,7 @@ export function observingInputs<T>(observe: (xs: readonly Tensor[]) => void, fn:
 
 export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsOf<K>): Tensor {
   for (let i = 0; i < xs.length; i++) xs[i].check(name);
-  if (inputObserver !== null) inputObserver(xs);
+  if (inputObserver !== null) inputObserver(xs, name);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
   let y: Tensor;
   Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)

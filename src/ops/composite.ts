@@ -8,7 +8,7 @@ import { filled, sizeOf } from './launch.js';
 import { apply } from './apply.js';
 import { derive } from '../wasm/hooks.js';
 import {
-  add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
+  add, sub, mul, div, exp, log, square, tanh, erf, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
 } from './api.js';
 
@@ -140,11 +140,26 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
 
 const SQRT_2_OVER_PI = 0.7978845608028654;
 
-/** GELU, tanh approximation: ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
-export function gelu(x: Tensor): Tensor {
+export interface GeluOptions {
+  /** 'tanh' (default): ½x(1 + tanh(√(2/π)(x + 0.044715x³))); 'none': the exact ½x(1 + erf(x/√2)), as PyTorch. */
+  approximate?: 'tanh' | 'none';
+}
+
+/** GELU, by default the tanh approximation; `{ approximate: 'none' }` is the exact erf form. */
+export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
   tensorArg('gelu', x, 'x');
+  const approximate = geluApproximation('gelu', options);
   return composite(() => {
+    if (approximate === 'none') return mul(mul(x, 0.5), add(erf(mul(x, Math.SQRT1_2)), 1));
     const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
     return mul(mul(x, 0.5), add(tanh(inner), 1));
   });
+}
+
+/** The checked `approximate` option of gelu and nn.GELU. */
+export function geluApproximation(op: string, options: GeluOptions): 'tanh' | 'none' {
+  if (options === null || typeof options !== 'object') throw new ArgumentError(`${op}: options must be an object such as { approximate: 'none' }, got ${options === null ? 'null' : typeof options}`);
+  const a = options.approximate ?? 'tanh';
+  if (a !== 'tanh' && a !== 'none') throw new ArgumentError(`${op}: approximate must be 'tanh' or 'none', got ${JSON.stringify(a)}`);
+  return a;
 }

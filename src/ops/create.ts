@@ -125,5 +125,3 @@ function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], op
 export const randn = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_normal', shape, opts, 0, 1);
 /** Uniform samples in [0, 1). */
 export const rand = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, 0, 1);
-/** Uniform samples in [lo, hi) (layer initialisation). */
-export const uniform = (shape: readonly number[], lo: number, hi: number, opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, lo, hi);

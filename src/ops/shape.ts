@@ -13,7 +13,7 @@ import { linearJvp } from './linear.js';
 
 const NONE = { inputs: [], output: false } as const;
 
-export const invertPerm = (perm: readonly number[]): number[] => {
+const invertPerm = (perm: readonly number[]): number[] => {
   const inv = new Array<number>(perm.length);
   perm.forEach((p, i) => (inv[p] = i));
   return inv;

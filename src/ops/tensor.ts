@@ -4,13 +4,14 @@
 // `instanceof Tensor` holds for all of them.
 import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
+import type { Node } from './node.js';
 import * as ops from './api.js';
 import { backward } from './backward.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
 
-export class Tensor extends TensorBase<Tensor> {
+export class Tensor extends TensorBase<Tensor, Node> {
   private constructor(shape: readonly number[], dtype: DType, storage: Storage, size?: number) {
     super(shape, dtype, storage, size);
   }
@@ -60,7 +61,8 @@ export class Tensor extends TensorBase<Tensor> {
   relu(): Tensor { return ops.relu(this); }
   softplus(): Tensor { return ops.softplus(this); }
   leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
-  gelu(): Tensor { return ops.gelu(this); }
+  gelu(options?: ops.GeluOptions): Tensor { return ops.gelu(this, options); }
+  erf(): Tensor { return ops.erf(this); }
   clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
 
   sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }

@@ -4,7 +4,6 @@
 // tensor. The op methods (x.add(y), x.backward()) are in the class built on this one,
 // `Tensor` in src/ops/tensor.ts: this layer knows no ops.
 import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
-import type { Node } from '../ops/node.js';
 import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
@@ -116,7 +115,7 @@ let nextId = 1;
 /** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
 export const nextTensorId = (): number => nextId;
 
-export function sizeOfShape(shape: readonly number[]): number {
+function sizeOfShape(shape: readonly number[]): number {
   let n = 1;
   for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
@@ -130,16 +129,23 @@ export function emptyStorage(shape: readonly number[], dtype: DType): [readonly 
   return [own, new Storage(runtime().arena.alloc(bytes), bytes), n];
 }
 
+/** What a tensor holds of the recorded op that produced it (src/ops/node.ts): a reference. */
+export interface TapeNode {
+  hold(): void;
+  drop(): void;
+}
+
 /**
  * Everything a tensor is apart from its ops. `T` is the class built on it (src/ops/tensor.ts),
- * which every handle is an instance of: views, gradients and tangents are `T`s too.
+ * which every handle is an instance of: views, gradients and tangents are `T`s too; `N` is the
+ * node type of the tape that class records.
  */
-export abstract class TensorBase<T extends TensorBase<T>> {
+export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode = TapeNode> {
   readonly id = nextId++;
   readonly size: number;
   requiresGrad = false;
   grad: T | null = null;
-  private nodeRef: Node | null = null;
+  private nodeRef: N | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
   tangent: T | null = null;
   private isDisposed = false;
@@ -178,10 +184,10 @@ export abstract class TensorBase<T extends TensorBase<T>> {
    * The recorded op that produced this tensor (null for leaves and untracked results). A live
    * handle holds a reference on its node; the node survives dispose() for consumers' backward.
    */
-  get node(): Node | null {
+  get node(): N | null {
     return this.nodeRef;
   }
-  set node(n: Node | null) {
+  set node(n: N | null) {
     if (!this.isDisposed) {
       n?.hold();
       this.nodeRef?.drop();
@@ -246,6 +252,6 @@ export abstract class TensorBase<T extends TensorBase<T>> {
 }
 
 /** Whether `v` is a tensor handle (every one is an instance of the class built on TensorBase). */
-export function isTensorHandle(v: unknown): v is TensorBase<never> {
+export function isTensorHandle(v: unknown): v is TensorBase<never, TapeNode> {
   return v instanceof TensorBase;
 }
