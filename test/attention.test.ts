@@ -10,7 +10,8 @@ import type { Tensor, DType } from '../src/index.js';
 import { apply } from '../src/ops/apply.js';
 import { thresholds } from '../src/wasm/split.js';
 import { kernel } from '../src/wasm/module.js';
-import { busy, threadCount, threadStats } from '../src/wasm/threads.js';
+import { threadCount } from '../src/wasm/threads.js';
+import { busy, threadStats } from '../src/wasm/congestion.js';
 
 // Shared memory from the start (the thread test resizes the pool), then one thread until that test.
 beforeAll(async () => {

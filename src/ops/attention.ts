@@ -9,12 +9,12 @@ import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX, type DType } from '../tensor/dtype.js';
 import type { Rule } from './rule.js';
 import { ranges, runPieces, thresholds } from '../wasm/split.js';
-import { threadCount, scratchOf } from '../wasm/threads.js';
+import { threadCount } from '../wasm/threads.js';
+import { scratchOf } from '../wasm/scratch.js';
 import { writeArgs, kernel } from '../wasm/module.js';
 import { perCall } from '../wasm/hooks.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
-import { softmaxJ } from './nn.js';
 import { add, sub, mul, sum, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
 
 /** Where a head n reads its mask rows: block ⌊n / div⌋ mod mod, `stride` elements apart; rows `row` apart (0: one row). */
@@ -134,6 +134,8 @@ function probs(q: Tensor, k: Tensor, mask: Tensor | undefined, p: AttentionParam
 }
 
 const rowsum = (t: Tensor): Tensor => sum(t, [2], true);
+/** y ⊙ (v − Σ_last v ⊙ y): the (symmetric) softmax Jacobian at y applied to v. */
+const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
 /** S + mask (broadcast against [...lead, Tq, Tk]) as [N, Tq, Tk]; S itself without a mask. */
 function withMask(S: Tensor, mask: Tensor | null | undefined, p: AttentionParams): Tensor {
   if (mask == null) return S;
