@@ -159,6 +159,7 @@ export class MultiheadAttention extends Module {
 export interface TransformerEncoderLayerOptions {
   dimFeedforward?: number;
   dropout?: number;
+  /** 'gelu' is PyTorch's: the exact erf form. */
   activation?: 'relu' | 'gelu';
   layerNormEps?: number;
   /** Pre-LayerNorm blocks (x + f(norm(x))) instead of post (norm(x + f(x))). */
@@ -213,7 +214,7 @@ export class TransformerEncoderLayer extends Module {
       const sa = (x: Tensor) => this.drop1.forward(this.self_attn.forward(x, x, x, { attnMask: opts.mask, isCausal: opts.isCausal }));
       const ffn = (x: Tensor) => {
         const h = this.linear1.forward(x);
-        return this.drop2.forward(this.linear2.forward(this.drop.forward(this.activation === 'relu' ? relu(h) : geluExact(h))));
+        return this.drop2.forward(this.linear2.forward(this.drop.forward(this.activation === 'relu' ? relu(h) : gelu(h, { approximate: 'none' }))));
       };
       if (this.normFirst) {
         const x = add(src, sa(this.norm1.forward(src)));
@@ -223,9 +224,4 @@ export class TransformerEncoderLayer extends Module {
       return this.norm2.forward(add(x, ffn(x)));
     });
   }
-}
-
-/** PyTorch's activation='gelu' is the exact erf form; gelu(x, { approximate: 'none' }) where the op offers it. */
-function geluExact(x: Tensor): Tensor {
-  return (gelu as (x: Tensor, o?: { approximate: 'none' }) => Tensor)(x, { approximate: 'none' });
 }
