@@ -7,6 +7,7 @@ import * as R from './ref.js';
 import type { Nd } from './ref.js';
 import { dense } from '../src/ops/dense.js';
 import { lstmCell, gruCell } from '../src/ops/rnn.js';
+import { SEQ_SPECS } from './seq-specs.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
 export function rng(seed: number): () => number {
@@ -181,6 +182,8 @@ export const SPECS: OpSpec[] = [
   // Fused recurrent cells (src/ops/rnn.ts: nn.LSTM's and nn.GRU's step), H = 3
   op('lstmCell', [[2, 12], [2, 12], [2, 3]], (xg, hg, c) => A.concat(lstmCell(xg, hg, c), 1), refLstmCell, [SOFT]),
   op('gruCell', [[2, 9], [2, 9], [2, 3]], gruCell, refGruCell, [SOFT]),
+  // Sequence-model ops (test/seq-specs.ts)
+  ...SEQ_SPECS,
 ];
 
 /** Input values of a row (one flat array per input), reproducible from the row's name and a salt. */

@@ -11,6 +11,7 @@ import { broadcastTo } from './api.js';
 import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
+import { intArithmetic } from '../tensor/dtype.js';
 
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
 let inputObserver: ((xs: readonly Tensor[], prim: Prim) => void) | null = null;
@@ -30,6 +31,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   for (let i = 0; i < xs.length; i++) xs[i].check(name);
   if (inputObserver !== null) inputObserver(xs, name);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
+  if (rule.int32 !== true) for (let i = 0; i < xs.length; i++) if (xs[i].dtype === 'int32') throw intArithmetic(name, xs[i].shape);
   let y: Tensor;
   Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
   try {
@@ -39,6 +41,8 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   } finally {
     Storage.reading--;
   }
+  // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
+  if (y.dtype === 'int32') return y;
   if (modes.anomaly) checkFinite(name, y, xs);
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
   if (modes.record && anyRequiresGrad(xs)) {

@@ -11,8 +11,10 @@ import { convRules } from './conv.js';
 import { denseRules } from './dense.js';
 import { attentionRules } from './attention.js';
 import { rnnRules } from './rnn.js';
+import { selectRules } from './select.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules, ...attentionRules, ...rnnRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules,
+  ...selectRules, ...attentionRules, ...rnnRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;
