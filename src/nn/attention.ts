@@ -38,16 +38,21 @@ class Seeds {
   }
 }
 
+/** Options for {@link MultiheadAttention} (PyTorch's arguments in camelCase). */
 export interface MultiheadAttentionOptions {
+  /** Whether the input and output projections have biases; default true. */
   bias?: boolean;
   /** Dropout on the attention weights (training mode only). */
   dropout?: number;
   /** Inputs [B, T, E] (true, the default here) or [T, B, E] (PyTorch's default). */
   batchFirst?: boolean;
+  /** Parameter dtype; default `'float32'`. */
   dtype?: DType;
+  /** Seed of the initialisation and of the dropout masks. */
   seed?: number;
 }
 
+/** Options of {@link MultiheadAttention.forward}. */
 export interface AttentionForwardOptions {
   /** Query i attends to keys j ≤ i. */
   isCausal?: boolean;
@@ -156,23 +161,33 @@ export class MultiheadAttention extends Module {
   }
 }
 
+/** Options for {@link TransformerEncoderLayer} (PyTorch's arguments in camelCase). */
 export interface TransformerEncoderLayerOptions {
+  /** Width of the feed-forward block; default 2048. */
   dimFeedforward?: number;
+  /** Dropout probability (attention weights, feed-forward, residuals); default 0.1. */
   dropout?: number;
   /** 'gelu' is PyTorch's: the exact erf form. */
   activation?: 'relu' | 'gelu';
+  /** The LayerNorms' eps; default 1e-5. */
   layerNormEps?: number;
   /** Pre-LayerNorm blocks (x + f(norm(x))) instead of post (norm(x + f(x))). */
   normFirst?: boolean;
+  /** Inputs `[B, T, E]` (true, the default here) or `[T, B, E]`. */
   batchFirst?: boolean;
+  /** Whether the linear layers and LayerNorms have biases; default true. */
   bias?: boolean;
+  /** Parameter dtype; default `'float32'`. */
   dtype?: DType;
+  /** Seed of the initialisation and of the dropout masks. */
   seed?: number;
 }
 
+/** Options of {@link TransformerEncoderLayer.forward}. */
 export interface EncoderForwardOptions {
   /** Additive (float) or PyTorch-boolean (int32, 1 = masked) [T, T] or [B·nhead, T, T] mask. */
   mask?: Tensor | null;
+  /** Each position attends only to itself and earlier ones. */
   isCausal?: boolean;
 }
 

@@ -3,6 +3,7 @@
 import { ArgumentError } from '../errors.js';
 import { Module } from './module.js';
 
+/** An indexable list of submodules registered as `0`, `1`, … (PyTorch's `nn.ModuleList`), with no forward of its own: the owner decides how to run them. */
 export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Module<never> {
   private readonly items: M[] = [];
 

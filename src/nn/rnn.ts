@@ -15,12 +15,17 @@ import { Module } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { linear } from './attention.js';
 
+/** Options for {@link LSTM} and {@link GRU} (PyTorch's arguments in camelCase). */
 export interface RNNOptions {
+  /** Stacked layers; default 1. */
   numLayers?: number;
+  /** Whether each layer has the biases `bias_ih_l*` and `bias_hh_l*`; default true. */
   bias?: boolean;
   /** x is [B, T, in] (true) or [T, B, in] (false, the default, as PyTorch). */
   batchFirst?: boolean;
+  /** Parameter dtype; default `'float32'`. */
   dtype?: DType;
+  /** Seed of the initialisation U(−1/√hidden, 1/√hidden). */
   seed?: number;
 }
 

@@ -11,6 +11,7 @@ import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
 
+/** Options for {@link scaledDotProductAttention} (PyTorch's `F.scaled_dot_product_attention` arguments in camelCase). */
 export interface AttentionOptions {
   /** Each query i attends to keys j ≤ i (PyTorch's is_causal: top-left aligned when Tq ≠ Tk). */
   causal?: boolean;
@@ -23,6 +24,7 @@ export interface AttentionOptions {
   scale?: number;
   /** Dropout on the attention weights, replayed exactly by the backward pass. */
   dropoutP?: number;
+  /** Seed of the dropout mask; omitted, the next of a fixed sequence. */
   seed?: number;
 }
 

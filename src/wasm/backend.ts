@@ -3,6 +3,7 @@ import { runtime } from './module.js';
 import { hasRelaxedSimd } from './relaxed.js';
 import { poolSize } from './pool.js';
 
+/** What {@link backend} reports: the kernel build in use, whether relaxed SIMD is available, and the thread count. */
 export interface BackendInfo {
   /** 'relaxed': the relaxed-SIMD kernels (init({ relaxedSimd: true }) on an engine that has relaxed SIMD); 'default': the bit-identical ones. */
   kernels: 'default' | 'relaxed';
