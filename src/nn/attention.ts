@@ -67,15 +67,27 @@ const isOptions = (v: unknown): boolean => v !== null && typeof v === 'object' &
 
 /** nn.MultiheadAttention: in_proj_weight [3E, E] (xavier_uniform), in_proj_bias zeros, out_proj a Linear with zero bias. */
 export class MultiheadAttention extends Module {
+  /** `embedDim / numHeads`, the width of each head. */
   readonly headDim: number;
+  /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
+  /** Inputs are `[B, T, E]` (true) or `[T, B, E]` (false). */
   readonly batchFirst: boolean;
+  /** Dropout probability on the attention weights (training mode only). */
   readonly dropout: number;
+  /** The packed q, k, v projections, shape `[3·embedDim, embedDim]` (PyTorch's name and layout). */
   readonly in_proj_weight: Tensor;
+  /** Their biases, shape `[3·embedDim]`, or null when built with `bias: false`. */
   readonly in_proj_bias: Tensor | null;
+  /** The output projection `embedDim → embedDim`. */
   readonly out_proj: Linear;
   private readonly seeds: Seeds;
 
+  /**
+   * @param embedDim - Width of the model (the inputs' last axis).
+   * @param numHeads - Number of heads; must divide `embedDim`.
+   * @param opts - `bias`, `dropout`, `batchFirst`, `dtype`, `seed`.
+   */
   constructor(readonly embedDim: number, readonly numHeads: number, opts: MultiheadAttentionOptions = {}) {
     super();
     count('MultiheadAttention', 'embedDim', embedDim);
@@ -193,15 +205,22 @@ export interface EncoderForwardOptions {
 
 /** nn.TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2 (PyTorch's names). */
 export class TransformerEncoderLayer extends Module {
+  /** The self-attention block. */
   readonly self_attn: MultiheadAttention;
+  /** The feed-forward block's first layer, `dModel → dimFeedforward`. */
   readonly linear1: Linear;
+  /** The feed-forward block's second layer, `dimFeedforward → dModel`. */
   readonly linear2: Linear;
+  /** The LayerNorm around the attention block. */
   readonly norm1: LayerNorm;
+  /** The LayerNorm around the feed-forward block. */
   readonly norm2: LayerNorm;
   private readonly drop: Dropout;
   private readonly drop1: Dropout;
   private readonly drop2: Dropout;
+  /** Pre-LayerNorm (true) or post-LayerNorm (false, PyTorch's default) blocks. */
   readonly normFirst: boolean;
+  /** The feed-forward block's activation. */
   readonly activation: 'relu' | 'gelu';
 
   constructor(dModel: number, nhead: number, opts: TransformerEncoderLayerOptions = {}) {

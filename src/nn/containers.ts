@@ -12,6 +12,7 @@ export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Mod
     for (const m of modules) this.append(m);
   }
 
+  /** The number of modules. */
   get length(): number {
     return this.items.length;
   }
@@ -23,6 +24,7 @@ export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Mod
     return this.items[j];
   }
 
+  /** Adds `m` at the end, registered under the next index; returns this. */
   append(m: M): this {
     if (!(m instanceof Module)) throw new ArgumentError(`ModuleList: item ${this.items.length} must be a Module, got ${typeof m}`);
     this.registerModule(String(this.items.length), m);
@@ -30,6 +32,7 @@ export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Mod
     return this;
   }
 
+  /** The modules, in order. */
   [Symbol.iterator](): Iterator<M> {
     return this.items[Symbol.iterator]();
   }

@@ -29,9 +29,11 @@ export interface RNNOptions {
   seed?: number;
 }
 
+/** Which recurrent cell a layer stack runs. */
 type Kind = 'LSTM' | 'GRU';
 const GATES: Record<Kind, number> = { LSTM: 4, GRU: 3 };
 
+/** One layer's weights and biases (PyTorch's `weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`). */
 interface LayerParams { wih: Tensor; whh: Tensor; bih: Tensor | null; bhh: Tensor | null }
 
 /** Registers one layer's four tensors under PyTorch's names (suffix '' for cells, '_l0', '_l1', … for layers). */
@@ -43,6 +45,7 @@ function registerLayer(m: RecurrentBase<unknown>, rng: Stream, inF: number, H: n
 }
 
 abstract class RecurrentBase<Out> extends Module<Out> {
+  /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
   constructor(op: string, dtype: DType | undefined) {
     super();
@@ -82,6 +85,11 @@ function step(kind: Kind, p: LayerParams, xg: Tensor, h: Tensor, c: Tensor | nul
 /** nn.LSTMCell: forward(x [B, in], [h, c]?) → [h', c']. */
 export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
   private readonly p: LayerParams;
+  /**
+   * @param inputSize - Size of the input's last axis.
+   * @param hiddenSize - Size of the hidden (and cell) state.
+   * @param opts - `bias` (default true), `dtype`, `seed`.
+   */
   constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
     super('LSTMCell', opts.dtype);
     count('LSTMCell', 'inputSize', inputSize);
@@ -96,6 +104,11 @@ export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
 /** nn.GRUCell: forward(x [B, in], h?) → h'. */
 export class GRUCell extends RecurrentBase<Tensor> {
   private readonly p: LayerParams;
+  /**
+   * @param inputSize - Size of the input's last axis.
+   * @param hiddenSize - Size of the hidden state.
+   * @param opts - `bias` (default true), `dtype`, `seed`.
+   */
   constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
     super('GRUCell', opts.dtype);
     count('GRUCell', 'inputSize', inputSize);
@@ -122,10 +135,19 @@ function cellForward(op: string, kind: Kind, m: LSTMCell | GRUCell, p: LayerPara
 
 /** The shared body of nn.LSTM and nn.GRU. */
 abstract class Recurrent<Out> extends RecurrentBase<Out> {
+  /** Stacked layers. */
   readonly numLayers: number;
+  /** Inputs are `[B, T, in]` (true) or `[T, B, in]` (false, PyTorch's default). */
   readonly batchFirst: boolean;
+  /** Each layer's parameters, in order. @internal */
   protected readonly layers: LayerParams[] = [];
 
+  /**
+   * @param kind - The cell each layer runs (internal).
+   * @param inputSize - Size of the input's last axis.
+   * @param hiddenSize - Size of the hidden state.
+   * @param opts - `numLayers`, `bias`, `batchFirst`, `dtype`, `seed`.
+   */
   constructor(protected readonly kind: Kind, readonly inputSize: number, readonly hiddenSize: number, opts: RNNOptions) {
     super(kind, opts.dtype);
     count(kind, 'inputSize', inputSize);
