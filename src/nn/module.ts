@@ -140,6 +140,11 @@ export abstract class Module {
     for (const c of this.children.values()) c.dispose();
     for (const p of this.ownParams.values()) p.dispose();
   }
+
+  /** `using model = new nn.Linear(…)` disposes the module at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
 }
 
 /** dst's memory ← src's values (a byte copy, or a cast first when the dtypes differ). */

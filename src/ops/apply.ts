@@ -5,6 +5,7 @@ import { OutOfMemoryError } from '../errors.js';
 import { type Tensor } from './tensor.js';
 import { Storage } from '../tensor/tensor.js';
 import { exempt } from '../tensor/scope.js';
+import { originOf } from '../tensor/lifetime.js';
 import { rules, type Prim, type ParamsOf } from './table.js';
 import type { Rule, Saved } from './rule.js';
 import { broadcastTo } from './api.js';
@@ -39,6 +40,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   } finally {
     Storage.reading--;
   }
+  y.storage.charge(originOf(name));
   if (modes.anomaly) checkFinite(name, y, xs);
   if (modes.forward && anyTangent(xs)) {
     try {

@@ -69,6 +69,11 @@ export abstract class Optimizer {
     this.state.clear();
   }
 
+  /** `using opt = new optim.Adam(…)` frees the state buffers at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
   /** One fused update of p in place from its gradient g. */
   protected abstract update(p: Tensor, g: Tensor): void;
 

@@ -20,6 +20,11 @@ export function untrack(t: Tensor): void {
   if (scopes.length > 0) scopes[scopes.length - 1].delete(t);
 }
 
+/** A handle was garbage-collected (src/tensor/lifetime.ts): it is in no scope, only counted. */
+export function dropped(): void {
+  live--;
+}
+
 /** Removes t from every scope, so no tidy() will dispose it (gradients, saved tensors, keep()). */
 export function exempt(t: Tensor): void {
   for (const s of scopes) s.delete(t);

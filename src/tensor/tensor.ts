@@ -9,6 +9,7 @@ import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
+import { adopt, forget, type Origin } from './lifetime.js';
 
 /** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
 export interface Pending {
@@ -25,6 +26,8 @@ export class Storage {
   refs = 1;
   /** Holds a gradient: memory() counts it apart from activations (see Arena.gradBytes). */
   gradient = false;
+  /** The op that first produced this block, charged with its bytes while it lives (the OutOfMemoryError report). */
+  origin: Origin | null = null;
   /** Depth of code that only reads memory (primitive forwards, fills): no in-place write happens there. */
   static reading = 0;
   /** Lazy blocks whose fill reads this one: filled before code that may write here in place gets the pointer. */
@@ -96,8 +99,16 @@ export class Storage {
     for (const r of [...(this.readers ?? [])]) r.fill();
   }
 
+  /** Charges this block's bytes to the op that produced it (apply() calls it; the first op to claim it keeps it). */
+  charge(o: Origin): void {
+    if (this.origin !== null || this.pending !== null) return;
+    this.origin = o;
+    o.bytes += this.bytes;
+  }
+
   release(): void {
     if (--this.refs !== 0) return;
+    if (this.origin !== null) this.origin.bytes -= this.bytes;
     if (this.pending !== null) {
       const p = this.pending;
       this.pending = null;
@@ -143,10 +154,13 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   /** Forward-mode tangent carried with this value (jvp). */
   tangent: T | null = null;
   private isDisposed = false;
+  /** Handed to the FinalizationRegistry (src/tensor/lifetime.ts): dispose() must take it back. */
+  registered = false;
 
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
+    adopt(this);
   }
 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
@@ -216,6 +230,7 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   dispose(): void {
     if (this.isDisposed) return;
     this.isDisposed = true;
+    if (this.registered) forget(this);
     untrack(this);
     this.storage.release();
     this.nodeRef?.drop();
@@ -223,6 +238,11 @@ export abstract class TensorBase<T extends TensorBase<T>> {
     this.grad?.dispose();
     this.tangent = null;
     this.grad = null;
+  }
+
+  /** `using t = …` disposes t at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /** A copy of the data as a Float32Array or Float64Array. */
