@@ -46,13 +46,13 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
   primals.forEach((p, i) => checkTangent('jvp', `primal ${i}`, `tangent ${i}`, p, tangents[i]));
   return runScoped(() => {
     const args = primals.map((p, i) => {
-      const h = p.view();
+      const h = p.share();
       h.tangent = tangents[i].save(); // owned by h, freed with it
       return h;
     });
     const y = output('jvp', withMode('record', false, () => withMode('forward', true, () => f(...args))));
-    const t = y.tangent === null ? zerosLike(y) : y.tangent.view();
-    return [y.view(), t] as [Tensor, Tensor];
+    const t = y.tangent === null ? zerosLike(y) : y.tangent.share();
+    return [y.share(), t] as [Tensor, Tensor];
   }, isTensor);
 }
 

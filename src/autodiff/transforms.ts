@@ -82,7 +82,7 @@ function valueAndGradAs(fname: string, f: Fn, opts: GradOptions) {
       const y = scalarOut(fname, recorded(() => f(...w.args)));
       if (y.requiresGrad) backward(y);
       const grads = w.leaves.map(takeGrad);
-      const value = y.view();
+      const value = y.share();
       return [value, typeof opts.argnums === 'object' ? grads : grads[0]] as [Tensor, Tensor | Tensor[]];
     }, isTensor);
   };

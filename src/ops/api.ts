@@ -245,9 +245,9 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 
 /** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */
 export function detach(x: Tensor): Tensor {
-  return tensorArg('detach', x, 'x').view();
+  return tensorArg('detach', x, 'x').share();
 }
 export function stopGradient(x: Tensor): Tensor {
-  return tensorArg('stopGradient', x, 'x').view();
+  return tensorArg('stopGradient', x, 'x').share();
 }
 

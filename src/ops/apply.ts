@@ -72,7 +72,7 @@ function tangentOf<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor, p: P): Te
   const t = withMode('record', false, () =>
     withMode('forward', false, () => {
       let t = rule.jvp(xs.map((x) => x.tangent), xs, y, p);
-      if (xs.some((x) => x.tangent === t)) t = t.view();
+      if (xs.some((x) => x.tangent === t)) t = t.share();
       if (t.shape.length !== y.shape.length || t.shape.some((d, i) => d !== y.shape[i])) {
         const b = broadcastTo(t, y.shape);
         t.dispose();

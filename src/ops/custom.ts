@@ -40,7 +40,7 @@ export const customRules = {
     forward: (xs, p) => withMode('record', false, () => withMode('forward', false, () => {
       const y: unknown = p.forward(...xs);
       if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${typeof y}`);
-      return y.view();
+      return y.share();
     })),
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);

@@ -69,6 +69,8 @@ export class Tensor extends TensorBase<Tensor> {
   logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
 
   reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  /** PyTorch's view: reshape, which never copies (the result shares this tensor's memory) and is differentiable. */
+  view(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }

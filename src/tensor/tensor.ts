@@ -166,23 +166,26 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
   protected abstract make(shape: readonly number[], storage: Storage): T;
 
-  /** A second handle on the same memory, with another (same-size) shape and its own lifetime. */
-  view(shape: readonly number[] = this.shape): T {
-    this.check('view');
+  /**
+   * A second handle on the same memory, with another (same-size) shape and its own lifetime.
+   * Engine-internal: it records no node, so gradients stop at it (the public `view` is reshape).
+   */
+  share(shape: readonly number[] = this.shape): T {
+    this.check('share');
     this.storage.refs++;
     return this.make(shape === this.shape ? shape : Object.freeze(shape.slice()), this.storage);
   }
 
   /** Another tracked handle on the same memory and the same tangent. */
   alias(): T {
-    const t = this.view();
+    const t = this.share();
     if (this.tangent !== null) t.tangent = this.tangent.save();
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
   save(): T {
-    const t = this.view();
+    const t = this.share();
     if (this.tangent !== null) t.tangent = this.tangent.save();
     exempt(t);
     return t;
