@@ -18,11 +18,12 @@ import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
 import { backward } from '../ops/backward.js';
 import { recordDraws, replayDraws } from '../tensor/replay.js';
+import { describe } from '../args.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
 
 function output(name: string, y: unknown): Tensor {
-  if (!isTensor(y)) throw new ArgumentError(`checkpoint(${name}): the function must return a Tensor, got ${typeof y}`);
+  if (!isTensor(y)) throw new ArgumentError(`checkpoint(${name}): the function must return a Tensor, got ${describe(y)}`);
   return y;
 }
 
@@ -104,11 +105,11 @@ function recompute(name: string, fn: Fn, arity: number, first: FirstRun, g: Tens
  * flow through it either way. Nested checkpoints are recomputed recursively.
  */
 export function checkpoint<F extends Fn>(fn: F): F {
-  if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${typeof fn}`);
+  if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${describe(fn)}`);
   const name = fn.name || 'anonymous';
   return ((...xs: Tensor[]) => {
     xs.forEach((x, i) => {
-      if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${typeof x}`);
+      if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${describe(x)}`);
       x.check(`checkpoint(${name})`);
     });
     if (!modes.record) return runScoped(() => output(name, fn(...xs)), isTensor);
@@ -163,7 +164,7 @@ export function checkPlan(plan: unknown, where = 'checkpoint'): CheckpointPlan {
   if (typeof plan === 'number' && Number.isInteger(plan) && plan >= 1) return plan;
   const m = (plan as { maxBytes?: unknown } | null)?.maxBytes;
   if (typeof plan === 'object' && plan !== null && typeof m === 'number' && Number.isFinite(m) && m > 0) return plan as CheckpointPlan;
-  throw new ArgumentError(`${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${JSON.stringify(plan)}`);
+  throw new ArgumentError(`${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${describe(plan)}`);
 }
 
 /** The network output's bytes while a segment ending at layer e runs backward (its own when e is last). */
@@ -309,7 +310,7 @@ function fewestRecomputed(bytes: readonly number[], M: number): Segment[] {
  */
 export function planSegments(layerBytes: readonly number[], plan: CheckpointPlan): SegmentPlan {
   if (!Array.isArray(layerBytes) || layerBytes.some((b) => typeof b !== 'number' || !Number.isFinite(b) || b < 0)) {
-    throw new ArgumentError(`planSegments: layerBytes must be an array of non-negative byte counts, got ${JSON.stringify(layerBytes)}`);
+    throw new ArgumentError(`planSegments: layerBytes must be an array of non-negative byte counts, got ${describe(layerBytes)}`);
   }
   const p = checkPlan(plan, 'planSegments');
   const L = layerBytes.length;

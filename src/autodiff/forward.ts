@@ -11,6 +11,7 @@ import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike } from '../ops/api.js';
 import { grad, vjp } from './transforms.js';
+import { describe } from '../args.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 
@@ -18,8 +19,8 @@ const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.len
 
 /** Checks a tangent against its primal; the names say which argument position is wrong. */
 function checkTangent(fname: string, pname: string, tname: string, primal: unknown, t: unknown): void {
-  if (!(primal instanceof Tensor)) throw new ArgumentError(`${fname}: ${pname} must be a Tensor, got ${typeof primal}`);
-  if (!(t instanceof Tensor)) throw new ArgumentError(`${fname}: ${tname} must be a Tensor, got ${typeof t}`);
+  if (!(primal instanceof Tensor)) throw new ArgumentError(`${fname}: ${pname} must be a Tensor, got ${describe(primal)}`);
+  if (!(t instanceof Tensor)) throw new ArgumentError(`${fname}: ${tname} must be a Tensor, got ${describe(t)}`);
   primal.check(fname);
   t.check(fname);
   if (!sameShape(t.shape, primal.shape)) {
@@ -29,7 +30,7 @@ function checkTangent(fname: string, pname: string, tname: string, primal: unkno
 }
 
 function output(fname: string, y: unknown): Tensor {
-  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
+  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${describe(y)}`);
   return y;
 }
 
@@ -66,7 +67,7 @@ function basis(shape: readonly number[], dtype: Tensor['dtype'], i: number): Ten
 }
 
 function singleArg(fname: string, x: unknown): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${describe(x)}`);
   return x.check(fname);
 }
 

@@ -17,6 +17,7 @@ import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
+import { describe } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
@@ -76,11 +77,11 @@ interface Args {
  * ops tile by tile (src/compile/fuse.ts). See docs/readme-compile.md.
  */
 export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): Compiled<A, R> {
-  if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${typeof fn}`);
+  if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${describe(fn)}`);
   if (options === null || typeof options !== 'object') throw new ArgumentError(`compile: options must be an object such as { fuse: false }, got ${options === null ? 'null' : typeof options}`);
   const unknown = Object.keys(options).filter((k) => k !== 'fuse');
   if (unknown.length) throw new ArgumentError(`compile: unknown option ${JSON.stringify(unknown[0])} (the options are: fuse)`);
-  if (options.fuse !== undefined && typeof options.fuse !== 'boolean') throw new ArgumentError(`compile: options.fuse must be a boolean, got ${typeof options.fuse}`);
+  if (options.fuse !== undefined && typeof options.fuse !== 'boolean') throw new ArgumentError(`compile: options.fuse must be a boolean, got ${describe(options.fuse)}`);
   const entries = new Map<string, Entry>();
   /** Array arguments (by path) fn uses as values rather than as data: keyed by value. */
   const statics = new Set<string>();

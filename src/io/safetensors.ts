@@ -4,12 +4,13 @@ import { ArgumentError, FormatError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
+import { describe } from '../args.js';
 
 /** Serialises the tensors (float32 → F32, float64 → F64) into a safetensors file, keys sorted. */
 export function saveSafetensors(record: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array {
-  if (record === null || typeof record !== 'object') throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${String(record)}`);
+  if (record === null || typeof record !== 'object') throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${describe(record)}`);
   const entries: SafetensorsEntry[] = Object.entries(record).map(([name, t]) => {
-    if (!(t instanceof Tensor)) throw new ArgumentError(`saveSafetensors: ${JSON.stringify(name)} must be a Tensor, got ${typeof t}`);
+    if (!(t instanceof Tensor)) throw new ArgumentError(`saveSafetensors: ${JSON.stringify(name)} must be a Tensor, got ${describe(t)}`);
     t.check(`saveSafetensors (${name})`);
     return { name, dtype: t.dtype === 'float32' ? 'F32' : 'F64', shape: [...t.shape], data: t.toArray() };
   });
@@ -18,7 +19,7 @@ export function saveSafetensors(record: Record<string, Tensor>, metadata?: Recor
 
 /** Reads a safetensors file into new tensors (F32 → float32, F64 → float64); throws FormatError on a bad file. */
 export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
-  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensors: expected a Uint8Array, got ${typeof bytes}`);
+  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensors: expected a Uint8Array, got ${describe(bytes)}`);
   let entries: SafetensorsEntry[];
   try {
     entries = decodeSafetensors(bytes);

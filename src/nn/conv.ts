@@ -6,6 +6,7 @@ import type { DType } from '../tensor/dtype.js';
 import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
+import { describe } from '../args.js';
 
 type Size = number | readonly [number, number];
 
@@ -19,7 +20,7 @@ export interface Conv2dOptions {
 
 function pair(op: string, name: string, v: Size, min: number): [number, number] {
   const p: [number, number] = typeof v === 'number' ? [v, v] : [v[0], v[1]];
-  if (!p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(v)}`);
+  if (!p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${describe(v)}`);
   return p;
 }
 

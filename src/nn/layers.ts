@@ -9,9 +9,10 @@ import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
+import { describe } from '../args.js';
 
 function tensorInput(op: string, x: unknown): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${describe(x)}`);
   return x.check(op);
 }
 
@@ -66,7 +67,7 @@ export class Dropout extends Module {
   private calls = 0;
   constructor(readonly p = 0.5, opts: { seed?: number } = {}) {
     super();
-    if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${String(p)}`);
+    if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${describe(p)}`);
     const [lo, hi] = seedOf(opts.seed, 'Dropout');
     this.seed = hi * 2 ** 32 + lo;
   }

@@ -12,6 +12,7 @@ import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
 
 import { composite } from './composite.js';
+import { describe } from '../args.js';
 
 export * from './composite.js';
 export * from './conv-api.js';
@@ -21,7 +22,7 @@ export type Axis = number | readonly number[];
 /** Normalised, sorted, distinct axes (all axes when omitted). */
 export function normAxes(op: string, shape: readonly number[], axis?: Axis): number[] {
   if (axis === undefined) return shape.map((_, i) => i);
-  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${typeof axis}`);
+  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${describe(axis)}`);
   const list = typeof axis === 'number' ? [axis] : [...axis];
   const out = list.map((a) => normAxis(op, shape, a));
   return [...new Set(out)].sort((a, b) => a - b);
@@ -36,11 +37,11 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
 
 /** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
 function shapeArg(op: string, name: string, v: unknown): void {
-  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${typeof v}`);
+  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
 }
 
 export function tensorArg(op: string, x: unknown, pos: string): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${describe(x)}`);
   return x.check(op);
 }
 
@@ -93,7 +94,7 @@ export const sign = unary('sign');
 export const recip = unary('recip');
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
   tensorArg('leakyRelu', x, 'x');
-  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${slope}`);
+  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${describe(slope)}`);
   return apply('leakyRelu', [x], { slope });
 }
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {

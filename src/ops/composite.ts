@@ -11,6 +11,7 @@ import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
 } from './api.js';
+import { describe } from '../args.js';
 
 /** Runs fn and frees every tensor it created except its result. */
 export function composite<T>(fn: () => T): T {
@@ -76,7 +77,7 @@ function reduce(v: Tensor, reduction: Reduction): Tensor {
 /** Checked before any op runs, so a bad option cannot leave half a computation behind. */
 function checkReduction(op: string, reduction: unknown): void {
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
-    throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+    throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${describe(reduction)}`);
   }
 }
 
@@ -123,7 +124,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
   tensorArg('layerNorm', x, 'x');
   if (weight != null) tensorArg('layerNorm', weight, 'weight');
   if (bias != null) tensorArg('layerNorm', bias, 'bias');
-  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${eps}`);
+  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${describe(eps)}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
   for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {

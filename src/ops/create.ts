@@ -7,6 +7,7 @@ import { checkDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
+import { describe } from '../args.js';
 
 export interface TensorOptions {
   shape?: readonly number[];
@@ -22,14 +23,14 @@ type Nested = number | readonly Nested[];
 
 function checkShape(op: string, shape: readonly number[]): void {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
-    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${describe(shape)}`);
   }
 }
 
 /** Shape of nested arrays, checking that they are not ragged. */
 function inferShape(data: Nested, path = 'data'): number[] {
   if (typeof data === 'number') return [];
-  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${typeof data}`);
+  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${describe(data)}`);
   if (data.length === 0) return [0];
   const inner = inferShape(data[0], `${path}[0]`);
   for (let i = 1; i < data.length; i++) {
@@ -85,7 +86,7 @@ export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {
 
 function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
   checkShape(op, shape);
-  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${typeof value}`);
+  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${describe(value)}`);
   const dtype = checkDtype(op, opts.dtype ?? 'float32');
   return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
@@ -94,7 +95,7 @@ export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tenso
 export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
 
 export function arange(n: number, opts: TensorOptions = {}): Tensor {
-  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
+  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${describe(n)}`);
   const dtype = checkDtype('arange', opts.dtype ?? 'float32');
   const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
   const v = views();
@@ -107,7 +108,7 @@ let autoSeed = 0x5eed;
 /** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
 export function seedOf(seed: number | undefined, op?: string): [number, number] {
   const s = seed ?? replayable(() => autoSeed++); // a checkpoint's recompute gets the same automatic seed
-  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${s}`);
+  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${describe(s)}`);
   return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
 }
 

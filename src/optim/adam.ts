@@ -7,6 +7,7 @@ import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, hyper, type Params } from './optimizer.js';
 import { perCall } from '../wasm/hooks.js';
+import { describe } from '../args.js';
 
 export interface AdamOptions {
   lr?: number;
@@ -26,9 +27,9 @@ abstract class AdamFamily extends Optimizer {
 
   protected constructor(name: 'Adam' | 'AdamW', params: Params, opts: AdamOptions, defaultDecay: number) {
     super(name, params);
-    if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${String(opts)}`);
+    if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${describe(opts)}`);
     const betas = opts.betas ?? [0.9, 0.999];
-    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: betas must be [beta1, beta2], got ${String(betas)}`);
+    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: betas must be [beta1, beta2], got ${describe(betas)}`);
     this.lr = hyper(name, 'lr', opts.lr ?? 1e-3);
     this.betas = [hyper(name, 'betas[0]', betas[0], 0, 1), hyper(name, 'betas[1]', betas[1], 0, 1)];
     this.eps = hyper(name, 'eps', opts.eps ?? 1e-8);

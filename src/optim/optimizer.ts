@@ -5,6 +5,7 @@ import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
+import { describe } from '../args.js';
 
 /** An array (or any iterable, e.g. `model.parameters()`) of parameter tensors. */
 export type Params = Iterable<Tensor>;
@@ -13,7 +14,7 @@ export type Params = Iterable<Tensor>;
 export function hyper(op: string, name: string, v: number, lo = 0, hi = Infinity): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v >= hi) {
     const range = hi === Infinity ? `≥ ${lo}` : `in [${lo}, ${hi})`;
-    throw new ArgumentError(`${op}: ${name} must be a finite number ${range}, got ${String(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be a finite number ${range}, got ${describe(v)}`);
   }
   return v;
 }
@@ -26,7 +27,7 @@ function paramList(op: string, params: Params): Tensor[] {
   const list = [...params];
   if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list`);
   list.forEach((p, i) => {
-    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params[${i}] must be a Tensor, got ${typeof p}`);
+    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params[${i}] must be a Tensor, got ${describe(p)}`);
     p.check(op);
   });
   if (new Set(list).size !== list.length) throw new ArgumentError(`${op}: a parameter appears more than once in params`);
