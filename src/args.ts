@@ -4,19 +4,23 @@
 // keys are all known. Nothing a caller passes is silently ignored.
 import { ArgumentError } from './errors.js';
 
-/** A short description of any value for an error message: `the string "1e-3"`, `the array [2,-1]`, `an object`, `null`, `the number 2.5`. */
+/**
+ * Any value for an error message, as its value and its kind: `"1e-3" (a string)`, `5 (a number)`,
+ * `[2,-1] (an array)`, `null`, `an object`, `a float32 Tensor [2,3]`. Never throws (a Symbol or
+ * a BigInt cannot go through a template string or JSON.stringify).
+ */
 export function describe(v: unknown): string {
   switch (typeof v) {
-    case 'number': return Number.isNaN(v) ? 'NaN' : `the number ${v}`;
-    case 'string': return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
-    case 'bigint': return `the BigInt ${v}n`;
-    case 'symbol': return `a Symbol (${v.description ?? ''})`;
-    case 'boolean': return String(v);
+    case 'number': return `${v} (a number)`;
+    case 'string': return `${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)} (a string)`;
+    case 'bigint': return `${v}n (a BigInt)`;
+    case 'symbol': return `${v.toString()} (a Symbol)`;
+    case 'boolean': return `${v} (a boolean)`;
     case 'undefined': return 'undefined';
     case 'function': return 'a function';
     default: {
       if (v === null) return 'null';
-      if (Array.isArray(v)) return `the array [${v.slice(0, 8).map(element).join(',')}${v.length > 8 ? `,… (${v.length} elements)` : ''}]`;
+      if (Array.isArray(v)) return `[${v.slice(0, 8).map(element).join(',')}${v.length > 8 ? `,… ${v.length} elements` : ''}] (an array)`;
       if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
       const name = (v as object).constructor?.name;
       if (name === 'Tensor') {
@@ -30,8 +34,9 @@ export function describe(v: unknown): string {
 
 /** An array element in a message: numbers as they are, anything else described (one level deep). */
 function element(v: unknown): string {
-  if (typeof v === 'number') return Number.isNaN(v) ? 'NaN' : String(v);
-  if (Array.isArray(v)) return `array(${v.length})`;
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 12 ? `${v.slice(0, 12)}…` : v);
+  if (Array.isArray(v)) return `[…${v.length}]`;
   return describe(v);
 }
 
@@ -87,6 +92,6 @@ export function tooMany(op: string, max: number, got: number): ArgumentError {
 }
 
 /** A function argument. */
-export function fnArg(op: string, name: string, v: unknown): void {
+export function functionArg(op: string, name: string, v: unknown): void {
   if (typeof v !== 'function') throw new ArgumentError(`${op}: ${name} must be a function, got ${describe(v)}`);
 }

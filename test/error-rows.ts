@@ -365,7 +365,7 @@ export function libraryRows(f: Fixtures): Row[] {
     row('io.saveSafetensors', () => A.io.saveSafetensors(any(null)), A.ArgumentError, 'record', 'null'),
     row('io.saveSafetensors', () => A.io.saveSafetensors(any({ w: 1 })), A.ArgumentError, '"w"', 'Tensor', 'number'),
     row('io.saveSafetensors', () => A.io.saveSafetensors({ w: f.dead }), A.DisposedError, 'disposed'),
-    row('io.loadSafetensors', () => A.io.loadSafetensors(any([1, 2])), A.ArgumentError, 'Uint8Array', 'the array [1,2]'),
+    row('io.loadSafetensors', () => A.io.loadSafetensors(any([1, 2])), A.ArgumentError, 'Uint8Array', '[1,2] (an array)'),
     row('io.loadSafetensors', () => A.io.loadSafetensors(new Uint8Array(4)), A.FormatError, '4 bytes', 'header length'),
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),

@@ -143,7 +143,7 @@ describe('junk arguments', () => {
           }
         },
       ),
-      { numRuns: 4000, seed: 16, interruptAfterTimeLimit: 20_000 },
+      { numRuns: Number(process.env.JUNK_RUNS ?? 4000), seed: Number(process.env.JUNK_SEED ?? 16), interruptAfterTimeLimit: 20_000 },
     );
     expect(calls).toBeGreaterThan(500);
     expect([...bad.values()]).toEqual([]);

@@ -11,7 +11,7 @@ import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike } from '../ops/api.js';
 import { grad, vjp } from './transforms.js';
-import { describe } from '../args.js';
+import { describe, functionArg } from '../args.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 
@@ -76,6 +76,7 @@ function singleArg(fname: string, x: unknown): Tensor {
  * Shape [...out.shape, ...x.shape]. Cheaper than jacrev when x has fewer elements than f(x).
  */
 export function jacfwd(f: Fn): (x: Tensor) => Tensor {
+  functionArg('jacfwd', 'f', f);
   return (x) => {
     singleArg('jacfwd', x);
     return runScoped(() => {
@@ -99,6 +100,7 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
  * tape), each a row. Shape [...out.shape, ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
  */
 export function jacrev(f: Fn): (x: Tensor) => Tensor {
+  functionArg('jacrev', 'f', f);
   return (x) => {
     singleArg('jacrev', x);
     return runScoped(() => {
@@ -126,6 +128,7 @@ function scalarFn(fname: string, f: Fn): Fn {
 
 /** H·v for scalar f at x: the JVP of grad(f) along v (forward-over-reverse). */
 export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
+  functionArg('hvp', 'f', f);
   checkTangent('hvp', 'x', 'v', x, v);
   const g = grad(scalarFn('hvp', f)) as (x: Tensor) => Tensor;
   return runScoped(() => jvp(g, [x], [v])[1], isTensor);
@@ -133,5 +136,6 @@ export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
 
 /** The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are hvp's). */
 export function hessian(f: Fn): (x: Tensor) => Tensor {
+  functionArg('hessian', 'f', f);
   return (x) => jacfwd(grad(scalarFn('hessian', f)) as (x: Tensor) => Tensor)(singleArg('hessian', x));
 }

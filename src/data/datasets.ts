@@ -8,7 +8,7 @@ import { filled, k } from '../ops/launch.js';
 import { digitsRaw } from './digits.js';
 import { loadIdx } from './idx.js';
 import { integerStream, shuffleInPlace } from './shuffle.js';
-import { describe } from '../args.js';
+import { describe, optionsArg } from '../args.js';
 
 export interface Split {
   xTrain: Tensor;
@@ -44,7 +44,8 @@ export interface DigitsOptions {
  * The embedded 1 797 8×8 digits (Alpaydin and Kaynak 1998, UCI, CC BY 4.0), split per class
  * (stratified) with a seeded shuffle: x [N, 64] in [0, 1] (pixel/16), y in 0..9.
  */
-export function digits({ testFraction = 0.2, seed = 0 }: DigitsOptions = {}): Split {
+export function digits(options?: DigitsOptions): Split {
+  const { testFraction = 0.2, seed = 0 } = optionsArg('digits', options, ['testFraction', 'seed']);
   if (typeof testFraction !== 'number' || !(testFraction > 0 && testFraction < 1)) {
     throw new ArgumentError(`digits: testFraction must be in (0, 1), got ${describe(testFraction)}`);
   }

@@ -12,7 +12,7 @@ import type { Module } from './module.js';
 import { Linear, linearLayers } from './linear.js';
 import { Sequential } from './sequential.js';
 import { withBackprop, moduleArg } from './feedback.js';
-import { describe } from '../args.js';
+import { describe, optionsArg } from '../args.js';
 
 export interface GradientStat {
   /** The parameter's dotted name ("0.weight"). */
@@ -48,9 +48,15 @@ export interface WarningOptions {
 const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : String(v));
 
 /** One line per parameter whose gradient vanishes (relative to the largest) or explodes. */
-export function gradientWarnings(stats: readonly GradientStat[], opts: WarningOptions = {}): string[] {
+export function gradientWarnings(stats: readonly GradientStat[], options?: WarningOptions): string[] {
+  const opts = optionsArg('gradientWarnings', options, ['vanishing', 'exploding']);
   if (!Array.isArray(stats)) throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${describe(stats)}`);
-  for (const [k, v] of Object.entries(opts ?? {})) {
+  stats.forEach((s, i) => {
+    if (s === null || typeof s !== 'object' || typeof s.gradNorm !== 'number') {
+      throw new ArgumentError(`gradientWarnings: stats[${i}] must be a { name, gradNorm, ... } record from gradientStats, got ${describe(s)}`);
+    }
+  });
+  for (const [k, v] of Object.entries(opts)) {
     if (typeof v !== 'number' || !(v > 0)) throw new ArgumentError(`gradientWarnings: ${k} must be a positive number, got ${describe(v)}`);
   }
   const vanishing = opts.vanishing ?? 1e-6, exploding = opts.exploding ?? 1e6;

@@ -12,7 +12,7 @@ import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
 
 import { composite } from './composite.js';
-import { describe } from '../args.js';
+import { describe, boolArg } from '../args.js';
 
 export * from './composite.js';
 export * from './conv-api.js';
@@ -30,6 +30,7 @@ export function normAxes(op: string, shape: readonly number[], axis?: Axis): num
 
 export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
   if (!Number.isInteger(a) || a < -rank || a >= rank) {
+    if (typeof a !== 'number') throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
     throw new ShapeError(`${op}: axis ${a} is out of range for shape [${shape}] (rank ${shape.length})`);
   }
   return a < 0 ? a + rank : a;
@@ -38,6 +39,12 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
 /** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
 function shapeArg(op: string, name: string, v: unknown): void {
   if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
+}
+
+/** An array of tensors (concat's operands, Tensor.concat's others): anything else is an ArgumentError naming it. */
+export function tensorList(op: string, name: string, xs: unknown): readonly Tensor[] {
+  if (!Array.isArray(xs)) throw new ArgumentError(`${op}: ${name} must be an array of Tensors, got ${describe(xs)}`);
+  return xs;
 }
 
 export function tensorArg(op: string, x: unknown, pos: string): Tensor {
@@ -112,11 +119,12 @@ export const inside = (x: Tensor, lo: number, hi: number): Tensor => apply('insi
 
 export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('sum', x, 'x');
-  return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims });
+  return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims: boolArg('sum', 'keepdims', keepdims, false) });
 }
 export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('max', x, 'x');
   const axes = normAxes('max', x.shape, axis);
+  boolArg('max', 'keepdims', keepdims, false);
   if (axes.some((a) => x.shape[a] === 0)) throw new ShapeError(`max: cannot reduce an empty axis of shape [${x.shape}]`);
   return apply('max', [x], { axes, keepdims });
 }
@@ -170,7 +178,7 @@ export function slice(x: Tensor, begin: readonly number[], size: readonly number
 export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[]): Tensor => apply('pad', [x], { begin, shape });
 
 export function concat(xs: readonly Tensor[], axis = 0): Tensor {
-  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError('concat: expected a non-empty array of tensors');
+  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError(`concat: expected a non-empty array of tensors, got ${describe(xs)}`);
   xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
   const first = xs[0];
   const a = normAxis('concat', first.shape, axis);

@@ -11,7 +11,7 @@ import {
   add, sub, mul, div, exp, log, square, tanh, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
   type Axis,
 } from './api.js';
-import { describe } from '../args.js';
+import { describe, boolArg, optionsArg } from '../args.js';
 
 /** Runs fn and frees every tensor it created except its result. */
 export function composite<T>(fn: () => T): T {
@@ -31,6 +31,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
+  boolArg('mean', 'keepdims', keepdims, false);
   const n = sizeOf(axes.map((a) => x.shape[a]));
   return composite(() => div(sum(x, axes, keepdims), n));
 }
@@ -39,6 +40,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
+  boolArg('logsumexp', 'keepdims', keepdims, false);
   return composite(() => {
     const m = detach(max(x, axes, true));
     const r = add(log(sum(exp(sub(x, m)), axes, true)), m);
@@ -108,7 +110,8 @@ export function crossEntropy(logits: Tensor, labels: Int32Array | readonly numbe
   return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
 }
 
-export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
+export function mseLoss(pred: Tensor, target: Tensor, options?: { reduction?: Reduction }): Tensor {
+  const { reduction = 'mean' } = optionsArg('mseLoss', options, ['reduction']);
   tensorArg('mseLoss', pred, 'pred');
   tensorArg('mseLoss', target, 'target');
   checkReduction('mseLoss', reduction);

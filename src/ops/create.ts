@@ -7,7 +7,7 @@ import { checkDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
-import { describe } from '../args.js';
+import { describe, optionsArg, boolArg } from '../args.js';
 
 export interface TensorOptions {
   shape?: readonly number[];
@@ -51,8 +51,8 @@ function named<T>(op: string, f: () => T): T {
   }
 }
 
-function finish(t: Tensor, requiresGrad = false): Tensor {
-  t.requiresGrad = requiresGrad;
+function finish(t: Tensor, requiresGrad: boolean | undefined): Tensor {
+  t.requiresGrad = requiresGrad ?? false;
   return t;
 }
 
@@ -66,7 +66,9 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
   return t;
 }
 
-export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
+export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions): Tensor {
+  const opts = optionsArg('tensor', options, ['shape', 'dtype', 'requiresGrad']);
+  boolArg('tensor', 'requiresGrad', opts.requiresGrad, false);
   const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
   if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
     throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
@@ -84,17 +86,21 @@ export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {
   return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
 }
 
-function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
+function fullAs(op: string, shape: readonly number[], value: number, options: TensorOptions | undefined): Tensor {
+  const opts = optionsArg(op, options, ['dtype', 'requiresGrad']);
+  boolArg(op, 'requiresGrad', opts.requiresGrad, false);
   checkShape(op, shape);
   if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${describe(value)}`);
   const dtype = checkDtype(op, opts.dtype ?? 'float32');
   return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
-export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
-export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('zeros', shape, 0, opts);
-export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
+export const full = (shape: readonly number[], value: number, opts?: TensorOptions): Tensor => fullAs('full', shape, value, opts);
+export const zeros = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('zeros', shape, 0, opts);
+export const ones = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('ones', shape, 1, opts);
 
-export function arange(n: number, opts: TensorOptions = {}): Tensor {
+export function arange(n: number, options?: TensorOptions): Tensor {
+  const opts = optionsArg('arange', options, ['dtype', 'requiresGrad']);
+  boolArg('arange', 'requiresGrad', opts.requiresGrad, false);
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${describe(n)}`);
   const dtype = checkDtype('arange', opts.dtype ?? 'float32');
   const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
@@ -112,8 +118,10 @@ export function seedOf(seed: number | undefined, op?: string): [number, number] 
   return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
 }
 
-function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], opts: RandomOptions, a: number, b: number): Tensor {
+function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], options: RandomOptions | undefined, a: number, b: number): Tensor {
   const fname = op === 'rand_uniform' ? 'rand' : 'randn';
+  const opts = optionsArg(fname, options, ['seed', 'dtype', 'requiresGrad']);
+  boolArg(fname, 'requiresGrad', opts.requiresGrad, false);
   checkShape(fname, shape);
   const dtype = checkDtype(fname, opts.dtype ?? 'float32');
   // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does.
@@ -123,8 +131,8 @@ function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], op
   return finish(t, opts.requiresGrad);
 }
 /** Standard normal samples. */
-export const randn = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_normal', shape, opts, 0, 1);
+export const randn = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_normal', shape, opts, 0, 1);
 /** Uniform samples in [0, 1). */
-export const rand = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, 0, 1);
+export const rand = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_uniform', shape, opts, 0, 1);
 /** Uniform samples in [lo, hi) (layer initialisation). */
-export const uniform = (shape: readonly number[], lo: number, hi: number, opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, lo, hi);
+export const uniform = (shape: readonly number[], lo: number, hi: number, opts?: RandomOptions): Tensor => random('rand_uniform', shape, opts, lo, hi);

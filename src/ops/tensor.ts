@@ -75,7 +75,7 @@ export class Tensor extends TensorBase<Tensor> {
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
   gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
-  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis); }
 
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }

@@ -29,7 +29,7 @@ abstract class AdamFamily extends Optimizer {
     super(name, params);
     if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${describe(opts)}`);
     const betas = opts.betas ?? [0.9, 0.999];
-    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: betas must be [beta1, beta2], got ${describe(betas)}`);
+    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: betas must be [beta1, beta2], got ${String(betas)}`);
     this.lr = hyper(name, 'lr', opts.lr ?? 1e-3);
     this.betas = [hyper(name, 'betas[0]', betas[0], 0, 1), hyper(name, 'betas[1]', betas[1], 0, 1)];
     this.eps = hyper(name, 'eps', opts.eps ?? 1e-8);

@@ -27,7 +27,7 @@ function paramList(op: string, params: Params): Tensor[] {
   const list = [...params];
   if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list`);
   list.forEach((p, i) => {
-    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params[${i}] must be a Tensor, got ${describe(p)}`);
+    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params[${i}] must be a Tensor, got ${typeof p}`);
     p.check(op);
   });
   if (new Set(list).size !== list.length) throw new ArgumentError(`${op}: a parameter appears more than once in params`);
@@ -41,6 +41,7 @@ export abstract class Optimizer {
   private readonly state = new Map<Tensor, Tensor[]>();
 
   protected constructor(readonly name: string, params: Params) {
+    if (typeof name !== 'string') throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
     this.params = paramList(name, params);
   }
 

@@ -4,14 +4,21 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
 import { prepareThreads, reinitThreads, startThreads } from './threads.js';
-import { describe } from '../args.js';
+import { describe, optionsArg } from '../args.js';
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
 let pending: Promise<void> | null = null;
 
 /** Instantiates the kernels once; later calls return at once. */
-export function init(options: InitOptions = {}): Promise<void> {
+export function init(opts?: InitOptions): Promise<void> {
+  let options: InitOptions;
+  try {
+    options = optionsArg('init', opts, ['module', 'memory', 'threads', 'relaxedSimd']);
+    if (options.memory !== undefined) optionsArg('init', options.memory, ['initialBytes', 'maximumBytes'], 'memory');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   if (isInitialised()) return pending ?? reinitThreads(options);
   if (pending === null) pending = instantiate(options).finally(() => (pending = null));
   return pending;
