@@ -53,7 +53,7 @@ function inflate(bytes: Uint8Array): Uint8Array {
 
 function readShape(b: Uint8Array): number[] {
   if (b.length < 4) throw new FormatError(`loadIdx: file is ${b.length} bytes, too short for the 4-byte magic number`);
-  if (b[0] !== 0 || b[1] !== 0) throw new FormatError(`loadIdx: magic number must start with two zero bytes, got ${describe(b[0])} ${b[1]}`);
+  if (b[0] !== 0 || b[1] !== 0) throw new FormatError(`loadIdx: magic number must start with two zero bytes, got ${b[0]} ${b[1]}`);
   if (b[2] !== UBYTE) {
     const name = TYPE_NAMES[b[2]] ?? 'unknown';
     throw new FormatError(`loadIdx: data type 0x${b[2].toString(16).padStart(2, '0')} (${name}) is not supported; only 0x08 (unsigned byte) is`);
