@@ -6,6 +6,7 @@ import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
 import * as ops from './api.js';
 import { backward } from './backward.js';
+import { tooMany } from '../args.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
@@ -84,4 +85,27 @@ export class Tensor extends TensorBase<Tensor> {
 
 export function isTensor(v: unknown): v is Tensor {
   return v instanceof Tensor;
+}
+
+// No argument silently ignored: every public method throws an ArgumentError when called with
+// more arguments than it declares (`x.sum(0, false, 'extra')`), instead of dropping the extra
+// ones. Installed over the prototype once, so methods added later are covered too; the check
+// reads only arguments.length (V8 does not materialise the arguments object for it or for apply).
+const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'make']);
+for (let proto = Tensor.prototype as object; proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+  for (const key of Object.getOwnPropertyNames(proto)) {
+    const d = Object.getOwnPropertyDescriptor(proto, key)!;
+    const f = d.value as ((...a: unknown[]) => unknown) | undefined;
+    if (typeof f !== 'function' || INTERNAL.has(key) || Object.hasOwn(Tensor.prototype, key) !== (proto === Tensor.prototype)) continue;
+    const params = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(f))?.[1] ?? '...';
+    if (params.includes('...')) continue; // rest parameters take any count
+    const max = f.length === 0 && params.trim() !== '' ? params.split(',').length : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
+    Object.defineProperty(Tensor.prototype, key, {
+      ...d,
+      value: function (this: Tensor) {
+        if (arguments.length > max) throw tooMany(`Tensor.${key}`, max, arguments.length);
+        return f.apply(this, arguments as unknown as unknown[]);
+      },
+    });
+  }
 }

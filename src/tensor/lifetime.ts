@@ -12,7 +12,7 @@
 (Symbol as { dispose?: symbol }).dispose ??= Symbol.for('Symbol.dispose');
 
 import { oomReport } from '../wasm/arena.js';
-import { liveTensors, dropped } from './scope.js';
+import { liveTensors, dropped, inScope } from './scope.js';
 
 /** What the registry needs of a handle and of its block (tensor.ts implements both). */
 interface Handle {
@@ -33,14 +33,19 @@ const registry = typeof FinalizationRegistry === 'function'
   })
   : null;
 
-let fresh: Handle[] = [];
+const fresh: (Handle | undefined)[] = new Array(FLUSH_AT).fill(undefined);
+let count = 0;
 let scheduled = false;
 
-/** Called for every new handle: it becomes collectable once the list is flushed. */
+/**
+ * Called for every new handle outside tidy scopes, and for a handle leaving them (kept,
+ * returned from the outermost scope, saved for backward): it becomes collectable once the list
+ * is flushed. A handle inside a scope is not registered: the scope disposes or hands it on.
+ */
 export function adopt(t: Handle): void {
   if (registry === null) return;
-  fresh.push(t);
-  if (fresh.length >= FLUSH_AT) flush();
+  fresh[count++] = t;
+  if (count === FLUSH_AT) flush();
   else if (!scheduled) {
     scheduled = true;
     queueMicrotask(flush);
@@ -50,11 +55,12 @@ export function adopt(t: Handle): void {
 /** Registers the handles of the list that are still alive. */
 export function flush(): void {
   scheduled = false;
-  const list = fresh;
-  fresh = [];
-  for (let i = 0; i < list.length; i++) {
-    const t = list[i];
-    if (t.disposed || t.registered) continue;
+  const n = count;
+  count = 0;
+  for (let i = 0; i < n; i++) {
+    const t = fresh[i]!;
+    fresh[i] = undefined;
+    if (t.disposed || t.registered || inScope(t)) continue;
     t.registered = true;
     registry!.register(t, t.storage, t);
   }

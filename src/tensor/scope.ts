@@ -1,6 +1,7 @@
 // Tensor lifetimes: tidy() scopes collect the tensors created inside them and dispose all but
 // what the function returns; keep() exempts a tensor. Live counts feed memory().
 import type { TensorBase } from './tensor.js';
+import { adopt } from './lifetime.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any handle, whatever class is built on the base
 type Tensor = TensorBase<any>;
@@ -12,6 +13,13 @@ let live = 0;
 export function track(t: Tensor): void {
   live++;
   if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+  else adopt(t); // outside every scope only the garbage collector can free it (src/tensor/lifetime.ts)
+}
+
+/** Whether t is in a tidy scope (which will dispose it or hand it on). */
+export function inScope(t: object): boolean {
+  for (let i = scopes.length - 1; i >= 0; i--) if (scopes[i].has(t as Tensor)) return true;
+  return false;
 }
 
 /** Called by dispose(). */
@@ -27,7 +35,9 @@ export function dropped(): void {
 
 /** Removes t from every scope, so no tidy() will dispose it (gradients, saved tensors, keep()). */
 export function exempt(t: Tensor): void {
+  if (scopes.length === 0) return;
   for (const s of scopes) s.delete(t);
+  adopt(t);
 }
 
 export function liveTensors(): number {
@@ -62,6 +72,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   scopes.pop();
   if (isTensor(result)) {
     closeKeeping(scope, result); // the common case (every composite op), without a keeper set
+    if (scopes.length === 0 && scope.has(result)) adopt(result);
     return result;
   }
   const keepers = new Set<Tensor>();
@@ -69,6 +80,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   for (const t of scope) if (!keepers.has(t)) t.dispose();
   const parent = scopes[scopes.length - 1];
   if (parent !== undefined) for (const t of keepers) if (scope.has(t)) parent.add(t);
+  if (parent === undefined) for (const t of keepers) if (scope.has(t)) adopt(t);
   return result;
 }
 

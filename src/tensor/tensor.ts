@@ -9,7 +9,7 @@ import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
-import { adopt, forget, type Origin } from './lifetime.js';
+import { forget, type Origin } from './lifetime.js';
 
 /** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
 export interface Pending {
@@ -160,7 +160,6 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
-    adopt(this);
   }
 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
