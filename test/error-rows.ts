@@ -3,6 +3,7 @@
 // the call, the error class, and the words its message must contain: the op, the offending
 // argument and what was expected.
 import * as A from '../src/index.js';
+import { safetyRows } from './error-rows-safety.js';
 
 type ErrorClass = abstract new (...args: any[]) => Error;
 export interface Row {
@@ -391,6 +392,7 @@ export function allRows(f: Fixtures): Row[] {
   return [
     ...elementwiseRows(f), ...reduceRows(f), ...shapeRows(f), ...linalgNnRows(f), ...convRows(f),
     ...creationRows(), ...memoryRows(f), ...transformRows(f), ...libraryRows(f),
+    ...safetyRows(f),
   ];
 }
 

@@ -24,6 +24,8 @@ async function collect(): Promise<void> {
   }
 }
 const any = (v: unknown) => v as never;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- calls the API as plain JS would
+const loose = (v: unknown) => v as any;
 
 function thrown(f: () => unknown): Error {
   try {
@@ -48,7 +50,7 @@ describe('Tensor.view', () => {
       expect(Array.from(y.toArray())).toEqual([1, 2, 3, 4, 5, 6]);
       A.sum(A.mul(y, c)).backward();
       expect(Array.from(x.grad!.toArray())).toEqual([1, 10, 100, 1000, 1e4, 1e5]);
-      const g = A.grad((t: A.Tensor) => A.sum(A.square(t.view([3, 2]))))(x);
+      const g = A.grad((t: A.Tensor) => A.sum(A.square(t.view([3, 2]))))(x) as A.Tensor;
       expect(Array.from(g.toArray())).toEqual([2, 4, 6, 8, 10, 12]);
     });
   });
@@ -57,7 +59,7 @@ describe('Tensor.view', () => {
     const x = A.ones([2, 3]);
     const e = thrown(() => x.view(any(6)));
     expect(e).toBeInstanceOf(A.ArgumentError);
-    expect(e.message).toMatch(/reshape: shape must be an array of integers, got 6 \(a number\)/);
+    expect(e.message).toMatch(/view: shape must be an array of integers, got 6 \(a number\)/);
     expect(thrown(() => x.view([4]))).toBeInstanceOf(A.ShapeError);
     expect(thrown(() => x.view(any(undefined)))).toBeInstanceOf(A.ArgumentError);
     x.dispose();
@@ -83,9 +85,9 @@ describe('no argument silently ignored', () => {
 
   it('a Tensor method given more arguments than it takes throws instead of dropping them', () => {
     const x = A.ones([2, 3]);
-    expect(thrown(() => x.sum(0, false, any('extra'))).message).toBe('Tensor.sum: takes at most 2 arguments, got 3 (an extra argument would be ignored)');
-    expect(thrown(() => any(x).relu(1))).toBeInstanceOf(A.ArgumentError);
-    expect(thrown(() => any(x).toArray('float64'))).toBeInstanceOf(A.ArgumentError);
+    expect(thrown(() => loose(x).sum(0, false, 'extra')).message).toBe('Tensor.sum: takes at most 2 arguments, got 3 (an extra argument would be ignored)');
+    expect(thrown(() => loose(x).relu(1))).toBeInstanceOf(A.ArgumentError);
+    expect(thrown(() => loose(x).toArray('float64'))).toBeInstanceOf(A.ArgumentError);
     expect(x.disposed).toBe(false);
     x.dispose();
   });

@@ -6,7 +6,8 @@ import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
 import * as ops from './api.js';
 import { backward } from './backward.js';
-import { tooMany } from '../args.js';
+import { tooMany, describe } from '../args.js';
+import { ArgumentError } from '../errors.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
@@ -71,7 +72,10 @@ export class Tensor extends TensorBase<Tensor> {
 
   reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
   /** PyTorch's view: reshape, which never copies (the result shares this tensor's memory) and is differentiable. */
-  view(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  view(shape: readonly number[]): Tensor {
+    if (!Array.isArray(shape)) throw new ArgumentError(`view: shape must be an array of integers, got ${describe(shape)}`);
+    return ops.reshape(this, shape);
+  }
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
