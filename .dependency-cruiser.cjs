@@ -39,7 +39,14 @@ module.exports = {
       comment: 'src/index.ts is the public entry: nothing inside imports it',
       severity: 'error',
       from: { path: '^src/' },
-      to: { path: '^src/index\\.ts$' },
+      to: { path: '^src/index\\.(ts|js)$' },
+    },
+    {
+      name: 'no-import-of-testing',
+      comment: 'src/testing.ts is the test-only entry (fault injection, internal counters): production code never imports it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/testing\\.(ts|js)$' },
+      to: { path: '^src/testing\\.(ts|js)$' },
     },
     {
       name: 'no-runtime-cycle',

@@ -1,6 +1,9 @@
 // `npm run build` (after `npm run asbuild`): the published files in dist/.
-//   dist/index.js     one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts), so it
-//                     runs with no configuration in Node, Deno, Bun, browsers and bundlers.
+//   dist/index.js     the library as one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts)
+//                     and fflate bundled in, so it runs with no configuration in Node, Deno, Bun,
+//                     browsers and bundlers.
+//   dist/data/digits.js the embedded digits (about 60 KB of base64), its own module so bundles
+//                     that never call data.digits() drop it; also the subpath `adjoint/data/digits`.
 //   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
 //                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
@@ -11,6 +14,7 @@
 import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import esbuild from 'rollup-plugin-esbuild';
+import { bundleFflate } from './scripts/rollup-fflate.mjs';
 
 const target = 'es2022';
 
@@ -59,14 +63,14 @@ function executable() {
 }
 
 const library = {
-  input: 'src/index.ts',
+  input: { index: 'src/index.ts', 'data/digits': 'src/data/digits-data.ts' },
   // data.fashionMnist() reads files with a dynamic import('node:fs/promises') (Node, Deno, Bun).
   external: (id) => id.startsWith('node:'),
   onwarn,
-  plugins: [requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
+  plugins: [requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
   // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
   // mostly repeat the inlined kernels and digits.
-  output: { dir: 'dist', format: 'esm', entryFileNames: 'index.js', sourcemap: false },
+  output: { dir: 'dist', format: 'esm', entryFileNames: '[name].js', sourcemap: false },
 };
 
 // Start from an empty dist/ so no stale file is ever published.
@@ -80,7 +84,7 @@ if (existsSync('src/cli/main.ts')) {
     input: 'src/cli/main.ts',
     external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
     onwarn,
-      plugins: [executable(), requireKernels(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
+    plugins: [executable(), requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
     output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
   });
 }

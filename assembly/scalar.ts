@@ -1,8 +1,8 @@
 // Scalar math for f32 and f64, computed in wasm, so results never depend on the JS engine's
 // Math. f64: AssemblyScript's NativeMath, ported from musl (correctly rounded or within 1 ulp).
-// f32 exp, log, tanh, sigmoid and softplus: lane 0 of the vector code in vmath.ts, so a scalar
+// f32 exp, log, tanh, sigmoid, softplus and erf: lane 0 of the vector code in vmath.ts, so a scalar
 // use anywhere gives the same bits as the SIMD kernels; the rest use NativeMathf.
-import { exp4, log4, tanh4, sigmoid4, softplus4 } from './vmath';
+import { exp4, log4, tanh4, sigmoid4, softplus4, erf4 } from './vmath';
 
 /** f(x) through lane 0 of a vector function. */
 @inline function lane0(v: v128): f32 { return f32x4.extract_lane(v, 0); }
@@ -53,4 +53,31 @@ import { exp4, log4, tanh4, sigmoid4, softplus4 } from './vmath';
 @inline export function softplus_s<T>(x: T): T {
   if (sizeof<T>() == 4) return <T>lane0(softplus4(f32x4.splat(<f32>x)));
   return max<T>(x, <T>0) + log1p_s<T>(exp_s<T>(-abs<T>(x)));
+}
+
+/** erf x for f64: |x| < 1: x + x·A(x²); 1 ≤ |x| < 6: 1 − e^{−x²}·B_i(1/|x| − m_i) on three pieces; then 1. */
+/** A, B_i: Chebyshev fits (mpmath chebyfit) of erf(x)/x − 1 and erfc(x)·e^{x²}; within 1 ulp of the exact value. */
+function erf64(x: f64): f64 {
+  const a = abs<f64>(x);
+  let y: f64;
+  if (a < 1) {
+    const z = a * a;
+    y = a + a * (((((((((((((5.957176147748911e-11) * z + -1.1372848856791674e-09) * z + 1.4659775274047436e-08) * z + -1.6350312701054695e-07) * z + 1.6461000484121368e-06) * z + -1.4925595266831182e-05) * z + 0.0001205533111164271) * z + -0.000854832698083379) * z + 0.0052239776248180145) * z + -0.026866170645076792) * z + 0.11283791670954879) * z + -0.3761263890318375) * z + 0.1283791670955126);
+  } else if (a < 1.75) {
+    const u = 1 / a - 0.7857142857142857;
+    y = 1 - NativeMath.exp(-a * a) * ((((((((((((((((0.0010354424102351494) * u + -0.0028406951028330713) * u + 0.0043199430891636015) * u + -0.005004766753817485) * u + 0.004458789869312571) * u + -0.0021646242484267783) * u + -0.002183136825700243) * u + 0.00836790916425223) * u + -0.01521972468427537) * u + 0.01998974706856139) * u + -0.017486248867713085) * u + -0.0010863370768681218) * u + 0.04965472678149703) * u + -0.1492500827768305) * u + 0.3305180846605498) * u + 0.3631315440187196);
+  } else if (a < 3.0) {
+    const u = 1 / a - 0.45238095238095233;
+    y = 1 - NativeMath.exp(-a * a) * ((((((((((((((-0.26131447742425284) * u + 0.12743966551758948) * u + 0.023292539813526216) * u + -0.10916062931229423) * u + 0.1279486224275914) * u + -0.08753898284280542) * u + 0.012618926745625245) * u + 0.06309369185565061) * u + -0.10567914030923979) * u + 0.08758167256855726) * u + 0.008424723383109463) * u + -0.1878135654955613) * u + 0.4449803380283175) * u + 0.2346306826060696);
+  } else if (a < 6.0) {
+    const u = 1 / a - 0.25;
+    y = 1 - NativeMath.exp(-a * a) * ((((((((((((((4.735055717617932) * u + -0.4111857840928973) * u + -1.5024726689170556) * u + 1.2258688135967513) * u + -0.3384313517436377) * u + -0.2749431858232902) * u + 0.38662644615706565) * u + -0.16998838064332905) * u + -0.09627714189725453) * u + 0.21249144479710058) * u + -0.11290793903240033) * u + -0.1613934793676146) * u + 0.5181360975203433) * u + 0.13699945762506138);
+  } else y = a == a ? 1 : a; // NaN stays NaN
+  return copysign<f64>(y, x);
+}
+
+/** erf(x) */
+@inline export function erf_s<T>(x: T): T {
+  if (sizeof<T>() == 4) return <T>lane0(erf4(f32x4.splat(<f32>x)));
+  return <T>erf64(<f64>x);
 }

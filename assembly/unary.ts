@@ -1,12 +1,12 @@
 // Elementwise unary kernels y = f(x). Contract for every kernel here:
 // (x, y: pointers to n elements of T; n ≥ 0; p0, p1: the op's scalar parameters or unused);
-// in-place (x == y) is allowed. f32 exp/log/tanh/sigmoid/softplus run the vmath.ts lane code,
+// in-place (x == y) is allowed. f32 exp/log/tanh/sigmoid/softplus/erf run the vmath.ts lane code,
 // tail included (a partly filled vector); f64 ones the musl scalar code. Derivatives are
 // composed from these in src/ops; the fused VJP kernels at the end (tanh, sigmoid, relu)
 // do g·f'(y) in one pass.
 import { lanes, ld, st, at } from './lanes';
-import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s } from './scalar';
-import { exp4, log4, tanh4, sigmoid4, softplus4, loadTail, storeTail } from './vmath';
+import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s, erf_s } from './scalar';
+import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } from './vmath';
 
 @inline const NEG = 0;
 @inline const EXP = 1;
@@ -26,6 +26,7 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, loadTail, storeTail } from './v
 @inline const INSIDE = 15;
 @inline const SIGN = 16;
 @inline const RECIP = 17;
+@inline const ERF = 18;
 
 /** f(x) for one element; op is a constant after inlining, so the switch folds away. */
 @inline function f<T>(op: i32, x: T, p0: T, p1: T): T {
@@ -48,13 +49,14 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, loadTail, storeTail } from './v
     case INSIDE: return x >= p0 && x <= p1 ? <T>1 : <T>0;
     case SIGN: return x > <T>0 ? <T>1 : x < <T>0 ? <T>-1 : <T>0;
     case RECIP: return <T>1 / x;
+    case ERF: return erf_s<T>(x);
   }
   return x;
 }
 
 /** Whether op's f32 form is vmath.ts lane code, which the tail must run too (same bits). */
 @inline function vmath<T>(op: i32): bool {
-  return sizeof<T>() == 4 && (op == EXP || op == LOG || op == TANH || op == SIGMOID || op == SOFTPLUS);
+  return sizeof<T>() == 4 && (op == EXP || op == LOG || op == TANH || op == SIGMOID || op == SOFTPLUS || op == ERF);
 }
 
 /** Whether op has a v128 form for T (the rest run the scalar loop over all n). */
@@ -70,6 +72,7 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, loadTail, storeTail } from './v
     case TANH: return tanh4(x);
     case SIGMOID: return sigmoid4(x);
     case SOFTPLUS: return softplus4(x);
+    case ERF: return erf4(x);
     case NEG: return v128.neg<T>(x);
     case SQRT: return v128.sqrt<T>(x);
     case ABS: return v128.abs<T>(x);
@@ -151,6 +154,9 @@ export function sign_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { m
 /** y = 1 / x */
 export function recip_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(RECIP, x, y, n, p0, p1); }
 export function recip_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(RECIP, x, y, n, p0, p1); }
+/** y = erf x (f32: vmath.ts lane code, ≤ 1.2 ulp; f64: piecewise fits in scalar.ts, ≤ 1 ulp) */
+export function erf_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(ERF, x, y, n, p0, p1); }
+export function erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(ERF, x, y, n, p0, p1); }
 
 // Fused VJPs dx = g·f'(y) from the saved output y, in one pass instead of two or three.
 // Contract: (y, g, dx: pointers to n elements of T; n ≥ 0); dx may alias y or g. The

@@ -5,7 +5,7 @@
 // and elements checked per step and times exactly that much checking on its own.
 // Run: node scripts/run-ts.mjs bench/anomaly.ts
 import * as A from '../src/index.js';
-import { checked } from '../src/ops/anomaly.js';
+import { anomalyChecks as checked } from '../src/testing.js';
 import { kernel } from '../src/wasm/module.js';
 
 export interface AnomalyCost {

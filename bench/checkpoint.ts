@@ -11,7 +11,8 @@
 // same round), so load that drifts during the run hits both sides of each ratio. Memory numbers
 // are exact and do not depend on load.
 import * as A from '../src/index.js';
-import { sequentialForward, planSegments, minimumBudget, type CheckpointPlan, type Layer } from '../src/autodiff/checkpoint.js';
+import { planSegments, minimumBudget, type CheckpointPlan } from '../src/autodiff/segments.js';
+import { sequentialForward, type Layer } from '../src/nn/sequential.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string): string | undefined => {

@@ -6,7 +6,7 @@
 //   npm run asbuild && node scripts/run-ts.mjs bench/conv-threads.ts [--reps 60] [--blocks 4]
 import os from 'node:os';
 import * as A from '../src/index.js';
-import { threadCount, threadStats } from '../src/wasm/threads.js';
+import { threadCount, threadStats } from '../src/testing.js';
 import { CNN, cnnData, cnnOut2 } from './workloads.js';
 
 const arg = (name: string, d: number): number => {

@@ -3,7 +3,7 @@
 // result goes to window.__adjoint, where the headless-browser driver reads it.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import * as A from '../src/index.js';
-import { threadCount } from '../src/wasm/threads.js';
+import { threadCount } from '../src/testing.js';
 import * as tf from '@tensorflow/tfjs';
 import * as tfwasm from '@tensorflow/tfjs-backend-wasm';
 import { benchAdjoint, benchTf, type Lib, type Result } from './threads-core.js';

@@ -9,7 +9,7 @@
 //   node scripts/run-ts.mjs bench/threads-step.ts [--rounds 15] [--reps 20] [--claim-ms X]
 // (--claim-ms sets busy.claimMs, the busy-machine rule for starved workers; Infinity turns it off.)
 import * as A from '../src/index.js';
-import { busy, threadStats } from '../src/wasm/threads.js';
+import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
 import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';

@@ -26,7 +26,7 @@ async function nodeChild(lib: Lib, threads: number): Promise<Result> {
   const where = `node ${process.versions.node}`;
   if (lib === 'adjoint') {
     const A = await import('../src/index.js');
-    const { threadCount } = await import('../src/wasm/threads.js');
+    const { threadCount } = await import('../src/testing.js');
     await A.init(threads === 1 ? {} : { threads });
     return { lib, threads: threadCount(), version: version('package.json'), where, ...benchAdjoint(A) };
   }

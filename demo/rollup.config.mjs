@@ -6,6 +6,7 @@
 //              as base64 as in dist/index.js, so no wasm plugin or extra request is needed.
 import { readFileSync } from 'node:fs';
 import esbuild from 'rollup-plugin-esbuild';
+import { bundleFflate } from '../scripts/rollup-fflate.mjs';
 
 const out = 'build/demo';
 const target = 'es2022';
@@ -26,7 +27,7 @@ function page() {
 // The op modules import each other by design (see rollup.config.mjs); ESM handles it.
 const onwarn = (warning, warn) => warning.code !== 'CIRCULAR_DEPENDENCY' && warn(warning);
 // keepNames: the page shows layer class names (constructor.name), and error names stay readable.
-const plugins = () => [esbuild({ target, minify: true, keepNames: true, tsconfig: 'demo/tsconfig.json' })];
+const plugins = () => [bundleFflate(), esbuild({ target, minify: true, keepNames: true, tsconfig: 'demo/tsconfig.json' })];
 
 export default [
   {

@@ -7,17 +7,26 @@ export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, typ
 export { tidy, keep, memory, resetPeak, type MemoryInfo } from './tensor/memory.js';
 export {
   add, sub, mul, div, pow, maximum, minimum,
-  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp,
+  neg, exp, log, sqrt, abs, square, sin, cos, tanh, sigmoid, relu, softplus, leakyRelu, gelu, clamp, erf, type GeluOptions,
   sum, mean, max, logsumexp,
   reshape, transpose, broadcastTo, concat, slice, gather,
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,
   conv2d, maxPool2d, avgPool2d, dropout, type Conv2dOptions, type DropoutOptions,
   astype, detach, stopGradient,
+  permute, unsqueeze, squeeze, flatten, split, chunk, tril, triu,
+  eq, ne, lt, le, gt, ge, where, maskedFill, argmax,
+  type CrossEntropyOptions, type CrossEntropyLabels,
 } from './ops/api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
+export * as autograd from './autodiff/autograd.js';
+export type { AutogradOptions } from './autodiff/autograd.js';
+export type { BackwardOptions } from './ops/backward.js';
+export type { Pytree } from './autodiff/pytree.js';
+export { functionalCall } from './nn/functional.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
-export { checkpoint, type CheckpointPlan } from './autodiff/checkpoint.js';
+export { checkpoint } from './autodiff/checkpoint.js';
+export type { CheckpointPlan } from './autodiff/segments.js';
 export { detectAnomaly, withAnomalyDetection } from './ops/anomaly.js';
 export { compile, type Compiled, type CompileOptions, type CompileStats } from './compile/compile.js';
 export * as nn from './nn/index.js';

@@ -6,7 +6,8 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { backward } from '../src/ops/backward.js';
-import { planSegments, planOf, minimumBudget, sequentialForward, type Segment, type CheckpointPlan } from '../src/autodiff/checkpoint.js';
+import { planSegments, planOf, minimumBudget, type Segment, type CheckpointPlan } from '../src/autodiff/segments.js';
+import { sequentialForward } from '../src/nn/sequential.js';
 
 beforeAll(() => A.init());
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { findRuns, fusion } from '../src/compile/fuse.js';
-import { busy, threadStats } from '../src/wasm/threads.js';
+import { busy, threadStats } from '../src/testing.js';
 import type { Launch, Ref, Trace } from '../src/compile/trace.js';
 
 const { compile, tidy } = A;

@@ -9,7 +9,7 @@ import type { Tensor, DType } from '../src/index.js';
 import { dense, type Activation } from '../src/ops/dense.js';
 import { matmulT } from '../src/ops/api.js';
 import { thresholds } from '../src/wasm/split.js';
-import { threadCount } from '../src/wasm/threads.js';
+import { threadCount } from '../src/testing.js';
 import { rng, relErr } from './specs.js';
 
 beforeAll(() => A.init({ threads: 2 }));

@@ -104,7 +104,7 @@ function splice(f: Uint8Array, rng: Rng): Uint8Array {
 }
 const BYTE_MUTATIONS = [flipBits, setBytes, truncate, extend, splice];
 
-export function mutateBytes(f: Uint8Array, rng: Rng): Uint8Array {
+function mutateBytes(f: Uint8Array, rng: Rng): Uint8Array {
   return rng.pick(BYTE_MUTATIONS)(f, rng);
 }
 
@@ -184,7 +184,7 @@ function hostileHeader(rng: Rng): string | Uint8Array {
   }
 }
 
-export function mutateSafetensors(f: Uint8Array, rng: Rng): Uint8Array {
+function mutateSafetensors(f: Uint8Array, rng: Rng): Uint8Array {
   const kind = rng.int(10);
   const parts = splitHeader(f);
   if (kind < 4 || parts === null) return mutateBytes(f, rng);
@@ -215,7 +215,7 @@ export function mutateSafetensors(f: Uint8Array, rng: Rng): Uint8Array {
 
 // ---------------------------------------------------------------- IDX structure
 
-export function mutateIdx(f: Uint8Array, rng: Rng): Uint8Array {
+function mutateIdx(f: Uint8Array, rng: Rng): Uint8Array {
   const gz = f.length >= 2 && f[0] === 0x1f && f[1] === 0x8b;
   const kind = rng.int(10);
   if (kind < 4 || gz) {
@@ -272,7 +272,7 @@ export function verdict(format: 'safetensors' | 'idx', bytes: Uint8Array): Verdi
       const record = A.io.loadSafetensors(bytes);
       produced = 0;
       for (const t of Object.values(record)) {
-        produced += t.size * (t.dtype === 'float32' ? 4 : 8);
+        produced += t.size * (t.dtype === 'float64' ? 8 : 4); // float32 and int32: 4 bytes
         t.dispose();
       }
       implied = bytes.length;

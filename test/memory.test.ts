@@ -4,7 +4,8 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
-import { sequentialForward, planSegments, type CheckpointPlan, type Layer } from '../src/autodiff/checkpoint.js';
+import { planSegments, type CheckpointPlan } from '../src/autodiff/segments.js';
+import { sequentialForward, type Layer } from '../src/nn/sequential.js';
 
 beforeAll(() => A.init());
 

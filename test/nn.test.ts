@@ -5,6 +5,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { f64, arr, close } from './helpers.js';
+import * as R from './ref.js';
 
 const { nn } = A;
 
@@ -179,6 +180,7 @@ describe('activation and normalisation layers', () => {
     ['ReLU', () => new nn.ReLU(), (v: number) => Math.max(v, 0)],
     ['Tanh', () => new nn.Tanh(), Math.tanh],
     ['GELU (tanh approximation)', () => new nn.GELU(), (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)))],
+    ['GELU exact', () => new nn.GELU({ approximate: 'none' }), (v: number) => 0.5 * v * (1 + R.erf(v * Math.SQRT1_2))],
   ])('%s matches the float64 formula', (_n, make, f) => {
     close(arr(make().forward(A.tensor(xs, f64))), xs.map(f), 1e-15);
   });

@@ -6,6 +6,7 @@ import type { Tensor, DType } from '../src/index.js';
 import * as R from './ref.js';
 import type { Nd } from './ref.js';
 import { dense } from '../src/ops/dense.js';
+import { SEQ_SPECS } from './seq-specs.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
 export function rng(seed: number): () => number {
@@ -31,7 +32,7 @@ export const uniform = (lo: number, hi: number, avoid: readonly number[] = [], g
   });
 
 /** Values at least 0.2 apart in shuffled order (max without ties). */
-export const distinct = (lo: number, hi: number): Domain => (n, r) => {
+const distinct = (lo: number, hi: number): Domain => (n, r) => {
   const step = (hi - lo) / Math.max(1, n);
   const vs = Array.from({ length: n }, (_, i) => lo + step * (i + 0.25 + 0.5 * r()));
   for (let i = n - 1; i > 0; i--) {
@@ -42,9 +43,9 @@ export const distinct = (lo: number, hi: number): Domain => (n, r) => {
 };
 
 /** k + offset + [0, 0.4) for integer k in [-2, 1]: band(0) and band(0.5) never come within 0.1 (maximum without ties). */
-export const band = (offset: number): Domain => (n, r) => Array.from({ length: n }, () => Math.floor(r() * 4) - 2 + offset + 0.4 * r());
+const band = (offset: number): Domain => (n, r) => Array.from({ length: n }, () => Math.floor(r() * 4) - 2 + offset + 0.4 * r());
 
-export const STD = uniform(-2, 2, [0], 0.2);
+const STD = uniform(-2, 2, [0], 0.2);
 /** Logits of similar size, so no softmax weight (a gradient component) is tiny next to the value. */
 const SOFT = uniform(-1, 1);
 
@@ -95,6 +96,8 @@ export const SPECS: OpSpec[] = [
   un('leakyRelu', (x) => A.leakyRelu(x), (v) => (v > 0 ? v : 0.01 * v)),
   un('leakyRelu(0.2)', (x) => A.leakyRelu(x, 0.2), (v) => (v > 0 ? v : 0.2 * v)),
   un('gelu', A.gelu, R.gelu, uniform(-2, 2, [-0.75], 0.15)),
+  un('gelu none', (x) => A.gelu(x, { approximate: 'none' }), R.geluExact, uniform(-2, 2, [-0.75], 0.15)),
+  un('erf', A.erf, R.erf, uniform(-2.5, 2.5)),
   un('clamp', (x) => A.clamp(x, -0.5, 0.7), (v) => Math.min(Math.max(v, -0.5), 0.7), uniform(-2, 2, [-0.5, 0.7])),
   // Reductions
   op('sum', X3, (x) => A.sum(x), (x) => R.sum(x)),
@@ -142,6 +145,8 @@ export const SPECS: OpSpec[] = [
   op('layerNorm', [[3, 5]], (x) => A.layerNorm(x), (x) => R.layerNorm(x)),
   op('layerNorm weight', [[3, 5], [5]], (x, w) => A.layerNorm(x, w), (x, w) => R.layerNorm(x, w)),
   op('layerNorm weight bias', [[3, 5], [5], [5]], (x, w, b) => A.layerNorm(x, w, b), (x, w, b) => R.layerNorm(x, w, b)),
+  // Sequence-model ops (test/seq-specs.ts)
+  ...SEQ_SPECS,
 ];
 
 /** Input values of a row (one flat array per input), reproducible from the row's name and a salt. */

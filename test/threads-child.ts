@@ -12,7 +12,7 @@
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
-import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/wasm/threads.js';
+import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
 import { kernel } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
 import { matmulT } from '../src/ops/api.js';

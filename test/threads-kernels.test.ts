@@ -12,7 +12,7 @@ import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { imagePieces, thresholds } from '../src/wasm/split.js';
 import { conv2dInputGrad, conv2dFilterGrad, type ConvParams } from '../src/ops/conv-api.js';
-import { busy, pauseFor, threadCount, threadStats } from '../src/wasm/threads.js';
+import { busy, pauseFor, threadCount, threadStats } from '../src/testing.js';
 
 type DT = 'float32' | 'float64';
 const saved = { ...thresholds }, pauseMs = busy.pauseMs;

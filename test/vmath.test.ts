@@ -6,6 +6,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import { Tensor } from '../src/ops/tensor.js';
 import { kernel, views } from '../src/wasm/module.js';
+import { erf } from './ref.js';
 
 beforeAll(() => A.init());
 
@@ -19,6 +20,7 @@ const FNS: [string, (x: number) => number, number][] = [
   ['tanh', Math.tanh, 1],
   ['sigmoid', sigmoid, 1],
   ['softplus', softplus, 2],
+  ['erf', erf, 2],
 ];
 
 /** Inputs near each method's switch points and the range limits. */
@@ -111,6 +113,7 @@ describe('special values', () => {
     ['tanh', 0, 0], ['tanh', -0, -0], ['tanh', Infinity, 1], ['tanh', -Infinity, -1], ['tanh', 1e30, 1],
     ['sigmoid', 0, 0.5], ['sigmoid', -0, 0.5], ['sigmoid', Infinity, 1], ['sigmoid', -Infinity, 0],
     ['softplus', Infinity, Infinity], ['softplus', -Infinity, 0], ['softplus', 1e30, 1e30],
+    ['erf', 0, 0], ['erf', -0, -0], ['erf', Infinity, 1], ['erf', -Infinity, -1], ['erf', 4, 1], ['erf', -3.95, -1],
   ] as const)('%s(%d) = %d', (name, x, y) => {
     expect(Object.is(one(name, x), Math.fround(y))).toBe(true);
     expect(Object.is(run(name, Float32Array.of(x, x, x, x))[0], Math.fround(y))).toBe(true);
@@ -124,3 +127,30 @@ describe('special values', () => {
     xs.forEach((x, i) => expect(Math.abs(ordered(ys[i]) - ordered(Math.fround(Math.exp(x))))).toBeLessThanOrEqual(1));
   });
 });
+
+describe('erf_f64', () => {
+  it('is within 3 ulp of a float64 reference (itself within 1.2 ulp) over [−6.5, 6.5], ±1 beyond, NaN stays NaN', () => {
+    const n = 200_001, xs = Float64Array.from({ length: n }, (_, i) => -6.5 + (13 * i) / (n - 1));
+    const x = Tensor.empty([n], 'float64'), y = Tensor.empty([n], 'float64');
+    try {
+      views().f64.set(xs, x.ptr >> 3);
+      kernel('erf_f64')(x.ptr, y.ptr, n, 0, 0);
+      const ys = views().f64.slice(y.ptr >> 3, (y.ptr >> 3) + n);
+      let worst = 0;
+      for (let i = 0; i < n; i++) {
+        const e = erf(xs[i]), ulp = Math.max(Number.MIN_VALUE, Math.abs(e) * 2 ** -52);
+        worst = Math.max(worst, Math.abs(ys[i] - e) / ulp);
+      }
+      expect(worst).toBeLessThanOrEqual(3);
+      views().f64.set([NaN, Infinity, -Infinity, -0, 7, 1e-300], x.ptr >> 3);
+      kernel('erf_f64')(x.ptr, y.ptr, 6, 0, 0);
+      const s = views().f64.slice(y.ptr >> 3, (y.ptr >> 3) + 6);
+      expect([Number.isNaN(s[0]), s[1], s[2], Object.is(s[3], -0), s[4]]).toEqual([true, 1, -1, true, 1]);
+      expect(s[5] / 1e-300).toBeCloseTo(2 / Math.sqrt(Math.PI), 14);
+    } finally {
+      x.dispose();
+      y.dispose();
+    }
+  });
+});
+

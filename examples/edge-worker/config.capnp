@@ -19,6 +19,8 @@ const edgeWorker :Workerd.Worker = (
     (name = "model.mjs", esModule = embed "model.mjs"),
     # The module names are the import specifiers the worker uses.
     (name = "adjoint", esModule = embed "../../dist/index.js"),
+    # The embedded digits data set, its own module: dist/index.js imports it as ./data/digits.js.
+    (name = "data/digits.js", esModule = embed "../../dist/data/digits.js"),
     # A `wasm` module is compiled by workerd at load time and imported as a WebAssembly.Module.
     (name = "adjoint/adjoint.wasm", wasm = embed "../../dist/adjoint.wasm"),
   ],

@@ -7,7 +7,7 @@ export class UsageError extends ArgumentError {}
 
 export type Dataset = 'digits' | 'fashion-mnist';
 export type ModelKind = 'mlp' | 'cnn';
-export type OptimizerKind = 'sgd' | 'adam' | 'adamw';
+type OptimizerKind = 'sgd' | 'adam' | 'adamw';
 
 export interface TrainArgs {
   dataset: Dataset;
@@ -29,13 +29,13 @@ export const USAGE = `usage: adjoint train [--dataset digits|fashion-mnist] [--d
                      [--feedback bp|alignment|sign] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]
        adjoint compare [--feedback bp,alignment[,sign]] [--plot FILE.svg] [train options except --save]`;
 
-export const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
+const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
 
 /**
  * Defaults per data set: digits train with SGD (Nesterov momentum 0.9), lr 0.1, 40 epochs of
  * 32 (about 1 800 steps, a few seconds); Fashion-MNIST with Adam, lr 1e-3, 5 epochs of 128.
  */
-export function defaults(dataset: Dataset, optimizer?: OptimizerKind): { optimizer: OptimizerKind; epochs: number; batch: number; lr: number } {
+function defaults(dataset: Dataset, optimizer?: OptimizerKind): { optimizer: OptimizerKind; epochs: number; batch: number; lr: number } {
   const opt = optimizer ?? (dataset === 'digits' ? 'sgd' : 'adam');
   const lr = opt === 'sgd' ? 0.1 : 1e-3;
   return dataset === 'digits' ? { optimizer: opt, epochs: 40, batch: 32, lr } : { optimizer: opt, epochs: 5, batch: 128, lr };

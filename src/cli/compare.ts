@@ -77,7 +77,7 @@ export class Monitor {
 const deg = (v: number): string => `${v.toFixed(1)}°`;
 
 /** "0.weight update: 47.9°, signal sent back by 3: 55.4°" (the weight angle of the top layer is 0 by construction and left out). */
-export function describeAngles(rows: readonly AlignmentAngle[]): string {
+function describeAngles(rows: readonly AlignmentAngle[]): string {
   const parts: string[] = [];
   for (const r of rows) {
     if (r.signal !== null) parts.push(`signal sent back by ${r.layer}: ${deg(r.signal)}`);
@@ -86,7 +86,7 @@ export function describeAngles(rows: readonly AlignmentAngle[]): string {
   return parts.join(', ');
 }
 
-export const MODE_NAMES: Record<Feedback, string> = { bp: 'backprop', alignment: 'feedback alignment', sign: 'sign-symmetric' };
+const MODE_NAMES: Record<Feedback, string> = { bp: 'backprop', alignment: 'feedback alignment', sign: 'sign-symmetric' };
 
 /** The --plot path: FILE.svg in an existing directory. */
 export async function checkPlotPath(file: string): Promise<void> {
@@ -144,7 +144,7 @@ function subtitle(args: TrainArgs, tail: string): string {
 }
 
 /** `compare --plot`: loss and test accuracy per feedback rule, and every FA run's alignment angles. */
-export function comparePlot(args: TrainArgs, runs: readonly Run[]): string {
+function comparePlot(args: TrainArgs, runs: readonly Run[]): string {
   const color = (m: Feedback) => COLORS[FEEDBACK_MODES.indexOf(m)];
   const angleColors = ['#d62728', '#ff7f0e', '#2ca02c', '#17becf'];
   let k = 0;

@@ -14,6 +14,8 @@
 // launch and chunk), each thread's piece staying in its core's cache from one launch to the next.
 import type { Trace, Ref, Block, Launch } from './trace.js';
 import { runJobs } from '../wasm/threads.js';
+import { rules } from '../ops/table.js';
+import type { Element } from '../ops/rule.js';
 
 /** Internal tuning (the bench sets these; tests shrink the tile to exercise many tiles). */
 export const fusion = {
@@ -30,7 +32,7 @@ export const fusion = {
 };
 
 /** One launch of a run, as a whole (unsplit) call. */
-export interface FusedOp {
+interface FusedOp {
   readonly name: string;
   /** The whole call's arguments (element count at `count`). */
   readonly args: number[];
@@ -74,9 +76,10 @@ interface Sig {
   readonly count: number;
 }
 
-const UNARY = new Set('neg exp log sqrt abs square sin cos tanh sigmoid relu softplus leaky_relu clamp step inside sign recip'.split(' '));
-const VJP = new Set(['tanh_vjp', 'sigmoid_vjp', 'relu_vjp']);
-const BINARY = new Set('add sub mul div pow maximum minimum gt ge eq'.split(' '));
+/** Kernel family → argument layout, for every primitive whose rule row marks its kernel fusable. */
+const FUSABLE: ReadonlyMap<string, Element['layout']> = new Map(
+  Object.values(rules as Record<string, { element?: Element }>).flatMap((r) => (r.element?.fusable ? [[r.element.kernel, r.element.layout] as const] : [])),
+);
 
 /** The map signature of a launch (kernel name and arguments), or null when it is no plain elementwise map. */
 function sigOf(name: string, a: readonly number[]): Sig | null {
@@ -84,14 +87,14 @@ function sigOf(name: string, a: readonly number[]): Sig | null {
   if (name === 'cast_f64_f32') return { ptrs: [0, 1], roles: ['r', 'w'], steps: [8, 4], count: 2 };
   const m = /^(\w+)_f(32|64)$/.exec(name);
   if (m === null) return null;
-  const op = m[1], b = m[2] === '32' ? 4 : 8;
-  if (UNARY.has(op)) return { ptrs: [0, 1], roles: ['r', 'w'], steps: [b, b], count: 2 };
-  if (VJP.has(op)) return { ptrs: [0, 1, 2], roles: ['r', 'r', 'w'], steps: [b, b, b], count: 3 };
+  const op = m[1], b = m[2] === '32' ? 4 : 8, layout = FUSABLE.get(op);
+  if (layout === 'map') return { ptrs: [0, 1], roles: ['r', 'w'], steps: [b, b], count: 2 };
+  if (layout === 'grad') return { ptrs: [0, 1, 2], roles: ['r', 'r', 'w'], steps: [b, b, b], count: 3 };
   if (op === 'fill') return { ptrs: [0], roles: ['w'], steps: [b], count: 1 };
   if (op === 'scale') return { ptrs: [0], roles: ['rw'], steps: [b], count: 1 };
   // (a, b, y, rows, cols, sar, sac, sbr, sbc): one row, each operand contiguous or a broadcast scalar.
   const unit = (s: number) => s === 0 || s === 1;
-  if (BINARY.has(op) && a[3] === 1 && unit(a[6]) && unit(a[8])) {
+  if (layout === 'zip' && a[3] === 1 && unit(a[6]) && unit(a[8])) {
     return { ptrs: [0, 1, 2], roles: ['r', 'r', 'w'], steps: [a[6] * b, a[8] * b, b], count: 4 };
   }
   return null;

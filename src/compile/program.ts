@@ -235,7 +235,7 @@ export class Program {
  * Offsets for blocks with lifetimes [alloc, free): largest first, each at the lowest offset where
  * it overlaps no placed block that is alive at the same time (greedy by size, first fit).
  */
-export function assign(blocks: readonly Block[]): { offsets: Map<number, number>; total: number } {
+function assign(blocks: readonly Block[]): { offsets: Map<number, number>; total: number } {
   const items = blocks.map((b) => ({ b, size: Math.max(ALIGN, Math.ceil(b.bytes / ALIGN) * ALIGN) }))
     .sort((x, y) => y.size - x.size || x.b.alloc - y.b.alloc);
   const placed: { alloc: number; free: number; off: number; size: number }[] = [];

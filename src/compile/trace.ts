@@ -16,7 +16,7 @@ import { type Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { onTape } from '../tensor/replay.js';
 import { runtime } from '../wasm/module.js';
-import { POINTER_ARGS } from './kernel-args.js';
+import { POINTER_ARGS } from './kernel-args.generated.js';
 import { hooks, type Recorder, type Kernel, type ElementKind, type Derivation } from '../wasm/hooks.js';
 
 /** Where a pointer argument points, in terms that survive to the next call. */
@@ -193,7 +193,7 @@ export class Trace implements Recorder {
   private launch(name: string, jobs: readonly (readonly number[])[], pooled: boolean): void {
     this.flushAccess();
     const mask = POINTER_ARGS.get(name);
-    if (mask === undefined) this.fail(`the kernel ${name} has no entry in src/compile/kernel-args.ts (which of its arguments are pointers is unknown)`);
+    if (mask === undefined) this.fail(`the kernel ${name} has no entry in src/compile/kernel-args.generated.ts (which of its arguments are pointers is unknown)`);
     const p = this.pending;
     this.pending = null;
     if (this.taint !== null || mask === undefined) return;

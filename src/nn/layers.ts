@@ -3,7 +3,7 @@
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { relu, tanh, gelu, layerNorm, reshape, gather, add, composite } from '../ops/api.js';
+import { relu, tanh, gelu, geluApproximation, layerNorm, reshape, gather, add, composite, type GeluOptions } from '../ops/api.js';
 import { seedOf, ones, zeros } from '../ops/create.js';
 import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
@@ -22,9 +22,14 @@ export class ReLU extends Module {
 export class Tanh extends Module {
   forward(x: Tensor): Tensor { return tanh(tensorInput('Tanh', x)); }
 }
-/** GELU, tanh approximation (PyTorch's nn.GELU(approximate='tanh')). */
+/** GELU: the tanh approximation by default (PyTorch's nn.GELU(approximate='tanh')); { approximate: 'none' } is the exact erf form. */
 export class GELU extends Module {
-  forward(x: Tensor): Tensor { return gelu(tensorInput('GELU', x)); }
+  readonly approximate: 'tanh' | 'none';
+  constructor(options: GeluOptions = {}) {
+    super();
+    this.approximate = geluApproximation('GELU', options);
+  }
+  forward(x: Tensor): Tensor { return gelu(tensorInput('GELU', x), { approximate: this.approximate }); }
 }
 
 /** Flattens axes startDim..endDim into one (default: everything but the batch axis). */

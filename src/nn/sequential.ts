@@ -10,7 +10,11 @@ import { Module } from './module.js';
 import { Linear } from './linear.js';
 import { ReLU, Tanh } from './layers.js';
 import type { Activation } from '../ops/dense.js';
-import { sequentialForward, checkPlan, type Layer } from '../autodiff/checkpoint.js';
+import { BYTES } from '../tensor/dtype.js';
+import { recordDraws, replayDraws } from '../tensor/replay.js';
+import { modes, withMode } from '../ops/modes.js';
+import { checkpoint } from '../autodiff/checkpoint.js';
+import { checkPlan, planSegments, type CheckpointPlan, type SegmentPlan } from '../autodiff/segments.js';
 import { describe } from '../args.js';
 
 /** Activation modules a preceding Linear absorbs. Exact classes, the Linear's too: a subclass may change forward. */
@@ -70,4 +74,74 @@ export class Sequential extends Module {
     for (const m of this.layers) m.dispose();
     super.dispose();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a chain of layers, under a checkpoint plan when one is given.
+
+export interface Layer {
+  forward(x: Tensor): Tensor;
+}
+
+/** Applies layers in order, disposing each intermediate handle once the next layer has consumed it. */
+function chain(layers: readonly Layer[], x: Tensor): Tensor {
+  let h = x;
+  for (const m of layers) {
+    const next = m.forward(h);
+    // Only the graph's saved views keep an intermediate alive now, and backward frees those as it goes.
+    if (h !== x && next !== h) h.dispose();
+    h = next;
+  }
+  return h;
+}
+
+/** Plans per layer chain and input signature, measured on the first call. */
+const plans = new WeakMap<readonly Layer[], Map<string, SegmentPlan>>();
+
+/** Output bytes of each layer for input x, from a run under noGrad that frees as it goes. */
+function measure(layers: readonly Layer[], x: Tensor): number[] {
+  const bytes: number[] = [];
+  withMode('record', false, () => {
+    let h = x;
+    for (const m of layers) {
+      const next = m.forward(h);
+      bytes.push(next.size * BYTES[next.dtype]);
+      if (h !== x && next !== h) h.dispose();
+      h = next;
+    }
+    if (h !== x) h.dispose();
+  });
+  return bytes;
+}
+
+/**
+ * layers applied to x, intermediates freed as soon as they are consumed; with a plan (and while
+ * recording), split into segments run through checkpoint(). The plan is made on the first call
+ * for each input shape from the layers' measured output bytes; that measuring run's random
+ * draws are replayed by the real one, so the RNG streams advance exactly once per call.
+ */
+export function sequentialForward(layers: readonly Layer[], x: Tensor, plan?: CheckpointPlan): Tensor {
+  if (plan === undefined || !modes.record || layers.length === 0) return chain(layers, x);
+  let byShape = plans.get(layers);
+  if (byShape === undefined) plans.set(layers, (byShape = new Map()));
+  const key = `${x.dtype}[${x.shape}]`;
+  const known = byShape.get(key);
+  if (known !== undefined) return runSegments(layers, x, known);
+  const [bytes, draws] = recordDraws(() => measure(layers, x));
+  const made = planSegments(bytes, plan);
+  byShape.set(key, made);
+  return replayDraws(draws, () => runSegments(layers, x, made));
+}
+
+function runSegments(layers: readonly Layer[], x: Tensor, plan: SegmentPlan): Tensor {
+  let h = x;
+  for (const s of plan.segments) {
+    const part = layers.slice(s.start, s.end);
+    const run = (input: Tensor): Tensor => chain(part, input);
+    Object.defineProperty(run, 'name', { value: `layers ${s.start}..${s.end - 1}` });
+    const next = s.checkpoint ? checkpoint(run)(h) : run(h);
+    if (h !== x && next !== h) h.dispose();
+    h = next;
+  }
+  return h;
 }

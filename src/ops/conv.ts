@@ -35,7 +35,7 @@ const NONE = { inputs: [], output: false } as const;
 const plus = (u: Tensor | null, v: Tensor | null): Tensor => (u === null ? v! : v === null ? u : add(u, v));
 
 /** The output extent along one axis: ⌊(n + 2·pad − k) / stride⌋ + 1. */
-export const outExtent = (n: number, k: number, stride: number, pad: number): number => Math.floor((n + 2 * pad - k) / stride) + 1;
+const outExtent = (n: number, k: number, stride: number, pad: number): number => Math.floor((n + 2 * pad - k) / stride) + 1;
 
 /** The kernels' geometry block up to Wo: N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo (launchConv appends each piece's channel range). */
 function convGeometry(N: number, C: number, [H, W]: Pair, O: number, [kh, kw]: Pair, p: ConvParams): number[] {
@@ -49,7 +49,7 @@ function convGeometry(N: number, C: number, [H, W]: Pair, O: number, [kh, kw]: P
  * path). The region is a temporary tensor, so memory() accounts for it, and it is unregistered
  * before being freed so no later GEMM can write into a dead block.
  */
-export function withGemmScratch(dtype: DType, [M, N, K]: readonly number[], f: () => void): void {
+function withGemmScratch(dtype: DType, [M, N, K]: readonly number[], f: () => void): void {
   const bytes = kernel('gemm_scratch_bytes')(M, N, K, BYTES[dtype]);
   const scratch = Tensor.empty([Math.max(1, Math.ceil(bytes / BYTES[dtype]))], dtype);
   try {

@@ -2,7 +2,8 @@
 // strided copies. Everything that turns shapes into kernel arguments lives here, once.
 import { ShapeError } from '../errors.js';
 import { Tensor } from './tensor.js';
-import { SUFFIX, type DType } from '../tensor/dtype.js';
+import { SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
+import { COST, type Element } from './rule.js';
 import { kernel, writeArgs } from '../wasm/module.js';
 import { runsLocally, splitBinary, splitMap, splitReduce } from '../wasm/split.js';
 
@@ -41,8 +42,8 @@ export function broadcastStrides(shape: readonly number[], out: readonly number[
 }
 
 /** Export names `${name}_f32` / `${name}_f64`, built once per name: building them per launch showed in per-op profiles. */
-const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>() };
-export function kernelName(name: string, dtype: DType): string {
+const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>(), int32: new Map<string, string>() };
+function kernelName(name: string, dtype: DType): string {
   const m = exportNames[dtype];
   let s = m.get(name);
   if (s === undefined) m.set(name, (s = `${name}_${SUFFIX[dtype]}`));
@@ -53,14 +54,12 @@ export function k(name: string, dtype: DType) {
   return kernel(kernelName(name, dtype));
 }
 
-/** Kernels that evaluate a transcendental function per element: worth splitting across threads sooner. */
-const SLOW = new Set(['exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'softplus', 'pow']);
-const bytesOf = (dtype: DType): number => (dtype === 'float32' ? 4 : 8);
+const bytesOf = (dtype: DType): number => BYTES[dtype];
 
-/** y = f(x) elementwise with the unary kernel `name` (split across threads when large). */
-export function launchUnary(name: string, x: Tensor, p0 = 0, p1 = 0): Tensor {
+/** y = f(x) elementwise with the map kernel of `e` (split across threads when large, sized by its cost class). */
+export function launchUnary(e: Element, x: Tensor, p0 = 0, p1 = 0): Tensor {
   const y = Tensor.empty(x.shape, x.dtype);
-  const kname = kernelName(name, x.dtype), n = x.size, cost = SLOW.has(name) ? 8 : 1;
+  const kname = kernelName(e.kernel, x.dtype), n = x.size, cost = COST[e.cost];
   // A call that stays on this thread is the one splitMap would make, minus its argument arrays.
   if (runsLocally(n * cost)) kernel(kname)(x.ptr, y.ptr, n, p0, p1);
   else splitMap(kname, bytesOf(x.dtype), [x.ptr, y.ptr], n, [p0, p1], cost);
@@ -100,9 +99,9 @@ export function pairOffsets(shape: readonly number[], sa: readonly number[], sb:
   return [oa, ob];
 }
 
-/** y = a ∘ b with broadcasting, using the binary kernel `name`. */
-export function launchBinary(op: string, name: string, a: Tensor, b: Tensor): Tensor {
-  const kname = kernelName(name, a.dtype), cost = SLOW.has(name) ? 8 : 1;
+/** y = a ∘ b with broadcasting, using the zip kernel of `e` (op names the primitive in errors). */
+export function launchBinary(op: string, e: Element, a: Tensor, b: Tensor): Tensor {
+  const kname = kernelName(e.kernel, a.dtype), cost = COST[e.cost];
   return launchSimple(kname, cost, a, b) ?? launchBroadcast(op, kname, cost, a, b);
 }
 
@@ -203,7 +202,7 @@ function span(shape: readonly number[], lo: number, hi: number): number {
 }
 
 /** A fresh contiguous copy of x with another (same-size) shape. */
-export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
+function copyAs(x: Tensor, shape: readonly number[]): Tensor {
   const y = Tensor.empty(shape, x.dtype);
   if (x.size > 0) stridedCopy(x, 0, y, 0, x.shape.length ? x.shape : [1], stridesOf(x.shape.length ? x.shape : [1]), stridesOf(x.shape.length ? x.shape : [1]));
   return y;
@@ -213,7 +212,7 @@ export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
 export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, shape: readonly number[], xs: readonly number[], ys: readonly number[]): void {
   if (sizeOf(shape) === 0) return;
   const n = shape.length;
-  const bytes = x.dtype === 'float32' ? 4 : 8;
+  const bytes = BYTES[x.dtype];
   const ps = writeArgs(0, shape), pxs = writeArgs(n, xs), pys = writeArgs(2 * n, ys);
   k('strided_copy', x.dtype)(x.ptr + xOff * bytes, y.ptr + yOff * bytes, n, ps, pxs, pys);
 }

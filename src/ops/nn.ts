@@ -7,7 +7,7 @@
 // use them.
 import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
-import type { Rule, Rule0 } from './rule.js';
+import type { Element, Rule, Rule0 } from './rule.js';
 import { splitMap, splitRows } from '../wasm/split.js';
 import { runtime, views } from '../wasm/module.js';
 import { apply } from './apply.js';
@@ -16,7 +16,7 @@ import { filled } from './launch.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
-export const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
+const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
 
 const softmax = {
   saves: { inputs: [], output: true },
@@ -45,11 +45,13 @@ export const reluGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('r
 
 /** The primitive dx = self(y, g) with kernel `<kernel>_vjp`; dy(y, g) = ∂dx/∂y, null where it is zero. */
 function elementGrad(kernel: string, self: (y: Tensor, g: Tensor) => Tensor, dy: ((y: Tensor, g: Tensor) => Tensor) | null): Rule0 {
+  const element: Element = { kernel: `${kernel}_vjp`, layout: 'grad', cost: 'cheap', fusable: true };
   return {
+    element,
     saves: { inputs: dy === null ? [0] : [0, 1], output: false },
     forward: ([y, g]) => {
       const dx = Tensor.empty(y.shape, y.dtype);
-      splitMap(`${kernel}_vjp_${SUFFIX[y.dtype]}`, BYTES[y.dtype], [y.ptr, g.ptr, dx.ptr], y.size, []);
+      splitMap(`${element.kernel}_${SUFFIX[y.dtype]}`, BYTES[y.dtype], [y.ptr, g.ptr, dx.ptr], y.size, []);
       return dx;
     },
     vjp: (G, s, _p, needs) => [needs[0] && dy !== null ? mul(G, dy(s.x[0]!, s.x[1]!)) : null, needs[1] ? self(s.x[0]!, G) : null],

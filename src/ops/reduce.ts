@@ -13,11 +13,11 @@ export interface ReduceParams {
 }
 
 /** The input shape with reduced axes set to 1 (the keepdims shape). */
-export function keptShape(shape: readonly number[], axes: readonly number[]): number[] {
+function keptShape(shape: readonly number[], axes: readonly number[]): number[] {
   return shape.map((d, i) => (axes.includes(i) ? 1 : d));
 }
 
-export function reducedShape(shape: readonly number[], p: ReduceParams): number[] {
+function reducedShape(shape: readonly number[], p: ReduceParams): number[] {
   return p.keepdims ? keptShape(shape, p.axes) : shape.filter((_, i) => !p.axes.includes(i));
 }
 

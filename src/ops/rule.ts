@@ -16,8 +16,34 @@ export interface Saved {
   readonly shapes: readonly (readonly number[])[];
 }
 
+/** Per-element cost of an elementwise kernel, in units of a cheap op (one add): sizes thread splits. */
+export const COST = { cheap: 1, transcendental: 8 } as const;
+export type CostClass = keyof typeof COST;
+
+/**
+ * The kernel of an elementwise primitive. Everything that treats elementwise launches alike reads
+ * it from the row: the thread split sizes pieces by `cost`, and compile() replays `fusable`
+ * kernels tile by tile (src/compile/fuse.ts, which finds their pointers by `layout`).
+ */
+export interface Element {
+  /** The kernel family: exports `<kernel>_f32` and `<kernel>_f64` (assembly/). */
+  readonly kernel: string;
+  /**
+   * Argument layout: 'map' (x, y, n, p0, p1), 'grad' (y, g, dx, n) or 'zip' (a, b, y, rows, cols,
+   * sar, sac, sbr, sbc: strided rows, each operand contiguous or a broadcast scalar in a row).
+   */
+  readonly layout: 'map' | 'grad' | 'zip';
+  readonly cost: CostClass;
+  /** compile() may replay it inside a fused run of elementwise launches (same bits either way). */
+  readonly fusable: boolean;
+}
+
 export interface Rule<P> {
   readonly saves: Saves;
+  /** Set on elementwise primitives: their kernel's facts. */
+  readonly element?: Element;
+  /** Takes int32 inputs (data movement, comparisons, selection); any other primitive refuses them with a DtypeError. */
+  readonly int32?: true;
   /** Computes the output with kernels. Inputs are live, of one dtype; it validates shapes and params. */
   forward(xs: readonly Tensor[], p: P): Tensor;
   /**

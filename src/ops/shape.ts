@@ -2,7 +2,7 @@
 // (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
 import { Tensor } from './tensor.js';
 import { type Pending } from '../tensor/tensor.js';
-import type { DType } from '../tensor/dtype.js';
+import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { exempt } from '../tensor/scope.js';
 import { modes } from './modes.js';
 import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
@@ -13,7 +13,7 @@ import { linearJvp } from './linear.js';
 
 const NONE = { inputs: [], output: false } as const;
 
-export const invertPerm = (perm: readonly number[]): number[] => {
+const invertPerm = (perm: readonly number[]): number[] => {
   const inv = new Array<number>(perm.length);
   perm.forEach((p, i) => (inv[p] = i));
   return inv;
@@ -78,7 +78,7 @@ function scatterAddForward(g: Tensor, indices: Int32Array, axis: number, shape: 
 function castForward(x: Tensor, dtype: DType): Tensor {
   if (x.dtype === dtype) return x.share();
   const y = Tensor.empty(x.shape, dtype);
-  kernel(x.dtype === 'float32' ? 'cast_f32_f64' : 'cast_f64_f32')(x.ptr, y.ptr, x.size);
+  kernel(`cast_${SUFFIX[x.dtype]}_${SUFFIX[dtype]}`)(x.ptr, y.ptr, x.size);
   return y;
 }
 
@@ -150,18 +150,21 @@ export function transposedSource(t: Tensor): Tensor | null {
 export const shapeRules = {
   reshape: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => x.share(p.shape),
     vjp: (g, s) => [reshape(g, s.shapes[0])],
     jvp: linearJvp('reshape'),
   } satisfies Rule<{ shape: readonly number[] }>,
   transpose: {
     saves: NONE,
+    int32: true,
     forward: ([x], { perm }) => transposeForward(x, perm),
     vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
     jvp: linearJvp('transpose'),
   } satisfies Rule<{ perm: readonly number[] }>,
   broadcastTo: {
     saves: NONE,
+    int32: true,
     forward: ([x], { shape }) => {
       const y = Tensor.empty(shape, x.dtype);
       if (shape.length > 0) stridedCopy(x, 0, y, 0, shape, broadcastStrides(x.shape, shape), stridesOf(shape));
@@ -173,18 +176,21 @@ export const shapeRules = {
   } satisfies Rule<{ shape: readonly number[] }>,
   slice: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => sliceForward(x, p.begin, p.size),
     vjp: (g, s, p) => [pad(g, p.begin, s.shapes[0])],
     jvp: linearJvp('slice'),
   } satisfies Rule<{ begin: readonly number[]; size: readonly number[] }>,
   pad: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => padForward(x, p.begin, p.shape),
     vjp: (g, s, p) => [slice(g, p.begin, s.shapes[0])],
     jvp: linearJvp('pad'),
   } satisfies Rule<{ begin: readonly number[]; shape: readonly number[] }>,
   concat: {
     saves: NONE,
+    int32: true,
     forward: (xs, { axis }) => {
       const shape = xs[0].shape.slice();
       shape[axis] = xs.reduce((acc, x) => acc + x.shape[axis], 0);
@@ -209,6 +215,7 @@ export const shapeRules = {
   } satisfies Rule<{ axis: number }>,
   gather: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => gatherForward(x, p.indices, p.axis),
     vjp: (g, s, p) => [scatterAdd(g, p.indices, p.axis, s.shapes[0])],
     jvp: linearJvp('gather'),
@@ -221,6 +228,7 @@ export const shapeRules = {
   } satisfies Rule<{ indices: Int32Array; axis: number; shape: readonly number[] }>,
   cast: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => castForward(x, p.dtype),
     vjp: (g, _s, p) => [cast(g, p.from)],
     jvp: linearJvp('cast'),

@@ -4,15 +4,16 @@
 // `instanceof Tensor` holds for all of them.
 import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
+import type { Node } from './node.js';
 import * as ops from './api.js';
-import { backward } from './backward.js';
+import { backward, type BackwardOptions } from './backward.js';
 import { tooMany, describe } from '../args.js';
 import { ArgumentError } from '../errors.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
 
-export class Tensor extends TensorBase<Tensor> {
+export class Tensor extends TensorBase<Tensor, Node> {
   private constructor(shape: readonly number[], dtype: DType, storage: Storage, size?: number) {
     super(shape, dtype, storage, size);
   }
@@ -33,9 +34,13 @@ export class Tensor extends TensorBase<Tensor> {
     return new Tensor(shape, this.dtype, storage);
   }
 
-  /** Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. */
-  backward(seed?: Tensor | number): void {
-    backward(this, seed);
+  /**
+   * Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. Options:
+   * createGraph (the gradients are differentiable again), retainGraph, inputs (the leaves whose
+   * .grad is written).
+   */
+  backward(seed?: Tensor | number, opts?: BackwardOptions): void {
+    backward(this, seed, opts);
   }
 
   detach(): Tensor { return ops.detach(this); }
@@ -62,7 +67,8 @@ export class Tensor extends TensorBase<Tensor> {
   relu(): Tensor { return ops.relu(this); }
   softplus(): Tensor { return ops.softplus(this); }
   leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
-  gelu(): Tensor { return ops.gelu(this); }
+  gelu(options?: ops.GeluOptions): Tensor { return ops.gelu(this, options); }
+  erf(): Tensor { return ops.erf(this); }
   clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
 
   sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
@@ -79,8 +85,30 @@ export class Tensor extends TensorBase<Tensor> {
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
-  gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
   concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis); }
+
+  permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
+  unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
+  squeeze(dim?: number | readonly number[]): Tensor { return ops.squeeze(this, dim); }
+  flatten(start?: number, end?: number): Tensor { return ops.flatten(this, start, end); }
+  split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] { return ops.split(this, sizeOrSizes, axis); }
+  chunk(n: number, axis?: number): Tensor[] { return ops.chunk(this, n, axis); }
+  /** The transpose of a 2-D tensor. */
+  get T(): Tensor { return ops.matrixT(this); }
+  tril(k?: number): Tensor { return ops.tril(this, k); }
+  triu(k?: number): Tensor { return ops.triu(this, k); }
+
+  eq(b: TensorLike): Tensor { return ops.eq(this, b); }
+  ne(b: TensorLike): Tensor { return ops.ne(this, b); }
+  lt(b: TensorLike): Tensor { return ops.lt(this, b); }
+  le(b: TensorLike): Tensor { return ops.le(this, b); }
+  gt(b: TensorLike): Tensor { return ops.gt(this, b); }
+  ge(b: TensorLike): Tensor { return ops.ge(this, b); }
+  /** cond ≠ 0 ? this : other (torch.Tensor.where). */
+  where(cond: Tensor, other: TensorLike): Tensor { return ops.where(cond, this, other); }
+  maskedFill(mask: Tensor, value: number): Tensor { return ops.maskedFill(this, mask, value); }
+  argmax(axis?: number, keepdims?: boolean): Tensor { return ops.argmax(this, axis, keepdims); }
 
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }

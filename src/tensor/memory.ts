@@ -2,8 +2,7 @@
 import { ArgumentError } from '../errors.js';
 import { runtime } from '../wasm/module.js';
 import { runScoped, exempt, liveTensors } from './scope.js';
-import { isTensorHandle } from './tensor.js';
-import type { Tensor } from '../ops/tensor.js';
+import { isTensorHandle, type TensorBase, type TapeNode } from './tensor.js';
 import { describe } from '../args.js';
 
 /** Runs fn and disposes every tensor created inside it except those it returns (or keep()s). */
@@ -17,7 +16,8 @@ export function tidy<T>(fn: () => T): T {
 }
 
 /** Exempts t from every enclosing tidy(); returns t. */
-export function keep<T extends Tensor>(t: T): T {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any tensor class built on the base
+export function keep<T extends TensorBase<any, TapeNode>>(t: T): T {
   if (!isTensorHandle(t)) throw new ArgumentError(`keep: expected a Tensor, got ${describe(t)}`);
   exempt(t.check('keep'));
   return t;

@@ -1,10 +1,15 @@
 // Tensor lifetimes: tidy() scopes collect the tensors created inside them and dispose all but
 // what the function returns; keep() exempts a tensor. Live counts feed memory().
-import type { TensorBase } from './tensor.js';
 import { adopt } from './lifetime.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any handle, whatever class is built on the base
-type Tensor = TensorBase<any>;
+/** A tensor handle as scopes see it (tensor.ts imports this file, so it names no class). */
+interface Tensor {
+  dispose(): void;
+  /** What the FinalizationRegistry needs (src/tensor/lifetime.ts). */
+  readonly disposed: boolean;
+  readonly storage: { release(): void };
+  registered: boolean;
+}
 
 const scopes: Set<Tensor>[] = [];
 let live = 0;

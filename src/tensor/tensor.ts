@@ -3,8 +3,7 @@
 // reference counted so the backward pass can keep what it saved after the user disposed a
 // tensor. The op methods (x.add(y), x.backward()) are in the class built on this one,
 // `Tensor` in src/ops/tensor.ts: this layer knows no ops.
-import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
-import type { Node } from '../ops/node.js';
+import { DisposedError, OutOfMemoryError, ShapeError, GradError } from '../errors.js';
 import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
@@ -127,7 +126,7 @@ let nextId = 1;
 /** The id the next tensor will get: tensors with a smaller id already exist (compile() uses it). */
 export const nextTensorId = (): number => nextId;
 
-export function sizeOfShape(shape: readonly number[]): number {
+function sizeOfShape(shape: readonly number[]): number {
   let n = 1;
   for (let i = 0; i < shape.length; i++) n *= shape[i];
   return n;
@@ -141,16 +140,23 @@ export function emptyStorage(shape: readonly number[], dtype: DType): [readonly 
   return [own, new Storage(runtime().arena.alloc(bytes), bytes), n];
 }
 
+/** What a tensor holds of the recorded op that produced it (src/ops/node.ts): a reference. */
+export interface TapeNode {
+  hold(): void;
+  drop(): void;
+}
+
 /**
  * Everything a tensor is apart from its ops. `T` is the class built on it (src/ops/tensor.ts),
- * which every handle is an instance of: views, gradients and tangents are `T`s too.
+ * which every handle is an instance of: views, gradients and tangents are `T`s too; `N` is the
+ * node type of the tape that class records.
  */
-export abstract class TensorBase<T extends TensorBase<T>> {
+export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode = TapeNode> {
   readonly id = nextId++;
   readonly size: number;
-  requiresGrad = false;
+  private wantsGrad = false;
   grad: T | null = null;
-  private nodeRef: Node | null = null;
+  private nodeRef: N | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
   tangent: T | null = null;
   private isDisposed = false;
@@ -160,6 +166,18 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
+  }
+
+  /** Whether gradients flow to this tensor; an int32 tensor never takes one (indices and labels). */
+  get requiresGrad(): boolean {
+    return this.wantsGrad;
+  }
+  set requiresGrad(on: boolean) {
+    if (on && this.dtype === 'int32') {
+      throw new GradError(`requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
+        `differentiate a float tensor, e.g. x.astype('float32'))`);
+    }
+    this.wantsGrad = on;
   }
 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
@@ -178,14 +196,14 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   /** Another tracked handle on the same memory and the same tangent. */
   alias(): T {
     const t = this.share();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
   save(): T {
     const t = this.share();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     exempt(t);
     return t;
   }
@@ -194,10 +212,10 @@ export abstract class TensorBase<T extends TensorBase<T>> {
    * The recorded op that produced this tensor (null for leaves and untracked results). A live
    * handle holds a reference on its node; the node survives dispose() for consumers' backward.
    */
-  get node(): Node | null {
+  get node(): N | null {
     return this.nodeRef;
   }
-  set node(n: Node | null) {
+  set node(n: N | null) {
     if (!this.isDisposed) {
       n?.hold();
       this.nodeRef?.drop();
@@ -247,10 +265,11 @@ export abstract class TensorBase<T extends TensorBase<T>> {
     this.dispose();
   }
 
-  /** A copy of the data as a Float32Array or Float64Array. */
-  toArray(): Float32Array | Float64Array {
+  /** A copy of the data as a Float32Array, Float64Array or (int32) Int32Array. */
+  toArray(): Float32Array | Float64Array | Int32Array {
     const p = this.check('toArray').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32.slice(p >> 2, (p >> 2) + this.size);
     return this.dtype === 'float32' ? v.f32.slice(p >> 2, (p >> 2) + this.size) : v.f64.slice(p >> 3, (p >> 3) + this.size);
   }
 
@@ -259,6 +278,7 @@ export abstract class TensorBase<T extends TensorBase<T>> {
     if (this.size !== 1) throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
     const p = this.check('item').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32[p >> 2];
     return this.dtype === 'float32' ? v.f32[p >> 2] : v.f64[p >> 3];
   }
 
@@ -267,7 +287,20 @@ export abstract class TensorBase<T extends TensorBase<T>> {
   }
 }
 
+/**
+ * A saved handle on a tangent that keeps its tape: when a tangent is itself differentiated
+ * (reverse over forward), a copy of it must stay the same value for the outer sweep.
+ */
+function linkedSave<T extends TensorBase<T>>(t: T): T {
+  const h = t.save();
+  if (t.requiresGrad) {
+    h.requiresGrad = true;
+    h.node = t.node;
+  }
+  return h;
+}
+
 /** Whether `v` is a tensor handle (every one is an instance of the class built on TensorBase). */
-export function isTensorHandle(v: unknown): v is TensorBase<never> {
+export function isTensorHandle(v: unknown): v is TensorBase<never, TapeNode> {
   return v instanceof TensorBase;
 }

@@ -10,7 +10,7 @@
 // (src/compile/trace.ts), so nothing here imports upward.
 
 /** A tensor handle as the recorder sees it (this layer knows no tensor class). */
-export interface TensorHandle {
+interface TensorHandle {
   readonly id: number;
 }
 

@@ -3,7 +3,7 @@
 import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
-import { prepareThreads, reinitThreads, startThreads } from './threads.js';
+import { prepareThreads, reinitThreads, startThreads } from './pool.js';
 import { describe, optionsArg } from '../args.js';
 
 const PAGE = 65536;

@@ -6,7 +6,7 @@
 // result against asc's own --sharedMemory build byte for byte.
 
 /** Most pages a wasm32 memory can have (4 GiB); the rewritten import accepts any maximum up to it. */
-export const MAX_PAGES = 65536;
+const MAX_PAGES = 65536;
 
 function readU32(b: Uint8Array, at: number): [value: number, next: number] {
   let v = 0, shift = 0, i = at;

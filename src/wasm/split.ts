@@ -14,7 +14,8 @@
 // summation order, so they are never cut.
 // Small calls stay on the calling thread: waking a worker costs microseconds.
 import { kernel } from './module.js';
-import { runJobs, scratchOf, threadCount } from './threads.js';
+import { runJobs, threadCount } from './threads.js';
+import { scratchOf } from './scratch.js';
 
 /**
  * Work (≈ multiply-adds, or element visits with transcendental functions counting 8) below

@@ -108,7 +108,7 @@ const needsServer = ['chromium', 'firefox', 'init-no-wasm-firefox'].some(wanted)
 const server = needsServer ? await serveStatic(ROOT) : null;
 const page = (query = '') => `${server.url}/test/runtimes/page.html${query}`;
 try {
-  const pages = [page(), page(`?threads=${THREADS}`)];
+  const pages = server ? [page(), page(`?threads=${THREADS}`)] : [];
   await steps(training, ['chromium', threaded('chromium')], async () => browserResults(await runChromium(pages, scratch)));
   await steps(training, ['firefox', threaded('firefox')], async () => browserResults(await runFirefox(pages, scratch)));
   await step(checks, 'init-no-wasm-firefox', async () => {

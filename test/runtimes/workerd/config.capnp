@@ -14,6 +14,7 @@ const trainer :Workerd.Worker = (
     (name = "test/runtimes/workerd/worker.mjs", esModule = embed "worker.mjs"),
     (name = "test/runtimes/train-digits.mjs", esModule = embed "../train-digits.mjs"),
     (name = "dist/index.js", esModule = embed "../../../dist/index.js"),
+    (name = "dist/data/digits.js", esModule = embed "../../../dist/data/digits.js"),
     (name = "dist/adjoint.wasm", wasm = embed "../../../dist/adjoint.wasm"),
   ],
   compatibilityDate = "2025-09-01",

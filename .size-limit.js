@@ -1,0 +1,54 @@
+// Size budgets, checked by `npm run check:package` (after `npm run build`). Sizes are
+// minified (esbuild, like a consumer's bundler) and gzipped.
+const stub = (filter, contents) => ({
+  name: `stub ${filter}`,
+  setup(build) {
+    build.onLoad({ filter }, () => ({ contents, loader: 'ts' }));
+  },
+});
+/** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
+const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
+
+export default [
+  {
+    name: 'kernels: dist/adjoint.wasm',
+    path: 'dist/adjoint.wasm',
+    // Measured as the file itself: esbuild copies it unchanged.
+    modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
+    gzip: true,
+    limit: '30 KB',
+  },
+  {
+    // The kernels ride along as base64 (src/wasm/bytes.generated.ts, about 37 KB of it gzipped),
+    // so the whole file cannot fit 60 KB; the 60 KB budget is on the JS without them (below).
+    name: 'core JS without the digits data (dist/index.js, kernels embedded)',
+    path: 'dist/index.js',
+    import: '*',
+    gzip: true,
+    modifyEsbuildConfig: withoutDigits,
+    limit: '100 KB',
+  },
+  {
+    name: 'core JS without the digits data and without the embedded kernels (src/index.ts)',
+    path: 'src/index.ts',
+    import: '*',
+    gzip: true,
+    modifyEsbuildConfig: (config) => ({
+      ...withoutDigits(config),
+      plugins: [
+        ...(config.plugins ?? []),
+        stub(/bytes\.generated\.ts$/, "export const WASM_BASE64 = '';"),
+        stub(/digits-data\.ts$/, "export const DIGITS_COUNT = 0; export const DIGITS_GZIP_BASE64 = '';"),
+      ],
+    }),
+    limit: '60 KB',
+  },
+  {
+    name: 'one op: import { init, tensor, add } (embedded kernels included)',
+    path: 'dist/index.js',
+    import: '{ init, tensor, add }',
+    gzip: true,
+    modifyEsbuildConfig: withoutDigits,
+    limit: '70 KB',
+  },
+];
