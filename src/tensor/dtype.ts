@@ -20,7 +20,7 @@ export function checkDtype(op: string, dtype: unknown): FloatDType {
 /** Any dtype, int32 included (creation, astype). */
 export function checkAnyDtype(op: string, dtype: unknown): DType {
   if (dtype === 'float32' || dtype === 'float64' || dtype === 'int32') return dtype;
-  throw new DtypeError(`${op}: dtype must be 'float32', 'float64' or 'int32', got ${JSON.stringify(dtype)}`);
+  throw new DtypeError(`${op}: dtype must be 'float32', 'float64' or 'int32', got ${describe(dtype)}`);
 }
 
 /** The DtypeError for an int32 tensor reaching float arithmetic, saying how to cast. */
