@@ -93,6 +93,7 @@ export class LayerNorm extends Module {
   readonly dtype: DType;
   constructor(dim: number | readonly [number], readonly opts: { eps?: number; elementwiseAffine?: boolean; dtype?: DType } = {}) {
     super();
+    optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'dtype']);
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
     this.dtype = dtypeOf('LayerNorm', opts.dtype);

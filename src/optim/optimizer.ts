@@ -102,7 +102,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     private readonly checkGroup: (o: Partial<Omit<G, 'params'>>, where: string) => Omit<G, 'params'>,
     private readonly codec: StateCodec,
   ) {
-    if (typeof name !== 'string') throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
+    if (new.target === Optimizer || typeof name !== 'string') throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
     this.defaults = defaults;
     const { inputs, plain } = groupInputs(name, params);
     inputs.forEach((g, i) => this.addParamGroup(g as ParamGroupInput<G>, plain ? 'params' : `params[${i}]`));
