@@ -124,20 +124,25 @@ export function isTensor(v: unknown): v is Tensor {
 // ones. Installed over the prototype once, so methods added later are covered too; the check
 // reads only arguments.length (V8 does not materialise the arguments object for it or for apply).
 const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'make']);
+type Method = (this: Tensor, ...a: unknown[]) => unknown;
+/** f behind an argument-count check; explicit parameters up to three (call with them is cheaper than apply). */
+function checkedArity(name: string, f: Method, max: number): Method {
+  if (max === 0) return function (this: Tensor) { if (arguments.length > 0) throw tooMany(name, 0, arguments.length); return f.call(this); };
+  if (max === 1) return function (this: Tensor, a?: unknown) { if (arguments.length > 1) throw tooMany(name, 1, arguments.length); return f.call(this, a); };
+  if (max === 2) return function (this: Tensor, a?: unknown, b?: unknown) { if (arguments.length > 2) throw tooMany(name, 2, arguments.length); return f.call(this, a, b); };
+  return function (this: Tensor) {
+    if (arguments.length > max) throw tooMany(name, max, arguments.length);
+    return f.apply(this, arguments as unknown as unknown[]);
+  };
+}
 for (let proto = Tensor.prototype as object; proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
   for (const key of Object.getOwnPropertyNames(proto)) {
     const d = Object.getOwnPropertyDescriptor(proto, key)!;
-    const f = d.value as ((...a: unknown[]) => unknown) | undefined;
+    const f = d.value as Method | undefined;
     if (typeof f !== 'function' || INTERNAL.has(key) || Object.hasOwn(Tensor.prototype, key) !== (proto === Tensor.prototype)) continue;
     const params = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(f))?.[1] ?? '...';
     if (params.includes('...')) continue; // rest parameters take any count
     const max = f.length === 0 && params.trim() !== '' ? params.split(',').length : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
-    Object.defineProperty(Tensor.prototype, key, {
-      ...d,
-      value: function (this: Tensor) {
-        if (arguments.length > max) throw tooMany(`Tensor.${key}`, max, arguments.length);
-        return f.apply(this, arguments as unknown as unknown[]);
-      },
-    });
+    Object.defineProperty(Tensor.prototype, key, { ...d, value: checkedArity(`Tensor.${key}`, f, max) });
   }
 }

@@ -80,9 +80,14 @@ export class Origin {
 }
 const origins = new Map<string, Origin>();
 
+let lastOp = '';
+let lastOrigin: Origin | null = null;
 export function originOf(op: string): Origin {
+  if (op === lastOp) return lastOrigin!; // runs of the same op (elementwise chains, the bench) skip the map
   let o = origins.get(op);
   if (o === undefined) origins.set(op, (o = new Origin(op)));
+  lastOp = op;
+  lastOrigin = o;
   return o;
 }
 
