@@ -12,7 +12,7 @@
 (Symbol as { dispose?: symbol }).dispose ??= Symbol.for('Symbol.dispose');
 
 import { oomReport } from '../wasm/arena.js';
-import { liveTensors, dropped, inScope } from './scope.js';
+import { liveTensors, dropped, inScope, outside } from './scope.js';
 
 /** What the registry needs of a handle and of its block (tensor.ts implements both). */
 interface Handle {
@@ -102,3 +102,4 @@ export function liveReport(): string {
 }
 
 oomReport.explain = liveReport;
+outside.adopt = adopt;

@@ -1,7 +1,5 @@
 // Tensor lifetimes: tidy() scopes collect the tensors created inside them and dispose all but
 // what the function returns; keep() exempts a tensor. Live counts feed memory().
-import { adopt } from './lifetime.js';
-
 /** A tensor handle as scopes see it (tensor.ts imports this file, so it names no class). */
 interface Tensor {
   dispose(): void;
@@ -11,6 +9,12 @@ interface Tensor {
   registered: boolean;
 }
 
+/**
+ * What becomes of a handle outside every scope: src/tensor/lifetime.ts installs its
+ * FinalizationRegistry hand-off here (this file imports nothing, so there is no cycle).
+ */
+export const outside: { adopt: (t: Tensor) => void } = { adopt: () => {} };
+
 const scopes: Set<Tensor>[] = [];
 let live = 0;
 
@@ -18,7 +22,7 @@ let live = 0;
 export function track(t: Tensor): void {
   live++;
   if (scopes.length > 0) scopes[scopes.length - 1].add(t);
-  else adopt(t); // outside every scope only the garbage collector can free it (src/tensor/lifetime.ts)
+  else outside.adopt(t); // outside every scope only the garbage collector can free it (src/tensor/lifetime.ts)
 }
 
 /** Whether t is in a tidy scope (which will dispose it or hand it on). */
@@ -42,7 +46,7 @@ export function dropped(): void {
 export function exempt(t: Tensor): void {
   if (scopes.length === 0) return;
   for (const s of scopes) s.delete(t);
-  adopt(t);
+  outside.adopt(t);
 }
 
 export function liveTensors(): number {
@@ -77,7 +81,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   scopes.pop();
   if (isTensor(result)) {
     closeKeeping(scope, result); // the common case (every composite op), without a keeper set
-    if (scopes.length === 0 && scope.has(result)) adopt(result);
+    if (scopes.length === 0 && scope.has(result)) outside.adopt(result);
     return result;
   }
   const keepers = new Set<Tensor>();
@@ -85,7 +89,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   for (const t of scope) if (!keepers.has(t)) t.dispose();
   const parent = scopes[scopes.length - 1];
   if (parent !== undefined) for (const t of keepers) if (scope.has(t)) parent.add(t);
-  if (parent === undefined) for (const t of keepers) if (scope.has(t)) adopt(t);
+  if (parent === undefined) for (const t of keepers) if (scope.has(t)) outside.adopt(t);
   return result;
 }
 
