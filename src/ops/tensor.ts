@@ -7,6 +7,8 @@ import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tenso
 import type { Node } from './node.js';
 import * as ops from './api.js';
 import { backward, type BackwardOptions } from './backward.js';
+import { tooMany, describe } from '../args.js';
+import { ArgumentError } from '../errors.js';
 
 /** An operand: a tensor, or a number (lifted to a scalar of the other operand's dtype). */
 export type TensorLike = Tensor | number;
@@ -118,6 +120,11 @@ export class Tensor extends TensorBase<Tensor, Node> {
 
   /** The same data in another shape (one -1 allowed); see {@link reshape}. */
   reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  /** PyTorch's view: reshape, which never copies (the result shares this tensor's memory) and is differentiable. */
+  view(shape: readonly number[]): Tensor {
+    if (!Array.isArray(shape)) throw new ArgumentError(`view: shape must be an array of integers, got ${describe(shape)}`);
+    return ops.reshape(this, shape);
+  }
   /** Axes permuted by `perm` (default: reversed); see {@link transpose}. */
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   /** Broadcast to `shape`; see {@link broadcastTo}. */
@@ -127,7 +134,7 @@ export class Tensor extends TensorBase<Tensor, Node> {
   /** Entries `indices` along `axis` (default 0); see {@link gather}. */
   gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
   /** `this` followed by `others` joined along `axis` (default 0); see {@link concat}. */
-  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis); }
 
   /** Axes reordered by `dims` (PyTorch's `permute`); see {@link permute}. */
   permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
@@ -178,4 +185,32 @@ export class Tensor extends TensorBase<Tensor, Node> {
 /** Whether `v` is a {@link Tensor}. */
 export function isTensor(v: unknown): v is Tensor {
   return v instanceof Tensor;
+}
+
+// No argument silently ignored: every public method throws an ArgumentError when called with
+// more arguments than it declares (`x.sum(0, false, 'extra')`), instead of dropping the extra
+// ones. Installed over the prototype once, so methods added later are covered too; the check
+// reads only arguments.length (V8 does not materialise the arguments object for it or for apply).
+const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'make']);
+type Method = (this: Tensor, ...a: unknown[]) => unknown;
+/** f behind an argument-count check; explicit parameters up to three (call with them is cheaper than apply). */
+function checkedArity(name: string, f: Method, max: number): Method {
+  if (max === 0) return function (this: Tensor) { if (arguments.length > 0) throw tooMany(name, 0, arguments.length); return f.call(this); };
+  if (max === 1) return function (this: Tensor, a?: unknown) { if (arguments.length > 1) throw tooMany(name, 1, arguments.length); return f.call(this, a); };
+  if (max === 2) return function (this: Tensor, a?: unknown, b?: unknown) { if (arguments.length > 2) throw tooMany(name, 2, arguments.length); return f.call(this, a, b); };
+  return function (this: Tensor) {
+    if (arguments.length > max) throw tooMany(name, max, arguments.length);
+    return f.apply(this, arguments as unknown as unknown[]);
+  };
+}
+for (let proto = Tensor.prototype as object; proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+  for (const key of Object.getOwnPropertyNames(proto)) {
+    const d = Object.getOwnPropertyDescriptor(proto, key)!;
+    const f = d.value as Method | undefined;
+    if (typeof f !== 'function' || INTERNAL.has(key) || Object.hasOwn(Tensor.prototype, key) !== (proto === Tensor.prototype)) continue;
+    const params = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(f))?.[1] ?? '...';
+    if (params.includes('...')) continue; // rest parameters take any count
+    const max = f.length === 0 && params.trim() !== '' ? params.split(',').length : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
+    Object.defineProperty(Tensor.prototype, key, { ...d, value: checkedArity(`Tensor.${key}`, f, max) });
+  }
 }

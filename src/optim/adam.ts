@@ -8,6 +8,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
+import { describe } from '../args.js';
 
 /** Options for {@link Adam} and {@link AdamW}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface AdamOptions {
