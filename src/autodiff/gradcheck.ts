@@ -30,7 +30,7 @@ export interface GradcheckResult {
  * Checks `f`'s reverse-mode gradient against central differences `(f(x + h) − f(x − h)) / 2h`,
  * element by element, with the inputs cast to float64. `f` must return a scalar.
  *
- * @param opts - `eps` (the step h, default 1e-6) and `rtol` (the relative error allowed, default 1e-7).
+ * @param options - `eps` (the step h, default 1e-6) and `rtol` (the relative error allowed, default 1e-7).
  * @throws {@link ArgumentError} when `inputs` is empty or holds a non-tensor, or `eps`/`rtol` is not positive.
  */
 export function gradcheck(

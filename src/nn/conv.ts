@@ -53,7 +53,7 @@ export class Conv2d extends Module {
    * @param inChannels - Channels of the input (axis 1).
    * @param outChannels - Channels of the output (number of filters).
    * @param kernelSize - The window: `k` or `[kh, kw]`.
-   * @param opts - `stride`, `padding`, `bias`, `seed`, `dtype`.
+   * @param options - `stride`, `padding`, `bias`, `seed`, `dtype`.
    */
   constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, options?: Conv2dOptions) {
     super();

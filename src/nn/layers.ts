@@ -83,7 +83,7 @@ export class Dropout extends Module {
   private calls = 0;
   /**
    * @param p - Probability of zeroing an element, in [0, 1); default 0.5.
-   * @param opts - `seed`: the first mask's seed (omitted: the next of a fixed sequence).
+   * @param options - `seed`: the first mask's seed (omitted: the next of a fixed sequence).
    */
   constructor(readonly p = 0.5, options?: { seed?: number }) {
     super();
@@ -147,7 +147,7 @@ export class Embedding extends Module {
   /**
    * @param numEmbeddings - Number of rows (the vocabulary size).
    * @param embeddingDim - Size of each row.
-   * @param opts - `seed` of the initialisation and `dtype` (default `'float32'`).
+   * @param options - `seed` of the initialisation and `dtype` (default `'float32'`).
    */
   constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options?: { seed?: number; dtype?: DType }) {
     super();

@@ -56,7 +56,7 @@ export class Linear extends Module {
   /**
    * @param inFeatures - Size of the input's last axis.
    * @param outFeatures - Size of the output's last axis.
-   * @param opts - `bias` (default true), `seed`, `dtype` (default `'float32'`), `feedback` (default `'bp'`).
+   * @param options - `bias` (default true), `seed`, `dtype` (default `'float32'`), `feedback` (default `'bp'`).
    */
   constructor(readonly inFeatures: number, readonly outFeatures: number, options?: LinearOptions) {
     super();

@@ -92,8 +92,8 @@ function checkInt32(op: string, v: number, where: string): void {
  * A new tensor holding a copy of `data`: a number (shape `[]`), nested arrays, or a typed array.
  *
  * @param data - The values; nested arrays must not be ragged.
- * @param opts - `shape` (reshapes flat data), `dtype` (default `'float32'`), `requiresGrad` (default `false`).
- * @throws {@link ShapeError} when the data are ragged or do not fill `opts.shape`.
+ * @param options - `shape` (reshapes flat data), `dtype` (default `'float32'`), `requiresGrad` (default `false`).
+ * @throws {@link ShapeError} when the data are ragged or do not fill `options.shape`.
  * @throws {@link ArgumentError} when `data` is not a number, an array or a typed array.
  * @example
  * ```ts

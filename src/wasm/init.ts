@@ -15,7 +15,7 @@ let pending: Promise<void> | null = null;
  * Instantiates the wasm kernels once; later calls return at once (with `threads`, they resize the
  * pool). Every other function throws an {@link AdjointError} until this has resolved.
  *
- * @param options - `module` (a precompiled `WebAssembly.Module` for edge workers, bytes, or a URL),
+ * @param opts - `module` (a precompiled `WebAssembly.Module` for edge workers, bytes, or a URL),
  *   `memory: { initialBytes?, maximumBytes? }`, `threads: n | 'auto'`.
  * @throws {@link AdjointError} when the runtime's WebAssembly lacks SIMD or the module cannot be loaded.
  * @example
