@@ -18,3 +18,5 @@ export * from './cast';
 export * from './compare';
 export * from './select';
 export * from './argmax';
+export * from './attention';
+export * from './rnn';

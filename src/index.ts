@@ -17,6 +17,7 @@ export {
   eq, ne, lt, le, gt, ge, where, maskedFill, argmax,
   type CrossEntropyOptions, type CrossEntropyLabels,
 } from './ops/api.js';
+export { scaledDotProductAttention, type AttentionOptions } from './ops/attention-api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';

@@ -71,6 +71,14 @@ const X3 = [[2, 3, 4]];
 const DENSE_ACT = { none: (v: number) => v, relu: (v: number) => Math.max(v, 0), tanh: Math.tanh, sigmoid: R.sigmoid };
 const labels = [1, 0, 4, 2];
 
+const ATT = [[2, 3, 4], [2, 5, 4], [2, 5, 3]];
+/** softmax(q·kᵀ·scale + mask)·v over [B, T, ·] operands. */
+function refAttention(q: Nd, k: Nd, v: Nd, mask?: Nd, scale = 1 / Math.sqrt(q.shape[2])): Nd {
+  let s = R.map(R.matmul(q, R.transpose(k, [0, 2, 1])), (x) => x * scale);
+  if (mask) s = R.zip(s, mask, (a, b) => a + b);
+  return R.matmul(R.softmax(s), v);
+}
+
 export const SPECS: OpSpec[] = [
   // Binary
   bin('add', A.add, (u, v) => u + v),
@@ -147,6 +155,11 @@ export const SPECS: OpSpec[] = [
   op('layerNorm weight bias', [[3, 5], [5], [5]], (x, w, b) => A.layerNorm(x, w, b), (x, w, b) => R.layerNorm(x, w, b)),
   // Sequence-model ops (test/seq-specs.ts)
   ...SEQ_SPECS,
+  // Fused attention (one primitive each way; Tq ≠ Tk). Causal masking is tested in attention.test.ts:
+  // its first query sees one key, so that row's gradient is exactly 0 and gradcheck's relative error is noise.
+  op('scaledDotProductAttention', ATT, (q, k, v) => A.scaledDotProductAttention(q, k, v), (q, k, v) => refAttention(q, k, v), [SOFT]),
+  op('scaledDotProductAttention mask', [...ATT, [3, 5]], (q, k, v, m) => A.scaledDotProductAttention(q, k, v, { mask: m, scale: 0.4 }),
+    (q, k, v, m) => refAttention(q, k, v, m, 0.4), [SOFT]),
 ];
 
 /** Input values of a row (one flat array per input), reproducible from the row's name and a salt. */
