@@ -17,6 +17,7 @@ import { Sequential } from './sequential.js';
 import { ModuleList } from './containers.js';
 import { MultiheadAttention, linear } from './attention.js';
 import { count, dtypeOf } from './init.js';
+import { sample, type SampleOptions } from './gpt-sample.js';
 
 export interface GPTConfig {
   vocabSize: number;
@@ -160,7 +161,12 @@ export class GPT extends Module {
     return { flat, B: shape[0], T: shape[1] };
   }
 
-  /** An empty key/value cache for `generate`-style decoding (see GPTCache). */
+  /** Continues `prompt` (token ids) by `opts.tokens` seeded draws; see SampleOptions. */
+  generate(prompt: ArrayLike<number>, opts: SampleOptions = {}): Int32Array {
+    return sample(this, prompt, opts);
+  }
+
+  /** An empty key/value cache for token-by-token decoding (see GPTCache). */
   cache(): GPTCache {
     return new GPTCache(this);
   }

@@ -10,3 +10,4 @@ export { ModuleList } from './containers.js';
 /** Also top-level; API.md lists it with the nn modules. */
 export { gradientStats } from './diagnostics.js';
 export { GPT, GPTBlock, GPTCache, type GPTConfig, type TokenIds } from './gpt.js';
+export type { SampleOptions } from './gpt-sample.js';
