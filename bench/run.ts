@@ -3,7 +3,7 @@
 // hit all columns alike), as the median of repeated timed samples after warm-up. Prints a table
 // per group with ratios and writes bench/results.json (all numbers plus machine info).
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn (groups),
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,gpt (groups; gpt runs bench/gpt.ts),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -291,6 +291,12 @@ function printTable(title: string, rows: Row[], ids: string[], labels: Record<st
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
+  // The GPT step (bench/gpt.ts) runs in its own process: it trains a real model and calls PyTorch.
+  if (only?.includes('gpt')) {
+    const passOn = ['steps', 'torch-steps'].flatMap((n) => (opt(n) === undefined ? [] : [`--${n}`, opt(n)!]));
+    spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/gpt.ts', ...passOn], { stdio: 'inherit', cwd: repoRoot() });
+    if (only.every((g) => g === 'gpt')) return;
+  }
   const t0 = performance.now();
   const cpus = os.cpus();
   const machine = {
