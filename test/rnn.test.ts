@@ -13,7 +13,7 @@ const f64 = { dtype: 'float64' as const };
 const sig = (v: number) => 1 / (1 + Math.exp(-v));
 
 /** One recurrent layer in plain float64 JS over x [T][B][in]; returns the outputs and the last h, c. */
-function refLayer(kind: 'LSTM' | 'GRU', p: Record<string, Float64Array | Float32Array>, sfx: string, x: number[][][], H: number, h0: number[][], c0: number[][]) {
+function refLayer(kind: 'LSTM' | 'GRU', p: Record<string, ArrayLike<number>>, sfx: string, x: number[][][], H: number, h0: number[][], c0: number[][]) {
   const wih = p[`weight_ih${sfx}`], whh = p[`weight_hh${sfx}`], bih = p[`bias_ih${sfx}`], bhh = p[`bias_hh${sfx}`];
   const G = kind === 'LSTM' ? 4 : 3, inF = x[0][0].length;
   let h = h0.map((r) => [...r]), c = c0.map((r) => [...r]);

@@ -34,11 +34,6 @@ export interface GPTConfig {
   seed?: number;
 }
 
-/** PyTorch's nn.GELU() is the exact erf form; the option is passed through where nn.GELU takes it. */
-function exactGelu(): GELU {
-  return new (GELU as unknown as new (o: { approximate: 'none' }) => GELU)({ approximate: 'none' });
-}
-
 /** The head: logits = x · weightᵀ, with `weight` the token embedding's own tensor (tied). */
 class TiedHead extends Module {
   readonly weight: Tensor;
@@ -62,7 +57,7 @@ export class GPTBlock extends Module {
     this.ln1 = this.registerModule('ln1', new LayerNorm(width, { dtype }));
     this.attn = this.registerModule('attn', new MultiheadAttention(width, heads, { dtype, batchFirst: true }));
     this.ln2 = this.registerModule('ln2', new LayerNorm(width, { dtype }));
-    this.mlp = this.registerModule('mlp', new Sequential(new Linear(width, 4 * width, { dtype }), exactGelu(), new Linear(4 * width, width, { dtype })));
+    this.mlp = this.registerModule('mlp', new Sequential(new Linear(width, 4 * width, { dtype }), new GELU({ approximate: 'none' }) /* PyTorch's nn.GELU() */, new Linear(4 * width, width, { dtype })));
   }
   forward(x: Tensor): Tensor {
     return composite(() => {
