@@ -20,6 +20,11 @@ export {
 export { scaledDotProductAttention, type AttentionOptions } from './ops/attention-api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
+export * as autograd from './autodiff/autograd.js';
+export type { AutogradOptions } from './autodiff/autograd.js';
+export type { BackwardOptions } from './ops/backward.js';
+export type { Pytree } from './autodiff/pytree.js';
+export { functionalCall } from './nn/functional.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint } from './autodiff/checkpoint.js';
 export type { CheckpointPlan } from './autodiff/segments.js';
