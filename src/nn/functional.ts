@@ -5,12 +5,12 @@ import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { Module } from './module.js';
 
-type Owner = { module: Module; local: string };
+type Owner = { module: Module<unknown>; local: string };
 
 /** Every parameter tensor's owning modules and local names (a shared tensor has several). */
-function owners(root: Module): Map<Tensor, Owner[]> {
+function owners(root: Module<unknown>): Map<Tensor, Owner[]> {
   const out = new Map<Tensor, Owner[]>();
-  const walk = (m: Module): void => {
+  const walk = (m: Module<unknown>): void => {
     for (const [n, t] of m.namedParameters()) {
       if (n.includes('.')) continue; // a child's: visited below
       out.set(t, [...(out.get(t) ?? []), { module: m, local: n }]);
