@@ -26,7 +26,7 @@ function owners(root: Module<unknown>): Map<Tensor, Owner[]> {
  * stateDict name them) in place of the module's own; names left out keep the module's tensors.
  * The module is restored afterwards, also when forward throws.
  */
-export function functionalCall(module: Module, params: Record<string, Tensor>, ...inputs: unknown[]): any {
+export function functionalCall(module: Module<unknown>, params: Record<string, Tensor>, ...inputs: unknown[]): any {
   if (!(module instanceof Module)) throw new ArgumentError(`functionalCall: module must be an nn.Module, got ${module === null ? 'null' : typeof module}`);
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
     throw new ArgumentError(`functionalCall: params must be a record of Tensors by parameter name, got ${params === null ? 'null' : Array.isArray(params) ? 'an array' : typeof params}`);

@@ -14,7 +14,7 @@ import type { Rule } from './rule.js';
 import { kernel } from '../wasm/module.js';
 import { apply } from './apply.js';
 import { filled } from './launch.js';
-import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, zerosLike, composite } from './api.js';
+import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, reshape, zerosLike, composite } from './api.js';
 
 /** A value and its tangent (null: zero). */
 interface D { v: Tensor; t: Tensor | null }
@@ -89,7 +89,7 @@ function slots(kind: 'lstm' | 'gru', [xg, hg, s]: readonly Tensor[], ts: readonl
 function unslot(kind: 'lstm' | 'gru', d: Tensor[]): Tensor[] {
   if (kind === 'lstm') {
     const da = concat(d.slice(0, 4), 1);
-    return [da, da.alias(), d[4]]; // one gradient for both GEMM outputs: two handles, as the engine consumes each
+    return [da, reshape(da, da.shape), d[4]]; // one gradient for both GEMM outputs: two recorded handles, as the engine consumes each
   }
   return [concat(d.slice(0, 3), 1), concat(d.slice(3, 6), 1), d[6]];
 }

@@ -9,9 +9,9 @@ import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
 import { convRules } from './conv.js';
 import { denseRules } from './dense.js';
-import { selectRules } from './select.js';
 import { attentionRules } from './attention.js';
 import { rnnRules } from './rnn.js';
+import { selectRules } from './select.js';
 
 export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules,
   ...selectRules, ...attentionRules, ...rnnRules };
