@@ -1,6 +1,7 @@
 // adjoint: reverse-mode automatic differentiation and neural-network training on WebAssembly SIMD.
 export { init } from './wasm/init.js';
 export type { InitOptions } from './wasm/module.js';
+export { backend, type BackendInfo } from './wasm/backend.js';
 export { Tensor, type TensorLike } from './ops/tensor.js';
 export type { DType } from './tensor/dtype.js';
 export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './ops/create.js';

@@ -4,13 +4,22 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
 import { prepareThreads, reinitThreads, startThreads } from './pool.js';
+import { describe, optionsArg } from '../args.js';
+import { kernelSource } from './relaxed.js';
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
 let pending: Promise<void> | null = null;
 
 /** Instantiates the kernels once; later calls return at once. */
-export function init(options: InitOptions = {}): Promise<void> {
+export function init(opts?: InitOptions): Promise<void> {
+  let options: InitOptions;
+  try {
+    options = optionsArg('init', opts, ['module', 'memory', 'threads', 'relaxedSimd']);
+    if (options.memory !== undefined) optionsArg('init', options.memory, ['initialBytes', 'maximumBytes'], 'memory');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   if (isInitialised()) return pending ?? reinitThreads(options);
   if (pending === null) pending = instantiate(options).finally(() => (pending = null));
   return pending;
@@ -19,7 +28,7 @@ export function init(options: InitOptions = {}): Promise<void> {
 async function instantiate(options: InitOptions): Promise<void> {
   for (const key of ['initialBytes', 'maximumBytes'] as const) {
     const v = options.memory?.[key];
-    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${v}`);
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${describe(v)}`);
   }
   // Whole pages: memory grows in pages, so the arena's limit is the page-rounded maximum.
   const maxBytes = Math.floor(Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES) / PAGE) * PAGE;
@@ -29,9 +38,11 @@ async function instantiate(options: InitOptions): Promise<void> {
     throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
   }
   if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
-  const threads = await prepareThreads(options, initial, Math.floor(maxBytes / PAGE));
+  // One source for this thread and the workers, so every thread runs the same kernel build.
+  const source = kernelSource(options);
+  const threads = await prepareThreads({ ...options, module: source }, initial, Math.floor(maxBytes / PAGE));
   const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = threads?.module ?? await compileKernels(options.module);
+  const module = threads?.module ?? await compileKernels(source);
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as Record<string, Kernel>;
   const args = Math.ceil(exports.heap_base() / 64) * 64;
@@ -42,7 +53,7 @@ async function instantiate(options: InitOptions): Promise<void> {
   }
   if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
   setRuntime({
-    memory, exports, args, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
+    memory, exports, args, relaxed: exports.kernels_relaxed?.() === 1, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
     buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
   });
   if (threads !== null) await startThreads(threads);
