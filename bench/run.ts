@@ -5,7 +5,7 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,relaxed (groups),
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,relaxed,gpt (groups; gpt runs bench/gpt.ts),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -294,6 +294,12 @@ function printTable(title: string, rows: Row[], ids: string[], labels: Record<st
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
+  // The GPT step (bench/gpt.ts) runs in its own process: it trains a real model and calls PyTorch.
+  if (only?.includes('gpt')) {
+    const passOn = ['steps', 'torch-steps'].flatMap((n) => (opt(n) === undefined ? [] : [`--${n}`, opt(n)!]));
+    spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/gpt.ts', ...passOn], { stdio: 'inherit', cwd: repoRoot() });
+    if (only.every((g) => g === 'gpt')) return;
+  }
   const t0 = performance.now();
   const cpus = os.cpus();
   const machine = {

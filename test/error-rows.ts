@@ -375,6 +375,8 @@ function libraryRows(f: Fixtures): Row[] {
     row('nn.LSTMCell', () => new nn.LSTMCell(0, 4), A.ArgumentError, 'LSTMCell', 'inputSize', 'positive integer'),
     row('nn.GRUCell', () => new nn.GRUCell(3, any('4')), A.ArgumentError, 'GRUCell', 'hiddenSize', 'positive integer'),
     row('nn.ModuleList', () => new nn.ModuleList([any(5)]), A.ArgumentError, 'ModuleList', 'item 0', 'Module'),
+    row('nn.GPT', () => new nn.GPT({ vocabSize: 5, width: 6, heads: 4 }), A.ShapeError, 'GPT', 'width (6)', 'divisible by heads (4)'),
+    row('nn.GPT', () => new nn.GPT(any({ vocabSize: 0 })), A.ArgumentError, 'GPT', 'vocabSize', 'positive integer'),
     row('nn.Module', () => f.lin.loadStateDict({ weight: A.ones([2, 3]) }), A.ArgumentError, 'loadStateDict', 'missing', 'bias'),
     row('nn.Module', () => f.lin.loadStateDict({ weight: A.ones([3, 2]), bias: A.ones([2]) }), A.ShapeError, 'loadStateDict', 'weight', '[2,3]', '[3,2]'),
     row('nn.Module', () => f.lin.loadStateDict(any(null)), A.ArgumentError, 'loadStateDict', 'record'),

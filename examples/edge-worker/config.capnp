@@ -17,6 +17,7 @@ const edgeWorker :Workerd.Worker = (
   modules = [
     (name = "worker.mjs", esModule = embed "worker.mjs"),
     (name = "model.mjs", esModule = embed "model.mjs"),
+    (name = "gpt.mjs", esModule = embed "gpt.mjs"),
     # The module names are the import specifiers the worker uses.
     (name = "adjoint", esModule = embed "../../dist/index.js"),
     # The embedded digits data set, its own module: dist/index.js imports it as ./data/digits.js.

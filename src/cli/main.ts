@@ -12,6 +12,8 @@ import { parseTrainArgs, UsageError, USAGE, type TrainArgs } from './args.js';
 import { train } from './train.js';
 import { percent, type Sink } from './progress.js';
 import { compare, checkPlotPath, trainPlot, Monitor } from './compare.js';
+import { GPT_USAGE, isGptTrain, parseGptTrainArgs, parseSampleArgs } from './gpt-args.js';
+import { trainGpt, sampleGpt } from './gpt.js';
 
 export interface MainIO {
   stdout: Sink;
@@ -22,11 +24,21 @@ export interface MainIO {
 export async function main(argv: readonly string[], io: MainIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   try {
     if (argv.includes('--help') || argv.includes('-h')) {
-      io.stdout.write(`${USAGE}\n`);
+      io.stdout.write(`${USAGE}\n${GPT_USAGE}\n`);
       return 0;
     }
     const [command, ...rest] = argv;
     if (command === 'compare') return await compare(rest, io);
+    if (command === 'sample') {
+      await sampleGpt(parseSampleArgs(rest), io.stdout);
+      return 0;
+    }
+    if (command === 'train' && isGptTrain(rest)) {
+      const gptArgs = parseGptTrainArgs(rest);
+      if (gptArgs.save !== null) await preflight({ save: gptArgs.save, plot: null } as TrainArgs, io.stderr);
+      await trainGpt(gptArgs, io.stdout);
+      return 0;
+    }
     if (command !== 'train') throw new UsageError(command === undefined ? 'missing command (try: adjoint train)' : `unknown command ${JSON.stringify(command)} (try: adjoint train)`);
     const args = parseTrainArgs(rest);
     await preflight(args, io.stderr);

@@ -13,3 +13,5 @@ export { LSTM, GRU, LSTMCell, GRUCell, type RNNOptions } from './rnn.js';
 export { ModuleList } from './containers.js';
 /** Also top-level; API.md lists it with the nn modules. */
 export { gradientStats } from './diagnostics.js';
+export { GPT, type GPTBlock, type GPTCache, type GPTConfig, type TokenIds } from './gpt.js';
+export type { SampleOptions } from './gpt-sample.js';

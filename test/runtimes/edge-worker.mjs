@@ -2,6 +2,7 @@
 // model code in this Node process: the worker's losses and predictions must match bit for bit.
 import * as adj from '../../dist/index.js';
 import { createModel, FEATURES } from '../../examples/edge-worker/model.mjs';
+import { loadGpt, generate } from '../../examples/edge-worker/gpt.mjs';
 
 const STEPS = 15;
 const BATCH = 32;
@@ -60,5 +61,35 @@ export async function testEdgeWorker(url) {
   const want = reference.predict(query);
   if (JSON.stringify(p.body) !== JSON.stringify(want)) throw new Error('POST /predict: the worker and Node disagree');
   const accuracy = p.body.classes.filter((c, i) => c === yTest[i]).length / query.x.length;
-  return { steps: STEPS, firstLoss: losses[0], lastLoss: losses[STEPS - 1], accuracy };
+  return { steps: STEPS, firstLoss: losses[0], lastLoss: losses[STEPS - 1], accuracy, generate: await testGenerate(url) };
+}
+
+/** A small seeded GPT saved with its config and vocabulary, as `adjoint train --model gpt --save` writes it. */
+function savedGpt() {
+  const tok = adj.data.CharTokenizer.fromText('abcdefghijklmnopqrstuvwxyz ,.:\n');
+  const config = { vocabSize: tok.vocabSize, layers: 2, heads: 2, width: 16, context: 16 };
+  const model = new adj.nn.GPT({ ...config, seed: 4 });
+  const bytes = adj.io.saveSafetensors(model.stateDict(), { format: 'pt', model: 'gpt', config: JSON.stringify(config), vocab: JSON.stringify(tok.vocab) });
+  model.dispose();
+  return bytes;
+}
+
+/** PUT /gpt then POST /generate: the worker's text must equal Node's for the same request (past the context, too). */
+async function testGenerate(url) {
+  const body = { prompt: 'to be', tokens: 60, temperature: 0.9, topK: 8, seed: 5 };
+  expectStatus('POST /generate before PUT /gpt', await call(url, 'POST', '/generate', body), 409);
+  expectStatus('PUT /gpt (not safetensors)', await call(url, 'PUT', '/gpt', 'nope'), 400);
+  const bytes = savedGpt();
+  const res = await fetch(`${url}/gpt`, { method: 'PUT', body: bytes, signal: AbortSignal.timeout(60_000) });
+  if (res.status !== 200) throw new Error(`PUT /gpt: HTTP ${res.status} ${await res.text()}`);
+  const r = await call(url, 'POST', '/generate', body);
+  expectStatus('POST /generate', r, 200);
+  const local = loadGpt(bytes);
+  const want = generate(local, body);
+  local.model.dispose();
+  if (r.body.text !== want.text) throw new Error(`POST /generate: worker says ${JSON.stringify(r.body.text)}, Node ${JSON.stringify(want.text)}`);
+  if ([...r.body.text].length !== body.tokens) throw new Error(`POST /generate: expected ${body.tokens} characters, got ${JSON.stringify(r.body.text)}`);
+  expectStatus('POST /generate (bad tokens)', await call(url, 'POST', '/generate', { ...body, tokens: 0 }), 400);
+  expectStatus('POST /generate (unknown character)', await call(url, 'POST', '/generate', { ...body, prompt: 'TO BE' }), 400);
+  return { tokens: body.tokens, text: r.body.text };
 }

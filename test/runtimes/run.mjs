@@ -171,7 +171,7 @@ await step(checks, 'edge-worker', async () => {
   const wd = await startWorkerd(bin('workerd'), 'examples/edge-worker/config.capnp', opts);
   try {
     const s = await testEdgeWorker(wd.url);
-    return { detail: `${workerdVersion}: ${s.steps} POST /train steps identical to Node, loss ${s.firstLoss.toFixed(4)} -> ${s.lastLoss.toFixed(4)}; POST /predict identical, accuracy on 64 test digits ${(100 * s.accuracy).toFixed(1)}%` };
+    return { detail: `${workerdVersion}: ${s.steps} POST /train steps identical to Node, loss ${s.firstLoss.toFixed(4)} -> ${s.lastLoss.toFixed(4)}; POST /predict identical, accuracy on 64 test digits ${(100 * s.accuracy).toFixed(1)}%; POST /generate identical to Node (${s.generate.tokens} characters)` };
   } catch (e) {
     e.message += `\n${wd.output()}`;
     throw e;
@@ -225,6 +225,7 @@ for (const t of training) {
     diffs.push(`losses (first difference at step ${i + 1}: ${r.losses[i]} vs ${ref.losses[i]})`);
   }
   if (r.data !== ref.data || r.optimizer !== ref.optimizer || r.steps !== ref.steps) diffs.push('workload');
+  if (JSON.stringify(r.gpt) !== JSON.stringify(ref.gpt)) diffs.push(`GPT train+sample (${JSON.stringify(r.gpt)} vs ${JSON.stringify(ref.gpt)})`);
   if (r.liveTensors !== 0) diffs.push(`${r.liveTensors} tensors leaked`);
   t.match = diffs.length === 0;
   if (!t.match) problems.push(`${t.name}: differs from ${done[0].name} in ${diffs.join(', ')}`);
@@ -251,6 +252,7 @@ for (const t of training) {
   log(`${pad(t.name, 20)}${pad(v, 26)}${pad(fmtMs(t.ms), 9)}${pad(d, 20)}${l}`);
 }
 if (ref) log(`shared digest: ${ref.digest}\nlosses sha256: ${ref.lossDigest}`);
+if (ref?.gpt) log(`GPT (3 steps + 40 sampled characters): weights ${ref.gpt.digest.slice(0, 16)}…, sample ${JSON.stringify(ref.gpt.sample)}`);
 if (relaxedRuns.length > 0) {
   log(`relaxed SIMD (init({ relaxedSimd: true }); closeness to the same runtime's default run, max over steps and weights):`);
   log(`  ${pad('run', 26)}${pad('kernels', 9)}${pad('weights sha256', 20)}${pad('loss rel. diff', 16)}${pad('weight diff/max|w|', 20)}verdict`);

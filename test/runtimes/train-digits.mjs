@@ -79,6 +79,37 @@ async function sha256Hex(bytes) {
   return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/**
+ * A short GPT run (a 1-layer GPT, 3 AdamW steps on a fixed text, then 40 sampled characters
+ * with the key/value cache): its losses, weights digest and sample must agree in every runtime.
+ */
+async function gptRun() {
+  const text = 'to be, or not to be, that is the question: whether tis nobler in the mind to suffer '.repeat(4);
+  const tok = adj.data.CharTokenizer.fromText(text);
+  const ids = tok.encode(text);
+  const model = new adj.nn.GPT({ vocabSize: tok.vocabSize, layers: 1, heads: 2, width: 16, context: 16, seed: 1 });
+  const opt = new adj.optim.AdamW(model.parameters(), { lr: 3e-3, betas: [0.9, 0.99], weightDecay: 0.1 });
+  const batches = adj.data.lmBatches(ids, { batchSize: 4, blockSize: 16, seed: 3 });
+  const losses = [];
+  for (let i = 0; i < 3; i++) {
+    const b = batches.next().value;
+    losses.push(adj.tidy(() => {
+      const loss = adj.crossEntropy(model.forward({ ids: b.x, shape: b.shape }).reshape([-1, tok.vocabSize]), b.y);
+      loss.backward();
+      adj.clipGradNorm(model.parameters(), 1);
+      opt.step();
+      opt.zeroGrad();
+      return loss.item();
+    }));
+  }
+  const sample = tok.decode(model.generate(tok.encode('to be'), { tokens: 40, topK: 5, seed: 2 }));
+  const weights = adj.io.saveSafetensors(model.stateDict());
+  const result = { losses, sample, digest: await sha256Hex(weights) };
+  opt.dispose();
+  model.dispose();
+  return result;
+}
+
 /** Where we are running, as "name version". */
 export function runtimeName() {
   const g = globalThis;
@@ -120,6 +151,7 @@ export async function trainDigits(initOptions = {}, cfg = CONFIG, { weights = fa
     digest: await sha256Hex(bytes),
     weightBytes: bytes.length,
     liveTensors: 0,
+    gpt: typeof adj.nn?.GPT === 'function' ? await gptRun() : null,
     kernels: typeof adj.backend === 'function' ? adj.backend().kernels : 'default',
   };
   if (weights) result.weights = params.flatMap((p) => Array.from(p.toArray()));

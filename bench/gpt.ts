@@ -1,0 +1,109 @@
+// `npm run bench -- --only gpt`: one training step of the tiny-Shakespeare GPT (4 layers, 4 heads,
+// width 128, context 64, batch 12; forward + backward + clip + AdamW) in adjoint with 1 and 2
+// threads, and PyTorch's step from bench/torch/gpt.py in the same run where python3-torch is
+// installed. Reports median wall and process-CPU ms per step, tokens/s, and the share of the
+// wasm-SIMD bound: about 3.9 GFLOP a step at 47 GFLOP/s for one core is 83 ms.
+//
+//   node scripts/run-ts.mjs bench/gpt.ts [--steps 30] [--torch-steps 60] [--out FILE]
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as A from '../src/index.js';
+import { GptRun } from '../src/cli/gpt-run.js';
+
+const STEP_GFLOP = 3.9, WASM_GFLOPS = 47, TOKENS = 12 * 64;
+const argv = process.argv.slice(2);
+const opt = (name: string, d: string) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : d;
+};
+/** The repository root (this runs from an esbuild bundle in build/run/, so walk up). */
+function repoRoot(): string {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'adjoint') return dir;
+    if (path.dirname(dir) === dir) return process.cwd();
+  }
+}
+const root = repoRoot();
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+
+interface Row { library: string; threads: number; msPerStep: number; cpuMsPerStep: number; tokensPerSec: number; tokensPerSecCpu: number; boundShare: number | null; note?: string }
+
+function row(library: string, threads: number, ms: number, cpuMs: number, note?: string): Row {
+  // CPU time of a multi-threaded step adds the threads' time: per-core bound share uses wall ms there.
+  const per = threads > 1 ? ms : cpuMs;
+  return {
+    library, threads, msPerStep: +ms.toFixed(2), cpuMsPerStep: +cpuMs.toFixed(2), tokensPerSec: +(TOKENS / ms * 1000).toFixed(0),
+    tokensPerSecCpu: +(TOKENS / cpuMs * 1000).toFixed(0), boundShare: +((STEP_GFLOP / WASM_GFLOPS) * 1000 / per / threads).toFixed(3), note,
+  };
+}
+
+async function adjointStep(text: string, threads: number, steps: number): Promise<Row> {
+  await A.init(threads > 1 ? { threads } : {});
+  const run = new GptRun(text, { layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0 });
+  for (let i = 0; i < 3; i++) run.trainStep(); // warm-up: wasm tier-up, first-touch memory
+  const wall: number[] = [], cpu: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    const t = performance.now(), c = process.cpuUsage();
+    run.trainStep();
+    wall.push(performance.now() - t);
+    const d = process.cpuUsage(c);
+    cpu.push((d.user + d.system) / 1000);
+  }
+  run.dispose();
+  return row('adjoint', threads, median(wall), median(cpu));
+}
+
+function torchStep(steps: number): Row | { skipped: string } {
+  const script = path.join(root, 'bench/torch/gpt.py');
+  const py = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  const r = spawnSync(py, [script, '--steps', String(steps)], { encoding: 'utf8' });
+  const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
+  try {
+    const j = JSON.parse(last) as { skipped?: string; msPerStepMedian: number; cpuMsPerStepMedian: number; torch: string };
+    if (j.skipped) return { skipped: j.skipped };
+    return row('pytorch', 1, j.msPerStepMedian, j.cpuMsPerStepMedian, `torch ${j.torch}, OpenBLAS, 1 thread`);
+  } catch {
+    return { skipped: `bench/torch/gpt.py gave no result (${(r.stderr ?? '').trim().split('\n').at(-1) ?? r.status})` };
+  }
+}
+
+async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json'))): Promise<void> {
+  const steps = Number(opt('steps', '30')), torchSteps = Number(opt('torch-steps', '60'));
+  const text = await A.data.shakespeare(path.join(root, 'data/tinyshakespeare.txt.gz'));
+  const load0 = os.loadavg()[0];
+  const rows: Row[] = [];
+  // One process per thread count: threads are fixed by the first init() of a process.
+  for (const threads of [1, 2]) {
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)], { cwd: root, encoding: 'utf8' });
+    const line = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
+    if (!line.startsWith('{')) throw new Error(`adjoint ${threads}-thread step failed: ${(r.stderr ?? '').trim()}`);
+    rows.push(JSON.parse(line) as Row);
+    process.stderr.write(`  adjoint ${threads} thread(s): ${rows.at(-1)!.msPerStep} ms/step\n`);
+  }
+  const torch = torchStep(torchSteps);
+  if ('library' in torch) rows.push(torch);
+  const pt = rows.find((r) => r.library === 'pytorch');
+  console.log('\nGPT training step (4 layers, 4 heads, width 128, context 64, batch 12: forward + backward + clip + AdamW)');
+  console.log('library   threads  ms/step  CPU ms/step  tokens/s  tokens/s (CPU)  wasm-bound share  vs PyTorch (CPU)');
+  for (const r of rows) {
+    const vs = pt && r !== pt ? `${(pt.cpuMsPerStep / (r.threads > 1 ? r.msPerStep : r.cpuMsPerStep)).toFixed(2)}×` : '';
+    console.log(`${r.library.padEnd(9)} ${String(r.threads).padStart(7)}  ${r.msPerStep.toFixed(1).padStart(7)}  ${r.cpuMsPerStep.toFixed(1).padStart(11)}  ${String(r.tokensPerSec).padStart(8)}  ${String(r.tokensPerSecCpu).padStart(14)}  ${r.library === 'adjoint' ? `${(r.boundShare! * 100).toFixed(0)} %` : ''}`.padEnd(100) + vs);
+  }
+  if (!('library' in torch)) console.log(`  PyTorch: skipped (${torch.skipped})`);
+  console.log(`  load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; on a loaded machine compare the CPU columns`);
+  const prev = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown> : {};
+  writeFileSync(out, JSON.stringify({ ...prev, step: { rows, steps, torchSteps, stepGflop: STEP_GFLOP, wasmGflops: WASM_GFLOPS, loadAvg: [load0, os.loadavg()[0]], date: new Date().toISOString() } }, null, 2) + '\n');
+  console.log(`wrote ${out}`);
+}
+
+const child = argv.indexOf('--adjoint-threads');
+if (child >= 0) {
+  const text = await A.data.shakespeare(path.join(root, 'data/tinyshakespeare.txt.gz'));
+  console.log(JSON.stringify(await adjointStep(text, Number(argv[child + 1]), Number(opt('steps', '30')))));
+} else {
+  await benchGpt();
+}

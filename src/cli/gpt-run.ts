@@ -1,0 +1,122 @@
+// One GPT training run on a text, as the published tiny-Shakespeare CPU setup: AdamW (betas
+// 0.9/0.99, weight decay 0.1 on matrices only), lr 1e-3 with linear warm-up over 100 steps then
+// cosine decay to 1e-4 at the last step, gradient-norm clipping at 1.0. No Node APIs here: the
+// CLI, the benchmark and the demo's Web Worker all drive this.
+import { tidy } from '../tensor/memory.js';
+import { noGrad } from '../autodiff/transforms.js';
+import { crossEntropy, reshape } from '../ops/api.js';
+import { kernel } from '../wasm/module.js';
+import { GPT } from '../nn/gpt.js';
+import * as optim from '../optim/index.js';
+import { clipGradNorm } from '../optim/clip.js';
+import { CharTokenizer, splitText, lmBatches, type LmBatch } from '../data/text.js';
+
+export interface GptRunConfig {
+  layers: number;
+  heads: number;
+  width: number;
+  context: number;
+  batch: number;
+  steps: number;
+  seed: number;
+  lr?: number;
+  minLr?: number;
+  warmup?: number;
+}
+
+/** lr at step s (0-based) of `steps`: linear warm-up to lr, then cosine to minLr at the last step (cos in wasm). */
+export function gptLr(s: number, steps: number, lr = 1e-3, minLr = 1e-4, warmup = 100): number {
+  if (s < warmup) return (lr * (s + 1)) / warmup;
+  const ratio = Math.min(1, (s - warmup) / Math.max(1, steps - 1 - warmup));
+  return minLr + 0.5 * (1 + kernel('cos_scalar')(Math.PI * ratio)) * (lr - minLr);
+}
+
+export class GptRun {
+  readonly tokenizer: CharTokenizer;
+  readonly model: GPT;
+  readonly optimizer: optim.AdamW;
+  readonly train: Int32Array;
+  readonly val: Int32Array;
+  /** Steps taken so far. */
+  step = 0;
+  private readonly batches: Generator<LmBatch, never>;
+  private readonly valBatches: Generator<LmBatch, never>;
+
+  constructor(text: string, readonly config: GptRunConfig, tokenizer = CharTokenizer.fromText(text)) {
+    this.tokenizer = tokenizer;
+    const ids = tokenizer.encode(text);
+    ({ train: this.train, val: this.val } = splitText(ids, 0.9));
+    const c = config;
+    this.model = new GPT({ vocabSize: tokenizer.vocabSize, layers: c.layers, heads: c.heads, width: c.width, context: c.context, seed: c.seed });
+    const params = this.model.parameters();
+    this.optimizer = new optim.AdamW([
+      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
+      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
+    ], { lr: c.lr ?? 1e-3, betas: [0.9, 0.99] });
+    this.batches = lmBatches(this.train, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 1 });
+    this.valBatches = lmBatches(this.val, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 2 });
+  }
+
+  /** Tokens per training step. */
+  get tokensPerStep(): number {
+    return this.config.batch * this.config.context;
+  }
+
+  /** One update (forward, backward, clip, AdamW); returns the batch's mean loss. */
+  trainStep(): number {
+    const c = this.config, m = this.model;
+    this.optimizer.lr = gptLr(this.step, c.steps, c.lr, c.minLr, c.warmup);
+    const b = this.batches.next().value;
+    const loss = tidy(() => {
+      const logits = m.forward({ ids: b.x, shape: b.shape });
+      const l = crossEntropy(reshape(logits, [-1, m.vocabSize]), b.y);
+      l.backward();
+      clipGradNorm(m.parameters(), 1.0);
+      this.optimizer.step();
+      this.optimizer.zeroGrad();
+      return l.item();
+    });
+    this.step++;
+    return loss;
+  }
+
+  /** Mean loss over `n` random validation batches (the stream continues between calls). */
+  evalRandom(n = 20): number {
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      const b = this.valBatches.next().value;
+      s += this.loss(b.x, b.y, this.config.batch, 'mean');
+    }
+    return s / n;
+  }
+
+  /**
+   * Mean loss per character over the whole validation split: consecutive non-overlapping windows
+   * of `context` characters, each predicting the next `context` (the incomplete tail dropped).
+   */
+  evalFull(windowsPerBatch = 64): number {
+    const T = this.config.context, n = Math.floor((this.val.length - 1) / T);
+    let total = 0;
+    for (let s = 0; s < n; s += windowsPerBatch) {
+      const b = Math.min(windowsPerBatch, n - s);
+      const x = this.val.subarray(s * T, (s + b) * T), y = this.val.subarray(s * T + 1, (s + b) * T + 1);
+      total += this.loss(x, y, b, 'sum');
+    }
+    return total / (n * T);
+  }
+
+  private loss(x: Int32Array, y: Int32Array, rows: number, reduction: 'mean' | 'sum'): number {
+    const m = this.model, wasTraining = m.training;
+    m.eval();
+    try {
+      return tidy(() => noGrad(() => crossEntropy(reshape(m.forward({ ids: x, shape: [rows, this.config.context] }), [-1, m.vocabSize]), y, { reduction }).item()));
+    } finally {
+      m.train(wasTraining);
+    }
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+    this.model.dispose();
+  }
+}

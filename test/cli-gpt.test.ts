@@ -1,0 +1,119 @@
+// `adjoint train --dataset shakespeare --model gpt` and `adjoint sample`: a few steps of a small
+// GPT on a slice of the text (progress lines, validation, `val loss: N.NNNN` last), a saved model
+// that samples the same text for the same seed, the lr schedule of the PyTorch reference, the
+// whole-split validation windows, and argument errors.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as A from '../src/index.js';
+import { main } from '../src/cli/main.js';
+import { parseGptTrainArgs } from '../src/cli/gpt-args.js';
+import { GptRun, gptLr } from '../src/cli/gpt-run.js';
+
+async function run(argv: string[], isTTY = false) {
+  let out = '', err = '';
+  const code = await main(argv, { stdout: { write: (s: string) => (out += s), isTTY }, stderr: { write: (s: string) => (err += s) } });
+  return { code, out, err };
+}
+
+let dir = '', text = '';
+beforeAll(async () => {
+  await A.init();
+  dir = mkdtempSync(join(tmpdir(), 'adjoint-gpt-'));
+  text = (await A.data.shakespeare()).slice(0, 20_000);
+  writeFileSync(join(dir, 'small.txt'), text);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const SMALL = ['--layers', '1', '--heads', '2', '--width', '16', '--context', '16', '--batch', '4'];
+
+describe('adjoint train --model gpt', () => {
+  it('defaults to the published configuration', () => {
+    expect(parseGptTrainArgs(['--dataset', 'shakespeare', '--model', 'gpt'])).toEqual({
+      layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0, threads: 1, data: null, save: null, evalEvery: 250,
+    });
+  });
+
+  it('trains a few steps, validates, saves, and the last line is the validation loss', async () => {
+    const save = join(dir, 'g.safetensors');
+    const r = await run(['train', '--dataset', 'shakespeare', '--model', 'gpt', ...SMALL, '--steps', '4', '--eval-every', '2', '--data', join(dir, 'small.txt'), '--save', save]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.out.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^training gpt on shakespeare: 18000 train \/ 2000 val characters, vocabulary \d+$/);
+    expect(lines[2]).toMatch(/^step 2\/4 {2}loss \d\.\d{4} {2}\d+ tokens\/s {2}ETA \d+:\d\d {2}val \d\.\d{4}$/);
+    expect(r.out).toMatch(/peak wasm memory [\d.]+ MB/);
+    expect(lines.at(-2)).toMatch(/^val loss \(whole validation split\): \d\.\d{4}$/);
+    const v = Number(/^val loss: (\d\.\d{4})$/.exec(lines.at(-1)!)![1]);
+    expect(v).toBeGreaterThan(2); // four steps from a uniform start (ln 60 ≈ 4.1)
+    expect(v).toBeLessThan(4.5);
+    const s1 = await run(['sample', '--load', save, '--prompt', 'ROMEO', '--tokens', '40', '--seed', '3', '--top-k', '5']);
+    const s2 = await run(['sample', '--load', save, '--prompt', 'ROMEO', '--tokens', '40', '--seed', '3', '--top-k', '5']);
+    const s3 = await run(['sample', '--load', save, '--prompt', 'ROMEO', '--tokens', '40', '--seed', '4', '--top-k', '5']);
+    expect(s1.err).toBe('');
+    expect(s1.code).toBe(0);
+    expect(s1.out.startsWith('ROMEO')).toBe(true);
+    expect([...s1.out.trimEnd()].length).toBe(45);
+    expect(s2.out).toBe(s1.out);
+    expect(s3.out).not.toBe(s1.out);
+  });
+
+  it('redraws one progress line on a terminal', async () => {
+    const r = await run(['train', '--dataset', 'shakespeare', '--model', 'gpt', ...SMALL, '--steps', '3', '--data', join(dir, 'small.txt')], true);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('\r\x1b[2Kstep 3/3  loss');
+    expect(r.out.trimEnd().split('\n').at(-1)).toMatch(/^val loss: \d\.\d{4}$/);
+  });
+
+  it.each([
+    [['train', '--model', 'gpt', '--dataset', 'digits'], /--dataset must be shakespeare here/],
+    [['train', '--model', 'gpt', '--width', '10', '--heads', '4'], /--width \(10\) must be divisible by --heads \(4\)/],
+    [['train', '--model', 'gpt', '--steps', '0'], /--steps must be an integer ≥ 1/],
+    [['train', '--model', 'gpt', '--save', 'w.bin'], /--save expects a FILE.safetensors path/],
+    [['sample'], /sample needs --load/],
+    [['sample', '--load', '/no/such.safetensors'], /--load: cannot read \/no\/such.safetensors \(ENOENT\)/],
+    [['sample', '--load', 'x', '--temperature', '0'], /--temperature must be a positive number/],
+  ])('%j fails with one line and exit code 2', async (argv, message) => {
+    const r = await run(argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(message);
+    expect(r.err.trimEnd().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('GptRun', () => {
+  it('schedules lr as the PyTorch reference: linear warm-up over 100 steps, cosine to 1e-4 at the last step', () => {
+    const steps = 2000, ref = (s: number) => (s < 100 ? 1e-3 * (s + 1) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / (steps - 101)))) * 9e-4);
+    for (const s of [0, 1, 49, 99, 100, 101, 500, 1000, 1500, 1998, 1999]) expect(gptLr(s, steps)).toBeCloseTo(ref(s), 15);
+    expect(gptLr(99, steps)).toBe(1e-3);
+    expect(gptLr(1999, steps)).toBeCloseTo(1e-4, 15);
+  });
+
+  it('the whole-split validation loss is the mean over consecutive non-overlapping windows', () => {
+    const r = new GptRun(text, { layers: 1, heads: 1, width: 8, context: 16, batch: 2, steps: 1, seed: 1 });
+    const T = 16, n = Math.floor((r.val.length - 1) / T);
+    let total = 0;
+    A.noGrad(() => {
+      for (let i = 0; i < n; i++) {
+        const x = r.val.subarray(i * T, (i + 1) * T), y = r.val.subarray(i * T + 1, (i + 1) * T + 1);
+        total += A.tidy(() => A.crossEntropy(A.reshape(r.model.forward({ ids: x, shape: [1, T] }), [T, -1]), y, { reduction: 'sum' }).item());
+      }
+    });
+    expect(r.evalFull(50)).toBeCloseTo(total / (n * T), 5);
+    // AdamW groups: decay on matrices only.
+    expect(r.optimizer.paramGroups.map((g) => [g.weightDecay, g.params.every((p) => p.shape.length === (g.weightDecay > 0 ? 2 : 1))])).toEqual([[0.1, true], [0, true]]);
+    r.dispose();
+  });
+});
+
+describe('saved model', () => {
+  it('keeps the config and vocabulary in the safetensors metadata and the PyTorch keys', async () => {
+    const bytes = readFileSync(join(dir, 'g.safetensors'));
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true)))));
+    expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16 });
+    expect(JSON.parse(header.__metadata__.vocab).join('')).toBe([...new Set(text)].sort().join(''));
+    expect(Object.keys(header)).toContain('head.weight');
+    expect(Object.keys(header)).toContain('blocks.0.attn.in_proj_weight');
+  });
+});
