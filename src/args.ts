@@ -47,28 +47,6 @@ export function boolArg(op: string, name: string, v: unknown, dflt: boolean): bo
   return v;
 }
 
-export interface NumberRule {
-  integer?: boolean;
-  /** Inclusive lower bound. */
-  min?: number;
-  /** Exclusive lower bound. */
-  above?: number;
-  max?: number;
-  finite?: boolean;
-}
-
-/** A number argument (undefined gives the default): a numeric string says it is a string. */
-export function numberArg(op: string, name: string, v: unknown, rule: NumberRule = {}, dflt?: number): number {
-  if (v === undefined && dflt !== undefined) return dflt;
-  const want = `${rule.integer ? 'an integer' : rule.finite ? 'a finite number' : 'a number'}` +
-    `${rule.min !== undefined ? ` ≥ ${rule.min}` : ''}${rule.above !== undefined ? ` > ${rule.above}` : ''}${rule.max !== undefined ? ` ≤ ${rule.max}` : ''}`;
-  const bad = typeof v !== 'number' || Number.isNaN(v) || (rule.integer === true && !Number.isInteger(v)) ||
-    (rule.finite === true && !Number.isFinite(v)) || (rule.min !== undefined && v < rule.min) ||
-    (rule.above !== undefined && !(v > rule.above)) || (rule.max !== undefined && v > rule.max);
-  if (bad) throw new ArgumentError(`${op}: ${name} must be ${want}, got ${describe(v)}`);
-  return v as number;
-}
-
 /**
  * An options argument: undefined gives {}, anything but a plain object is an error, and so is a
  * key the op does not know (a misspelt option would otherwise be ignored).

@@ -3,7 +3,7 @@
 
 export type ModelKind = 'mlp' | 'cnn';
 export type OptimizerKind = 'sgd' | 'adam' | 'adamw';
-export type FeedbackKind = 'bp' | 'alignment';
+type FeedbackKind = 'bp' | 'alignment';
 
 /** What a model is built from; changing `model` or `feedback` builds a fresh model. */
 export interface ModelConfig {

@@ -65,7 +65,7 @@ function variables(fname: string, args: unknown[], nums: readonly number[]): { a
 }
 
 /** Gradients for vars: zeros where f did not reach one; marked when they are constants (for backward's hint). */
-export function filledGrads(vars: readonly Tensor[], gs: readonly (Tensor | null)[]): Tensor[] {
+function filledGrads(vars: readonly Tensor[], gs: readonly (Tensor | null)[]): Tensor[] {
   return vars.map((v, i) => {
     const g = gs[i] ?? zerosLike(v);
     if (!g.requiresGrad) constantGradients.add(g);

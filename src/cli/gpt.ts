@@ -76,13 +76,13 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
 }
 
 /** The model's state dict with its configuration and vocabulary in the safetensors metadata. */
-export function saveGpt(model: GPT, tokenizer: CharTokenizer): Uint8Array {
+function saveGpt(model: GPT, tokenizer: CharTokenizer): Uint8Array {
   const config = { vocabSize: model.vocabSize, layers: model.layers, heads: model.heads, width: model.width, context: model.context };
   return saveSafetensors(model.stateDict(), { format: 'pt', producer: 'adjoint', model: 'gpt', config: JSON.stringify(config), vocab: JSON.stringify(tokenizer.vocab) });
 }
 
 /** A GPT and its tokenizer from the bytes saveGpt wrote. */
-export function loadGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
+function loadGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
   const meta = decodeSafetensorsFile(bytes).metadata;
   if (meta.config === undefined || meta.vocab === undefined) throw new UsageError('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
   const tokenizer = new CharTokenizer(JSON.parse(meta.vocab) as string[]);

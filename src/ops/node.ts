@@ -56,22 +56,6 @@ export class Node {
   }
 }
 
-/** Every node reachable from `root` through recorded inputs, in reverse topological order. */
-export function reverseTopological(root: Node): Node[] {
-  const seen = new Set<Node>([root]);
-  const stack = [root];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    for (const t of n.inputs) {
-      const m = t.node;
-      if (m !== null && !seen.has(m)) {
-        seen.add(m);
-        stack.push(m);
-      }
-    }
-  }
-  return [...seen].sort((a, b) => b.id - a.id);
-}
 
 /** The id the next node will get: nodes with a smaller id already exist. */
 export const nextNodeId = (): number => nextId;

@@ -240,7 +240,7 @@ function visit(node: Node, g: Tensor, c: Ctx): void {
 }
 
 /** Counts t's memory as gradient memory from now on (memory() reports it apart from activations). */
-export function asGradient(t: Tensor): Tensor {
+function asGradient(t: Tensor): Tensor {
   t.storage.markGradient();
   return t;
 }

@@ -42,7 +42,7 @@ let scheduled = false;
  * returned from the outermost scope, saved for backward): it becomes collectable once the list
  * is flushed. A handle inside a scope is not registered: the scope disposes or hands it on.
  */
-export function adopt(t: Handle): void {
+function adopt(t: Handle): void {
   if (registry === null) return;
   fresh[count++] = t;
   if (count === FLUSH_AT) flush();
@@ -53,7 +53,7 @@ export function adopt(t: Handle): void {
 }
 
 /** Registers the handles of the list that are still alive. */
-export function flush(): void {
+function flush(): void {
   scheduled = false;
   const n = count;
   count = 0;
@@ -94,7 +94,7 @@ export function originOf(op: string): Origin {
 const mb = (b: number): string => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 
 /** The sentence an OutOfMemoryError ends with: live tensors, the ops holding most memory, and what to do. */
-export function liveReport(): string {
+function liveReport(): string {
   const top = [...origins.values()].filter((o) => o.bytes > 0).sort((a, b) => b.bytes - a.bytes).slice(0, 3);
   const ops = top.length === 0 ? '' : `; most live bytes were created by ${top.map((o) => `${o.op} (${mb(o.bytes)})`).join(', ')}`;
   return `. ${liveTensors()} tensors are live${ops}. Free tensors you no longer need: run each step in tidy(() => …), ` +
