@@ -8,6 +8,7 @@ import { noGrad } from '../autodiff/transforms.js';
 import { tidy } from '../tensor/memory.js';
 import type { GPT } from './gpt.js';
 
+/** How `GPT.generate` draws tokens: count, temperature, top-k and the seed of our wasm RNG. */
 export interface SampleOptions {
   /** New tokens to draw (default 200). */
   tokens?: number;

@@ -19,6 +19,7 @@ import { MultiheadAttention, linear } from './attention.js';
 import { count, dtypeOf } from './init.js';
 import { sample, type SampleOptions } from './gpt-sample.js';
 
+/** A GPT's sizes (the published character-level configuration by default) plus `dtype` and `seed`. */
 export interface GPTConfig {
   vocabSize: number;
   /** Transformer blocks (default 4). */
@@ -71,6 +72,12 @@ export class GPTBlock extends Module {
 /** Ids as [B, T] row-major: an int32 tensor, or a flat Int32Array/number[] with its shape. */
 export type TokenIds = Tensor | { ids: Int32Array | readonly number[]; shape: readonly [number, number] };
 
+/**
+ * A decoder-only Transformer language model from public nn parts: token and learned position
+ * embeddings, pre-LayerNorm blocks of causal multi-head attention and a 4× GELU MLP, a final
+ * LayerNorm and a head tied to the token embedding (GPT-2-style init). Its state-dict keys load
+ * into the equivalent PyTorch module (docs/gpt.md). `forward(ids)` gives logits `[B, T, vocab]`.
+ */
 export class GPT extends Module {
   readonly vocabSize: number;
   readonly layers: number;
