@@ -16,6 +16,7 @@ export {
 } from './ops/api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
+export { vmap, type VmapOptions, type AxisSpec } from './autodiff/vmap.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint } from './autodiff/checkpoint.js';
 export type { CheckpointPlan } from './autodiff/segments.js';

@@ -2,15 +2,16 @@
 // carry the tangent along (forward mode), and record a node with exactly what the rule says
 // it saves (reverse mode).
 import { OutOfMemoryError } from '../errors.js';
-import { type Tensor } from './tensor.js';
+import { type Tensor, isTensor } from './tensor.js';
 import { Storage } from '../tensor/tensor.js';
-import { exempt } from '../tensor/scope.js';
+import { exempt, runScoped } from '../tensor/scope.js';
 import { rules, type Prim, type ParamsOf } from './table.js';
 import type { Rule, Saved } from './rule.js';
 import { broadcastTo } from './api.js';
 import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
+import { batching, levelOf, unwrap, wrap, type Dim } from './batch.js';
 
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
 let inputObserver: ((xs: readonly Tensor[], prim: Prim) => void) | null = null;
@@ -31,15 +32,19 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   if (inputObserver !== null) inputObserver(xs, name);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
   let y: Tensor;
-  Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
-  try {
-    y = rule.forward(xs, p);
-  } catch (e) {
-    throw e instanceof OutOfMemoryError ? e.in(name) : e;
-  } finally {
-    Storage.reading--;
+  const level = batching.level > 0 ? levelOf(xs) : 0;
+  if (level > 0) y = batched(name, rule, xs, p, level);
+  else {
+    Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
+    try {
+      y = rule.forward(xs, p);
+    } catch (e) {
+      throw e instanceof OutOfMemoryError ? e.in(name) : e;
+    } finally {
+      Storage.reading--;
+    }
+    if (modes.anomaly) checkFinite(name, y, xs);
   }
-  if (modes.anomaly) checkFinite(name, y, xs);
   if (modes.forward && anyTangent(xs)) {
     try {
       y.tangent = tangentOf(rule, xs, y, p);
@@ -53,6 +58,26 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
   }
   return y;
+}
+
+/**
+ * A primitive inside vmap: its batching rule runs on the physical tensors of the innermost level
+ * (as ordinary primitives, so outer transforms see them) and the result is that level's batched
+ * tensor. Tangents and the tape of this level are then carried on the batched handles as usual.
+ */
+function batched<K extends Prim>(name: K, rule: Rule<ParamsOf<K>>, xs: readonly Tensor[], p: ParamsOf<K>, level: number): Tensor {
+  const phys: Tensor[] = [], dims: Dim[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    const [t, d] = unwrap(xs[i], level);
+    phys.push(t);
+    dims.push(d);
+  }
+  const self = (ys: readonly Tensor[], q: ParamsOf<K> = p): Tensor => apply(name, ys, q);
+  const [out, d] = runScoped(() => {
+    const [o, dd] = rule.batch(phys, dims, p, self);
+    return [phys.includes(o) ? o.view() : o, dd] as [Tensor, number];
+  }, isTensor);
+  return wrap(out, d, level);
 }
 
 // Plain loops: every op asks these, and `xs.some(arrow)` allocates a closure per call.

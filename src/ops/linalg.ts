@@ -7,6 +7,23 @@ import type { Rule, Rule0 } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';
+import { front, frontRank, loopBatch, type Dim, type Self } from './batch.js';
+import { reshape } from './api.js';
+
+/**
+ * Mapped matmul. A batched A against a shared 2-D B folds every example's rows into one GEMM
+ * ([B·M, K]·B); otherwise both go to the front, rank-matched, and the batch axes of the kernel
+ * broadcast them (one GEMM per example, no per-example dispatch in JS).
+ */
+function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: MatmulParams, self: Self<MatmulParams>): [Tensor, number] {
+  if (db === null && b.shape.length === 2 && !p.ta) {
+    const f = front(a, da), K = f.shape[f.shape.length - 1];
+    const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
+    return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
+  }
+  const rank = Math.max(a.shape.length - (da === null ? 0 : 1), b.shape.length - (db === null ? 0 : 1));
+  return [self([frontRank(a, da, rank), frontRank(b, db, rank)], p), 0];
+}
 
 export interface MatmulParams {
   /** Use the stored A as transposed (A is [..., K, M]) / B likewise ([..., N, K]). */
@@ -78,6 +95,7 @@ export const linalgRules = {
       const u = ta_ && matmulT(ta_, b, ta, tb), v = tb_ && matmulT(a, tb_, ta, tb);
       return u === null ? v! : v === null ? u : add(u, v);
     },
+    batch: matmulBatch,
   } satisfies Rule<MatmulParams>,
   // Feedback alignment (Lillicrap et al. 2016): the forward is x·Wᵀ, but the adjoint sent to x
   // goes through a fixed matrix B ([out, in], like W) instead of W. W's gradient gᵀ·x is the
@@ -99,6 +117,13 @@ export const linalgRules = {
       const u = tx && matmulT(tx, w, false, true), v = tw && matmulT(x, tw, false, true);
       // Only B carrying a tangent gives zero: x·Wᵀ does not depend on B.
       return u === null ? (v ?? filled(y.shape, y.dtype, 0)) : v === null ? u : add(u, v);
+    },
+    // Shared weights: the examples' rows fold into one GEMM. Mapped weights: the per-example loop.
+    batch: ([x, w, b], [dx, dw, db], p, self) => {
+      if (dw !== null || db !== null) return loopBatch([x, w, b], [dx, dw, db], self, p);
+      const f = front(x, dx), K = f.shape[f.shape.length - 1];
+      const y = self([reshape(f, [f.size / Math.max(1, K), K]), w, b], p);
+      return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
     },
   } satisfies Rule0,
 };
