@@ -17,6 +17,11 @@ export {
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { vmap, type VmapOptions, type AxisSpec } from './autodiff/vmap.js';
+export * as autograd from './autodiff/autograd.js';
+export type { AutogradOptions } from './autodiff/autograd.js';
+export type { BackwardOptions } from './ops/backward.js';
+export type { Pytree } from './autodiff/pytree.js';
+export { functionalCall } from './nn/functional.js';
 export { gradcheck, type GradcheckResult } from './autodiff/gradcheck.js';
 export { checkpoint } from './autodiff/checkpoint.js';
 export type { CheckpointPlan } from './autodiff/segments.js';

@@ -67,13 +67,25 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('%s', (_name, spec) => {
 describe('jvp', () => {
   it('carries the tangent in one pass without recording a tape or touching the primals', () => {
     A.tidy(() => {
-      const x = A.tensor([0.5, -1, 2], { ...f64, requiresGrad: true });
-      const w = A.tensor([1, 2, 3], { ...f64, requiresGrad: true });
+      const x = A.tensor([0.5, -1, 2], f64);
+      const w = A.tensor([1, 2, 3], f64);
       const [y, t] = A.jvp((a: Tensor) => A.mul(A.sin(a), w), [x], [A.tensor([1, 0, -1], f64)]);
       expect(y.requiresGrad).toBe(false);
       expect(y.node).toBe(null);
+      expect(y.tangent).toBe(null);
       expect(x.tangent).toBe(null);
       expect(arr(t)).toEqual([Math.cos(0.5) * 1, 0, -Math.cos(2) * 3]);
+    });
+  });
+
+  it('records for tensors an outer tape owns: the tangent is differentiable by backward()', () => {
+    A.tidy(() => {
+      const x = A.tensor([0.5, -1, 2], f64);
+      const w = A.tensor([1, 2, 3], { ...f64, requiresGrad: true });
+      const [, t] = A.jvp((a: Tensor) => A.mul(A.sin(a), w), [x], [A.tensor([1, 0, -1], f64)]);
+      expect(x.tangent).toBe(null);
+      A.sum(t).backward(); // d/dw Σ cos(x)·v·w = cos(x)·v
+      expect(arr(w.grad!)).toEqual([Math.cos(0.5), 0, -Math.cos(2)]);
     });
   });
 

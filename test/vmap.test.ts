@@ -204,11 +204,11 @@ describe('vmap semantics', () => {
     });
   });
   it('leaves no tensor behind', () => {
-    const before = A.memory().liveTensors;
+    const before = A.memory().tensors;
     A.tidy(() => {
       const x = rand([5, 3], 'float32', 1);
       A.vmap(A.grad((u: Tensor) => A.sum(A.square(u))) as (u: Tensor) => Tensor)(x);
     });
-    expect(A.memory().liveTensors).toBe(before);
+    expect(A.memory().tensors).toBe(before);
   });
 });

@@ -15,7 +15,7 @@ import { recordDraws, replayDraws } from '../tensor/replay.js';
 import { apply, observingInputs } from '../ops/apply.js';
 import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
-import { backward } from '../ops/backward.js';
+import { sweep } from '../ops/sweep.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
 
@@ -61,13 +61,16 @@ function firstRun(name: string, fn: Fn, xs: readonly Tensor[]): FirstRun & { y: 
 
 /**
  * The backward pass of one segment: rerun fn with recording on, from fresh leaves over the saved
- * inputs and with the first run's random draws, then backpropagate g through that local graph.
- * Returns one cotangent per node input: the arguments' from their fresh leaves, the captured
- * parameters' from their .grad, borrowed for the occasion so the outer sweep stays the one that
- * writes .grad (all at once, at its end) exactly as it would without the checkpoint.
+ * inputs and with the first run's random draws, then sweep g through that local graph to the
+ * arguments and the captured parameters (handed back, so the outer sweep stays the one that
+ * writes .grad, all at once at its end, exactly as it would without the checkpoint). When the
+ * outer sweep records (the gradient is differentiated again), so does this one, and the
+ * arguments are identity nodes on the (linked) saved inputs, so the chain is not cut.
  */
 function recompute(name: string, fn: Fn, arity: number, first: FirstRun, g: Tensor, s: Saved, needs: readonly boolean[]): (Tensor | null)[] {
+  const record = modes.record;
   const args = s.x.slice(0, arity).map((t, i) => {
+    if (record && needs[i] && t!.requiresGrad) return withMode('record', true, () => apply('reshape', [t!], { shape: t!.shape }));
     const a = t!.alias();
     a.requiresGrad = needs[i];
     return a;
@@ -77,22 +80,8 @@ function recompute(name: string, fn: Fn, arity: number, first: FirstRun, g: Tens
     throw new GradError(`checkpoint(${name}): the recomputation gave ${y.dtype} [${y.shape}], the first run ${g.dtype} [${g.shape}]`);
   }
   if (!y.requiresGrad) return needs.map(() => null);
-  const lent = first.captured.map((t) => t.grad);
-  for (const t of first.captured) t.grad = null;
-  const take = (t: Tensor): Tensor | null => {
-    const c = t.grad;
-    t.grad = null;
-    return c;
-  };
-  try {
-    backward(y, g, { consumeSeed: true }); // g is freed after the root's VJP, as in one uncheckpointed sweep
-    return [...args.map(take), ...first.captured.map(take)];
-  } finally {
-    first.captured.forEach((t, i) => {
-      t.grad?.dispose();
-      t.grad = lent[i];
-    });
-  }
+  // g is freed after the root's VJP, as in one uncheckpointed sweep
+  return sweep({ roots: [y], seeds: [g], targets: [...args, ...first.captured], record, retain: false }).grads;
 }
 
 /**

@@ -5,12 +5,13 @@
 // JVP of grad (forward-over-reverse, Pearlmutter 1994), and hessian stacks hvp columns.
 import { ArgumentError, DtypeError, GradError, ShapeError } from '../errors.js';
 import { Tensor, isTensor } from '../ops/tensor.js';
-import { runScoped } from '../tensor/scope.js';
+import { runScoped, exempt } from '../tensor/scope.js';
 import { withMode } from '../ops/modes.js';
 import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
-import { concat, reshape, zerosLike } from '../ops/api.js';
-import { grad, vjp } from './transforms.js';
+import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
+import { grad, vjp, fnArg } from './transforms.js';
+import { sweep, linked, variable } from '../ops/sweep.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 
@@ -33,27 +34,64 @@ function output(fname: string, y: unknown): Tensor {
   return y;
 }
 
+/** jvp calls in progress: one inside another's f is nested forward mode. */
+let forwardDepth = 0;
+
 /**
- * f(...primals) and its directional derivative along `tangents`: [out, tangentOut]. f runs
- * with recording off (a grad inside f records its own tape), on fresh handles of the primals
- * that carry the tangents, so the caller's tensors are untouched.
+ * f(...primals) and its directional derivative along `tangents`: [out, tangentOut]. f runs on
+ * fresh handles of the primals that carry the tangents (the caller's tensors are untouched);
+ * recording stays as it is, so an outer reverse sweep can differentiate the result (grad of a
+ * function that calls jvp). A tensor holds one tangent, so a jvp inside another's f (jvp of
+ * jvp, jacfwd of jacfwd) runs by reverse mode instead (jvpByReverse) and the outer tangents
+ * flow through that.
  */
 export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+  fnArg('jvp', 'f', f);
   if (!Array.isArray(primals) || !Array.isArray(tangents)) throw new ArgumentError('jvp: primals and tangents must be arrays of tensors');
   if (primals.length !== tangents.length) {
     throw new ArgumentError(`jvp: got ${tangents.length} tangent(s) for ${primals.length} primal(s); give one tangent per primal`);
   }
   primals.forEach((p, i) => checkTangent('jvp', `primal ${i}`, `tangent ${i}`, p, tangents[i]));
-  return runScoped(() => {
-    const args = primals.map((p, i) => {
-      const h = p.view();
-      h.tangent = tangents[i].save(); // owned by h, freed with it
-      return h;
-    });
-    const y = output('jvp', withMode('record', false, () => withMode('forward', true, () => f(...args))));
-    const t = y.tangent === null ? zerosLike(y) : y.tangent.view();
-    return [y.view(), t] as [Tensor, Tensor];
-  }, isTensor);
+  if (forwardDepth > 0) return jvpByReverse(f, primals, tangents);
+  forwardDepth++;
+  try {
+    return runScoped(() => {
+      const args = primals.map((p, i) => {
+        const h = linked(p);
+        h.tangent?.dispose();
+        h.tangent = linked(tangents[i]); // owned by h, freed with it
+        exempt(h.tangent);
+        return h;
+      });
+      const y = output('jvp', withMode('forward', true, () => f(...args)));
+      const t = y.tangent === null ? zerosLike(y) : linked(y.tangent);
+      const out = linked(y);
+      out.tangent?.dispose(); // this jvp's tangent stays inside it
+      out.tangent = null;
+      return [out, t] as [Tensor, Tensor];
+    }, isTensor);
+  } finally {
+    forwardDepth--;
+  }
+}
+
+/**
+ * The JVP by two reverse sweeps: u ↦ Jᵀu is linear, so J·t is the gradient with respect to u
+ * of ⟨Jᵀu, t⟩ (at any u; zeros here). Used for nested forward mode; the outer tangents flow
+ * through both sweeps, whose VJPs are ops.
+ */
+function jvpByReverse(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+  return runScoped(() => withMode('record', true, () => {
+    const vars = primals.map(variable);
+    const y = output('jvp', f(...vars));
+    if (!y.requiresGrad) return [linked(y), zerosLike(y)] as [Tensor, Tensor];
+    const u = variable(zerosLike(y));
+    const cts = sweep({ roots: [y], seeds: [linked(u)], targets: vars, record: true, retain: true }).grads;
+    const terms = cts.flatMap((c, i) => (c === null ? [] : [sum(mul(c, tangents[i]))]));
+    const s = terms.length === 0 ? null : terms.reduce((a, b) => add(a, b));
+    const jt = s === null || !s.requiresGrad ? null : sweep({ roots: [s], seeds: [filled([], s.dtype, 1)], targets: [u], record: 'auto', retain: false }).grads[0];
+    return [linked(y), jt ?? zerosLike(y)] as [Tensor, Tensor];
+  }), isTensor);
 }
 
 /** A one-hot tensor of `shape` (1 at flat index i): the i-th basis direction. */

@@ -1,138 +1,201 @@
-// Function transforms in the JAX style, built on the tape (grad, valueAndGrad, vjp) and on
-// tangents carried with primals (jvp). Arguments are wrapped in fresh leaf handles, so user
-// tensors' own .grad fields are never touched by a transform.
+// Function transforms in the JAX style (grad, valueAndGrad, vjp), built on the reverse sweep
+// (sweep.ts) asked for the gradients of the transform's own variables: they never read or
+// write any .grad. Each differentiated tensor is replaced by a variable: a fresh leaf, or, when
+// an outer tape differentiates that tensor (grad of grad), an identity node on it, so the
+// inner gradient stays a function of it. Tensors f captures are constants here; when an outer
+// tape owns them the sweep records, and the gradients handed back are differentiable by it.
 import { GradError, ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
-import { withMode } from '../ops/modes.js';
-import { reverseTopological } from '../ops/node.js';
+import { modes, withMode } from '../ops/modes.js';
+import { nextNodeId } from '../ops/node.js';
 import { apply } from '../ops/apply.js';
-import { backward } from '../ops/backward.js';
+import { constantGradients, seedFor } from '../ops/backward.js';
+import { sweep, linked, reachable, variable } from '../ops/sweep.js';
+import { flatten, rebuild } from './pytree.js';
+import { filled } from '../ops/launch.js';
 import { zerosLike } from '../ops/api.js';
 
-type Fn = (...args: any[]) => Tensor;
+type Fn = (...args: any[]) => any;
 
 export interface GradOptions {
+  /** Which top-level arguments to differentiate (an array gives an array of gradients). */
   argnums?: number | readonly number[];
+  /** f returns [value, aux]: grad gives [grads, aux], valueAndGrad [[value, aux], grads]. */
+  hasAux?: boolean;
 }
 
-function fnArg(fname: string, name: string, f: unknown): void {
-  if (typeof f !== 'function') throw new ArgumentError(`${fname}: ${name} must be a function, got ${typeof f}`);
+export function fnArg(fname: string, name: string, f: unknown): void {
+  if (typeof f !== 'function') throw new ArgumentError(`${fname}: ${name} must be a function, got ${f === null ? 'null' : typeof f}`);
+}
+
+function checkGradOptions(fname: string, opts: unknown): GradOptions {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new ArgumentError(`${fname}: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
+  for (const k of Object.keys(opts)) if (k !== 'argnums' && k !== 'hasAux') throw new ArgumentError(`${fname}: unknown option ${JSON.stringify(k)} (expected argnums or hasAux)`);
+  const o = opts as GradOptions;
+  if (o.hasAux !== undefined && typeof o.hasAux !== 'boolean') throw new ArgumentError(`${fname}: hasAux must be true or false, got ${typeof o.hasAux}`);
+  const a = o.argnums;
+  if (a !== undefined && typeof a !== 'number' && !Array.isArray(a)) throw new ArgumentError(`${fname}: argnums must be an integer or an array of integers, got ${typeof a}`);
+  return o;
 }
 
 function argnumList(fname: string, args: unknown[], argnums: number | readonly number[] = 0): number[] {
   const list = typeof argnums === 'number' ? [argnums] : [...argnums];
   for (const i of list) {
     if (!Number.isInteger(i) || i < 0 || i >= args.length) throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
-    if (!(args[i] instanceof Tensor)) throw new ArgumentError(`${fname}: argument ${i} must be a Tensor to be differentiated`);
-    (args[i] as Tensor).check(fname);
   }
+  if (new Set(list).size !== list.length) throw new ArgumentError(`${fname}: argnums [${list}] repeats an argument`);
   return list;
 }
 
-/** Fresh leaf handles (same memory and tangent) for the differentiated arguments. */
-function leaves(args: unknown[], nums: readonly number[]): { args: unknown[]; leaves: Tensor[] } {
-  // The other Tensor arguments are constants (as in JAX): fresh handles with no tape, so the
-  // sweep neither writes their .grad nor releases a graph they came from.
-  const out = args.map((a, i) => (a instanceof Tensor && !nums.includes(i) ? a.alias() : a));
-  const ls = nums.map((i) => {
-    const t = (args[i] as Tensor).alias();
-    t.requiresGrad = true;
-    out[i] = t;
-    return t;
-  });
-  return { args: out, leaves: ls };
+/** The differentiated arguments replaced by variables; `vars` lists them in flatten order. */
+function variables(fname: string, args: unknown[], nums: readonly number[]): { args: unknown[]; vars: Tensor[]; trees: unknown[] } {
+  const out = [...args], vars: Tensor[] = [], trees: unknown[] = [];
+  for (const i of nums) {
+    const ts = flatten(fname, `argument ${i}`, args[i]);
+    const vs = ts.map(variable);
+    out[i] = rebuild(args[i], vs);
+    vars.push(...vs);
+    trees.push(args[i]);
+  }
+  return { args: out, vars, trees };
 }
 
-/** The leaf's gradient as a tensor of the caller's scope (zeros where f did not depend on it). */
-function takeGrad(l: Tensor): Tensor {
-  if (l.grad === null) return zerosLike(l);
-  const g = l.grad.alias();
-  l.grad.dispose();
-  l.grad = null;
-  return g;
+/** Gradients for vars: zeros where f did not reach one; marked when they are constants (for backward's hint). */
+export function filledGrads(vars: readonly Tensor[], gs: readonly (Tensor | null)[]): Tensor[] {
+  return vars.map((v, i) => {
+    const g = gs[i] ?? zerosLike(v);
+    if (!g.requiresGrad) constantGradients.add(g);
+    return g;
+  });
+}
+
+/** The gradients cut back into one tree per argument, each mirroring its argument's structure. */
+function perTree(trees: readonly unknown[], grads: readonly Tensor[]): unknown[] {
+  let at = 0;
+  return trees.map((tree) => {
+    const n = flatten('grad', 'argument', tree).length;
+    const part = grads.slice(at, at += n);
+    return rebuild(tree, part);
+  });
+}
+
+function splitAux(fname: string, out: unknown, hasAux: boolean): [unknown, unknown] {
+  if (!hasAux) return [out, undefined];
+  if (!Array.isArray(out) || out.length !== 2) throw new GradError(`${fname}: with hasAux, the function must return [value, aux], got ${Array.isArray(out) ? `an array of ${out.length}` : typeof out}`);
+  return [out[0], out[1]];
 }
 
 function scalarOut(fname: string, y: unknown): Tensor {
-  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
-  if (y.size !== 1) {
-    if (y.node !== null) for (const n of reverseTopological(y.node)) n.release(); // the tape will never be swept
-    throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
-  }
+  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${y === null ? 'null' : typeof y}`);
+  if (y.size !== 1) throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
   return y;
 }
 
+/** Under noGrad no outer tape can differentiate a transform's result, so its sweep never records. */
+const outerMayRecord = (): 'auto' | false => (modes.record ? 'auto' : false);
+
 /**
- * f run on the leaves with recording on: a transform asks for a tape explicitly, so it records
- * even inside noGrad or jvp (as torch.func.grad does), which hessian = jacfwd(grad(f)) needs.
+ * Sweeps from y to vars; a graph nobody else holds is released at once. Returns the gradients
+ * and whether they were recorded (an outer tape can differentiate them).
+ */
+function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorded: boolean } {
+  if (!y.requiresGrad) return { grads: filledGrads(vars, vars.map(() => null)), recorded: false };
+  const r = sweep({ roots: [y], seeds: [filled(y.shape, y.dtype, 1)], targets: vars, record: outerMayRecord(), retain: false });
+  return { grads: filledGrads(vars, r.grads), recorded: r.recorded };
+}
+
+/**
+ * f run with recording on: a transform asks for a tape explicitly, so it records even inside
+ * noGrad or jvp (as torch.func.grad does), which hessian = jacfwd(grad(f)) needs.
  */
 const recorded = <T>(f: () => T): T => withMode('record', true, f);
 
 /** f's value and its gradient(s) with respect to the argnums arguments. */
-export function valueAndGrad(f: Fn, opts: GradOptions = {}) {
+export function valueAndGrad(f: Fn, opts?: GradOptions) {
   return valueAndGradAs('valueAndGrad', f, opts);
 }
 
-function valueAndGradAs(fname: string, f: Fn, opts: GradOptions) {
+function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) {
   fnArg(fname, 'f', f);
-  return (...args: unknown[]): [Tensor, Tensor | Tensor[]] => {
+  const opts = checkGradOptions(fname, options);
+  const hasAux = opts.hasAux ?? false;
+  return (...args: unknown[]): [any, any] => {
     const nums = argnumList(fname, args, opts.argnums);
     return runScoped(() => {
-      const w = leaves(args, nums);
-      const y = scalarOut(fname, recorded(() => f(...w.args)));
-      if (y.requiresGrad) backward(y);
-      const grads = w.leaves.map(takeGrad);
-      const value = y.view();
-      return [value, typeof opts.argnums === 'object' ? grads : grads[0]] as [Tensor, Tensor | Tensor[]];
+      const w = variables(fname, args, nums);
+      const [out, aux] = splitAux(fname, recorded(() => f(...w.args)), hasAux);
+      const y = scalarOut(fname, out);
+      const { grads, recorded: live } = gradsOf(y, w.vars);
+      const trees = perTree(w.trees, grads);
+      const value = live ? linked(y) : y.alias(); // unrecorded: a constant, but with its tangent (jvp of valueAndGrad)
+      const g = typeof opts.argnums === 'object' ? trees : trees[0];
+      return [hasAux ? [value, aux] : value, g];
     }, isTensor);
   };
 }
 
 /** The gradient of scalar f with respect to argument argnums (an array of argnums gives an array). */
-export function grad(f: Fn, opts: GradOptions = {}) {
+export function grad(f: Fn, opts?: GradOptions) {
   const vg = valueAndGradAs('grad', f, opts);
-  return (...args: unknown[]): Tensor | Tensor[] => {
+  const hasAux = opts?.hasAux ?? false;
+  return (...args: unknown[]): any => {
     const [value, grads] = vg(...args);
-    value.dispose();
-    return grads;
+    if (!hasAux) {
+      (value as Tensor).dispose();
+      return grads;
+    }
+    (value[0] as Tensor).dispose();
+    return [grads, value[1]];
   };
 }
 
+/** Maps an output cotangent to one cotangent per argument (a pytree argument gets a tree of the same shape). */
 export type VjpFn = ((cotangent: Tensor) => Tensor[]) & { release(): void };
 
 const graphs = new FinalizationRegistry<() => void>((release) => release());
 
 /**
- * f's output and a function mapping an output cotangent to the cotangents of every Tensor
- * argument. The graph is retained for repeated calls until vjpFn.release() (or garbage collection).
+ * f's output and a function mapping an output cotangent to the cotangents of every argument
+ * (each mirroring its argument's structure). The graph is retained for repeated calls until
+ * vjpFn.release() (or garbage collection).
  */
-export function vjp(f: Fn, ...primals: Tensor[]): [Tensor, VjpFn] {
+export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
   fnArg('vjp', 'f', f);
-  const nums = argnumList('vjp', primals, primals.map((_, i) => i));
-  const w = leaves(primals, nums);
+  const mark = nextNodeId();
+  const w = runScoped(() => {
+    const v = variables('vjp', primals, primals.map((_, i) => i));
+    for (const t of v.vars) exempt(t);
+    return v;
+  }, isTensor);
   const y = runScoped(() => recorded(() => f(...w.args)), isTensor);
-  if (!(y instanceof Tensor)) throw new GradError('vjp: the function must return a Tensor');
-  const root = y.alias();
-  root.requiresGrad = y.requiresGrad; // alias() is a fresh handle: carry the tape over
-  root.node = y.node;
+  if (!(y instanceof Tensor)) {
+    for (const t of w.vars) t.dispose();
+    throw new GradError(`vjp: the function must return a Tensor, got ${y === null ? 'null' : typeof y}`);
+  }
+  const root = linked(y);
   exempt(root);
-  let released = false;
+  let released = false, nested = false;
   const release = () => {
     if (released) return;
     released = true;
-    if (root.node !== null) for (const n of reverseTopological(root.node)) n.release(); // the whole retained tape
-    for (const l of w.leaves) l.dispose();
+    // Only this vjp's own nodes, and only if no recorded gradient still depends on them.
+    if (!nested) for (const n of reachable([root])) if (n.id >= mark) n.release();
+    for (const t of w.vars) t.dispose();
     root.dispose();
   };
   const fn = ((ct: Tensor) => {
     if (released) throw new GradError('vjp: this vjp function was released');
     checkCotangent(ct, y);
-    for (const l of w.leaves) {
-      l.grad?.dispose();
-      l.grad = null;
-    }
-    if (root.requiresGrad) backward(root, ct, { retainGraph: true });
-    return w.leaves.map(takeGrad);
+    return runScoped(() => {
+      const seed = seedFor('vjp', root, ct);
+      const r = root.requiresGrad
+        ? sweep({ roots: [root], seeds: [seed], targets: w.vars, record: outerMayRecord(), retain: true })
+        : (seed.dispose(), { grads: w.vars.map(() => null), recorded: false });
+      nested ||= r.recorded;
+      return perTree(w.trees, filledGrads(w.vars, r.grads)) as Tensor[];
+    }, isTensor);
   }) as VjpFn;
   fn.release = release;
   graphs.register(fn, release);

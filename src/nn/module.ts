@@ -112,6 +112,19 @@ export abstract class Module {
     noGrad(() => { for (const [n, p] of params) copyInto(p, record[n]); });
   }
 
+  /**
+   * Puts t in place of own parameter `name` (its record entry and every field holding it) and
+   * returns the tensor it replaced: functionalCall's swap, undone by a second call.
+   */
+  replaceParameter(name: string, t: Tensor): Tensor {
+    const old = this.ownParams.get(name);
+    if (old === undefined) throw new ArgumentError(`${this.constructor.name}: no parameter ${JSON.stringify(name)}`);
+    this.ownParams.set(name, t);
+    const self = this as unknown as Record<string, unknown>;
+    for (const k of Object.keys(self)) if (self[k] === old) self[k] = t;
+    return old;
+  }
+
   /** Sets training mode on this module and every submodule; returns this. */
   train(mode = true): this {
     this.training = mode;

@@ -45,17 +45,25 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     }
     if (modes.anomaly) checkFinite(name, y, xs);
   }
+  // The node first, so a JVP rule that reads y records against it (reverse over forward).
+  if (modes.record && anyRequiresGrad(xs)) {
+    y.requiresGrad = true;
+    y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
+  }
   if (modes.forward && anyTangent(xs)) {
     try {
       y.tangent = tangentOf(rule, xs, y, p);
     } catch (e) {
-      y.dispose(); // nothing was recorded yet: the failed op leaves no trace
+      y.dispose(); // the node (if any) goes with its only handle: the failed op leaves no trace
       throw e;
     }
-  }
-  if (modes.record && anyRequiresGrad(xs)) {
-    y.requiresGrad = true;
-    y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
+    const saved = y.node?.saved.y;
+    if (saved !== undefined) {
+      // The VJP sees y's tangent (forward over reverse); a plain view, since a linked one would
+      // hold the node that owns it.
+      saved.tangent = y.tangent.view();
+      exempt(saved.tangent);
+    }
   }
   return y;
 }
@@ -90,22 +98,34 @@ function anyRequiresGrad(xs: readonly Tensor[]): boolean {
   return false;
 }
 
-/** The JVP, run with recording and tangent propagation off (a tangent has no tangent of its own). */
+/**
+ * The JVP, run with tangent propagation off (a tangent has no tangent of its own: nested jvp goes
+ * through reverse mode instead, forward.ts). Recording stays as it is, so a tangent computed from
+ * tensors an outer sweep differentiates is differentiable too (grad of a function that calls jvp).
+ */
 function tangentOf<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor, p: P): Tensor {
-  const t = withMode('record', false, () =>
-    withMode('forward', false, () => {
-      let t = rule.jvp(xs.map((x) => x.tangent), xs, y, p);
-      if (xs.some((x) => x.tangent === t)) t = t.view();
-      if (t.shape.length !== y.shape.length || t.shape.some((d, i) => d !== y.shape[i])) {
-        const b = broadcastTo(t, y.shape);
-        t.dispose();
-        t = b;
-      }
-      return t;
-    }),
-  );
+  const t = withMode('forward', false, () => {
+    let t = rule.jvp(xs.map((x) => x.tangent), xs, y, p);
+    if (xs.some((x) => x.tangent === t)) t = sameValue(t);
+    if (t.shape.length !== y.shape.length || t.shape.some((d, i) => d !== y.shape[i])) {
+      const b = broadcastTo(t, y.shape);
+      t.dispose();
+      t = b;
+    }
+    return t;
+  });
   exempt(t); // owned by y: disposed with it, never by a tidy scope
   return t;
+}
+
+/** A new handle on t's memory with t's tape (a JVP that returned an input's tangent itself). */
+function sameValue(t: Tensor): Tensor {
+  const v = t.view();
+  if (t.requiresGrad) {
+    v.requiresGrad = true;
+    v.node = t.node;
+  }
+  return v;
 }
 
 function saveFor<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor): Saved {

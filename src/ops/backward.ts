@@ -1,20 +1,20 @@
-// Reverse mode. The seed's adjoint flows from the root through the recorded nodes in
-// reverse topological order; each node's VJP rule maps its output adjoint to its inputs'
-// adjoints, which are summed over all consumers. Saved tensors are released right after
-// their node's VJP has run, and the whole graph is released at the end.
+// Reverse mode from a tensor, PyTorch style: backward() accumulates d(root·seed)/d(leaf) into
+// the .grad of every leaf with requiresGrad (or only of `inputs`). The sweep itself (sweep.ts)
+// is shared with autograd.grad and the transforms. Saved tensors are released right after their
+// node's VJP has run unless the graph is retained (retainGraph, or createGraph, whose recorded
+// gradients still need them).
 import { GradError, ShapeError, DtypeError, ArgumentError } from '../errors.js';
-import { Tensor, isTensor } from './tensor.js';
-import { exempt, runScoped } from '../tensor/scope.js';
-import { reverseTopological, type Node } from './node.js';
-import { withMode } from './modes.js';
-import { anomalySite } from './anomaly.js';
-import type { Rule } from './rule.js';
-import { add, sumTo } from './api.js';
+import { Tensor } from './tensor.js';
 import { filled } from './launch.js';
+import { sweep, linked } from './sweep.js';
 
 export interface BackwardOptions {
-  /** Keep the graph (and its saved tensors) for another backward pass. */
+  /** Keep the graph (and its saved tensors) for another backward pass. Default: createGraph. */
   retainGraph?: boolean;
+  /** Record the backward pass, so the gradients written to .grad are differentiable again. */
+  createGraph?: boolean;
+  /** Accumulate only into these leaves' .grad (the rest of the graph is still swept). */
+  inputs?: readonly Tensor[];
   /**
    * The seed tensor is handed over and freed as soon as the root's VJP has used it, instead of
    * staying alive until the pass ends (a nested pass: checkpoint's recompute).
@@ -22,121 +22,69 @@ export interface BackwardOptions {
   consumeSeed?: boolean;
 }
 
-function seedFor(root: Tensor, seed: Tensor | number | undefined, consume = false): Tensor {
-  if (seed === undefined) {
+/** Gradients handed out by a transform or autograd.grad without createGraph: named in backward's error. */
+export const constantGradients = new WeakSet<Tensor>();
+
+/** The seed of a sweep from root: ones for a scalar, else a tensor of root's shape and dtype. */
+export function seedFor(fname: string, root: Tensor, seed: unknown, consume = false): Tensor {
+  if (seed === undefined || seed === null) {
     if (root.size !== 1) {
-      throw new GradError(`backward: output has shape [${root.shape}]; a non-scalar output needs an explicit seed of that shape`);
+      throw new GradError(`${fname}: output has shape [${root.shape}]; a non-scalar output needs an explicit seed of that shape`);
     }
     return filled(root.shape, root.dtype, 1);
   }
   if (typeof seed === 'number') return filled(root.shape, root.dtype, seed);
-  if (!(seed instanceof Tensor)) throw new ArgumentError(`backward: seed must be a Tensor or a number, got ${typeof seed}`);
-  seed.check('backward');
-  if (seed.dtype !== root.dtype) throw new DtypeError(`backward: seed is ${seed.dtype} but the output is ${root.dtype}`);
+  if (!(seed instanceof Tensor)) throw new ArgumentError(`${fname}: seed must be a Tensor or a number, got ${typeof seed}`);
+  seed.check(fname);
+  if (seed.dtype !== root.dtype) throw new DtypeError(`${fname}: seed is ${seed.dtype} but the output is ${root.dtype}`);
   if (seed.shape.length !== root.shape.length || seed.shape.some((d, i) => d !== root.shape[i])) {
-    throw new ShapeError(`backward: seed has shape [${seed.shape}], expected the output's shape [${root.shape}]`);
+    throw new ShapeError(`${fname}: seed has shape [${seed.shape}], expected the output's shape [${root.shape}]`);
   }
-  return consume ? seed : seed.alias(); // with its tangent: a backward pass inside a forward-mode one (hvp through a checkpoint) needs it
+  return consume ? seed : linked(seed); // with its tangent and tape: a seed may itself be differentiated (vjp of vjp)
+}
+
+const OPTION_KEYS = new Set(['retainGraph', 'createGraph', 'inputs', 'consumeSeed']);
+
+function checkOptions(opts: unknown): BackwardOptions {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new ArgumentError(`backward: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
+  for (const k of Object.keys(opts)) if (!OPTION_KEYS.has(k)) throw new ArgumentError(`backward: unknown option ${JSON.stringify(k)} (expected createGraph, retainGraph or inputs)`);
+  const o = opts as BackwardOptions;
+  for (const k of ['retainGraph', 'createGraph'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new ArgumentError(`backward: ${k} must be true or false, got ${typeof o[k]}`);
+  }
+  if (o.inputs !== undefined) {
+    if (!Array.isArray(o.inputs)) throw new ArgumentError(`backward: inputs must be an array of tensors, got ${typeof o.inputs}`);
+    o.inputs.forEach((t, i) => {
+      if (!(t instanceof Tensor)) throw new ArgumentError(`backward: inputs[${i}] must be a Tensor, got ${typeof t}`);
+      t.check('backward');
+      if (t.node !== null || !t.requiresGrad) throw new GradError(`backward: inputs[${i}] must be a leaf with requiresGrad (its .grad is written)`);
+    });
+  }
+  return o;
+}
+
+/** Why root does not require grad, with the way out when it is a gradient someone asked to differentiate. */
+function notDifferentiable(fname: string, root: Tensor): GradError {
+  if (constantGradients.has(root)) {
+    return new GradError(`${fname}: this tensor is a gradient computed without createGraph, so it does not require grad. ` +
+      'To differentiate a gradient, nest the transforms (grad(x => sum(grad(f)(x)))), or use ' +
+      'loss.backward(undefined, { createGraph: true }) / autograd.grad(outputs, inputs, { createGraph: true })');
+  }
+  return new GradError(`${fname}: the output does not require grad (no input had requiresGrad, or it was computed under noGrad)`);
 }
 
 /** Accumulates into every leaf with requiresGrad reachable from root its d(root·seed)/d(leaf) in `.grad`. */
-export function backward(root: Tensor, seed?: Tensor | number, opts: BackwardOptions = {}): void {
+export function backward(root: Tensor, seed?: Tensor | number, options?: BackwardOptions): void {
+  if (!(root instanceof Tensor)) throw new ArgumentError(`backward: expected a Tensor, got ${typeof root}`);
   root.check('backward');
-  if (!root.requiresGrad) throw new GradError('backward: the output does not require grad (no input had requiresGrad, or it was computed under noGrad)');
-  const node = root.node;
-  if (node === null) {
-    // The root is itself a leaf: its gradient is the seed.
-    accumulateLeaf(root, seedFor(root, seed));
-    return;
-  }
-  if (node.released) throw new GradError('backward: the graph behind this output was already released by an earlier backward(); pass { retainGraph: true } to the first call to run it twice');
-  runScoped(() => withMode('record', false, () => sweep(node, seedFor(root, seed, opts.consumeSeed), opts)), isTensor);
-}
-
-function sweep(rootNode: Node, seed: Tensor, opts: BackwardOptions): void {
-  const adjoint = new Map<Node, Tensor>([[rootNode, seed]]);
-  // Leaf gradients are summed here and written to .grad only after the whole sweep, so a sweep
-  // that throws (anomaly mode, a custom VJP) leaves every .grad as it was.
-  const leaves = new Map<Tensor, Tensor>();
-  const order = reverseTopological(rootNode);
-  try {
-    order.forEach((node, step) => {
-      const g = adjoint.get(node);
-      adjoint.delete(node);
-      if (g !== undefined) anomalySite(node, step, order.length, () => visit(node, g, adjoint, leaves, opts));
-    });
-  } catch (e) {
-    if (!opts.retainGraph) for (const n of order) n.release();
-    throw e;
-  }
-  for (const [leaf, c] of leaves) accumulateLeaf(leaf, c);
-  if (!opts.retainGraph) for (const n of order) n.release();
-}
-
-/** Runs one node's VJP on its output adjoint g and routes the cotangents to its inputs. */
-function visit(node: Node, g: Tensor, adjoint: Map<Node, Tensor>, leaves: Map<Tensor, Tensor>, opts: BackwardOptions): void {
-  const needs = node.inputs.map((t) => t.requiresGrad);
-  const rule = node.rule as Rule<unknown>;
-  const gs = runScoped(() => rule.vjp(g, node.saved, node.params, needs).map((c) => (c === g ? g.alias() : c)), isTensor);
-  if (!opts.retainGraph) node.release();
-  node.inputs.forEach((input, i) => {
-    const c = gs[i];
-    if (c === null || c === undefined || !needs[i]) {
-      c?.dispose();
-      return;
-    }
-    const ci = fitTo(c, input.shape);
-    if (input.node !== null) accumulate(adjoint, input.node, ci);
-    else {
-      accumulate(leaves, input, asGradient(ci));
-      asGradient(leaves.get(input)!);
-    }
+  const opts = checkOptions(options);
+  if (!root.requiresGrad) throw notDifferentiable('backward', root);
+  if (root.node?.released) throw new GradError('backward: the graph behind this output was already released by an earlier backward(); pass { retainGraph: true } to the first call to run it twice');
+  const s = seedFor('backward', root, seed, opts.consumeSeed);
+  const createGraph = opts.createGraph ?? false;
+  sweep({
+    roots: [root], seeds: [s], targets: null, record: createGraph, retain: opts.retainGraph ?? createGraph,
+    only: opts.inputs === undefined ? undefined : new Set(opts.inputs),
   });
-  g.dispose();
-}
-
-/** Counts t's memory as gradient memory from now on (memory() reports it apart from activations). */
-function asGradient(t: Tensor): Tensor {
-  t.storage.markGradient();
-  return t;
-}
-
-/** Sums a broadcast-shaped cotangent back to the input's shape (the one place broadcasting is undone). */
-function fitTo(c: Tensor, shape: readonly number[]): Tensor {
-  if (sameShape(c.shape, shape)) return c;
-  const r = sumTo(c, shape);
-  c.dispose();
-  return r;
-}
-
-function sameShape(s: readonly number[], t: readonly number[]): boolean {
-  if (s.length !== t.length) return false;
-  for (let i = 0; i < s.length; i++) if (s[i] !== t[i]) return false;
-  return true;
-}
-
-function accumulate<K>(adjoint: Map<K, Tensor>, key: K, c: Tensor): void {
-  const prev = adjoint.get(key);
-  if (prev === undefined) {
-    adjoint.set(key, c);
-    return;
-  }
-  adjoint.set(key, add(prev, c));
-  prev.dispose();
-  c.dispose();
-}
-
-/** leaf.grad += c; gradients live outside every tidy scope until the leaf is disposed or zeroed. */
-function accumulateLeaf(leaf: Tensor, c: Tensor): void {
-  if (leaf.disposed) {
-    c.dispose();
-    return;
-  }
-  const sum = asGradient(leaf.grad === null ? c : add(leaf.grad, c));
-  if (leaf.grad !== null) {
-    leaf.grad.dispose();
-    c.dispose();
-  }
-  exempt(sum);
-  leaf.grad = sum;
 }

@@ -60,11 +60,13 @@ function actGrad(act: Activation, y: Tensor, g: Tensor): Tensor {
 /**
  * [gz, db] = [g·act'(y), column sums of gz over all leading axes]: one kernel pass, cut over
  * columns across threads (each column's sum keeps its order). When a tangent flows (forward
- * mode through the backward pass) the ops run instead, so gz and db carry their tangents.
+ * mode through the backward pass) or the sweep records (the gradient is differentiated again)
+ * the ops run instead, so gz and db carry their tangents and their graph.
  */
 function gradAndBiasSum(act: Activation, y: Tensor, g: Tensor): [Tensor, Tensor] {
   const N = y.shape[y.shape.length - 1], R = sizeOf(y.shape.slice(0, -1));
-  if ((modes.forward && (y.tangent !== null || g.tangent !== null)) || isBatched(y) || isBatched(g)) {
+  const differentiated = modes.record && (y.requiresGrad || g.requiresGrad); // a recording sweep (second order)
+  if (differentiated || (modes.forward && (y.tangent !== null || g.tangent !== null)) || isBatched(y) || isBatched(g)) {
     const gz = actGrad(act, y, g);
     return [gz, sum(reshape(gz, [R, N]), 0)];
   }

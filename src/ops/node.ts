@@ -72,3 +72,6 @@ export function reverseTopological(root: Node): Node[] {
   }
   return [...seen].sort((a, b) => b.id - a.id);
 }
+
+/** The id the next node will get: nodes with a smaller id already exist. */
+export const nextNodeId = (): number => nextId;

@@ -6,7 +6,7 @@ import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
 import type { Node } from './node.js';
 import * as ops from './api.js';
-import { backward } from './backward.js';
+import { backward, type BackwardOptions } from './backward.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
@@ -32,9 +32,13 @@ export class Tensor extends TensorBase<Tensor, Node> {
     return new Tensor(shape, this.dtype, storage);
   }
 
-  /** Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. */
-  backward(seed?: Tensor | number): void {
-    backward(this, seed);
+  /**
+   * Runs reverse mode from this tensor; a non-scalar needs a seed of its own shape. Options:
+   * createGraph (the gradients are differentiable again), retainGraph, inputs (the leaves whose
+   * .grad is written).
+   */
+  backward(seed?: Tensor | number, opts?: BackwardOptions): void {
+    backward(this, seed, opts);
   }
 
   detach(): Tensor { return ops.detach(this); }

@@ -170,14 +170,14 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /** Another tracked handle on the same memory and the same tangent. */
   alias(): T {
     const t = this.view();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
   save(): T {
     const t = this.view();
-    if (this.tangent !== null) t.tangent = this.tangent.save();
+    if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     exempt(t);
     return t;
   }
@@ -251,6 +251,19 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   toString(): string {
     return `Tensor(shape=[${this.shape}], dtype=${this.dtype}${this.requiresGrad ? ', requiresGrad' : ''})`;
   }
+}
+
+/**
+ * A saved handle on a tangent that keeps its tape: when a tangent is itself differentiated
+ * (reverse over forward), a copy of it must stay the same value for the outer sweep.
+ */
+function linkedSave<T extends TensorBase<T>>(t: T): T {
+  const h = t.save();
+  if (t.requiresGrad) {
+    h.requiresGrad = true;
+    h.node = t.node;
+  }
+  return h;
 }
 
 /** Whether `v` is a tensor handle (every one is an instance of the class built on TensorBase). */
