@@ -8,12 +8,15 @@ import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from '
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';
 import { front, frontRank, loopBatch, type Dim, type Self } from './batch.js';
-import { reshape } from './api.js';
+import { reshape, transpose, mul } from './api.js';
 
 /**
- * Mapped matmul. A batched A against a shared 2-D B folds every example's rows into one GEMM
- * ([B·M, K]·B); otherwise both go to the front, rank-matched, and the batch axes of the kernel
- * broadcast them (one GEMM per example, no per-example dispatch in JS).
+ * Mapped matmul, as one launch in each case: a batched A against a shared 2-D B folds every
+ * example's rows into one GEMM ([B·M, K]·B, examples out along axis 0); a shared 2-D A against a
+ * batched B puts the examples side by side as columns (A·[K, B·N], out along axis 1); an inner
+ * dimension of 1 (the per-example outer products of a weight gradient) is the broadcast product,
+ * exact as the one-term sums are. Otherwise both go to the front, rank-matched, and the kernel's
+ * batch axes pair them (one GEMM per example, no per-example dispatch in JS).
  */
 function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: MatmulParams, self: Self<MatmulParams>): [Tensor, number] {
   if (db === null && b.shape.length === 2 && !p.ta) {
@@ -21,8 +24,21 @@ function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: Mat
     const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
     return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
   }
+  if (da === null && a.shape.length === 2 && b.shape.length === 3) {
+    const f = front(b, db), [B, r, c] = f.shape;
+    // tb: each example's [N, K] rows stack into [B·N, K] as they lie; else [K, B·N] needs one transpose.
+    const cols = p.tb ? reshape(f, [B * r, c]) : reshape(transpose(f, [1, 0, 2]), [r, B * c]);
+    const y = self([a, cols], p);
+    return [reshape(y, [y.shape[0], B, y.shape[1] / Math.max(1, B)]), 1];
+  }
   const rank = Math.max(a.shape.length - (da === null ? 0 : 1), b.shape.length - (db === null ? 0 : 1));
-  return [self([frontRank(a, da, rank), frontRank(b, db, rank)], p), 0];
+  const fa = frontRank(a, da, rank), fb = frontRank(b, db, rank);
+  const [M, K, N] = matmulDims(fa.shape, fb.shape, p);
+  if (K === 1) {
+    const col = reshape(fa, [...fa.shape.slice(0, -2), M, 1]), row = reshape(fb, [...fb.shape.slice(0, -2), 1, N]);
+    return [mul(col, row), 0];
+  }
+  return [self([fa, fb], p), 0];
 }
 
 export interface MatmulParams {
