@@ -3,3 +3,4 @@ export { Optimizer, type Params } from './optimizer.js';
 export { SGD, type SGDOptions } from './sgd.js';
 export { Adam, AdamW, type AdamOptions } from './adam.js';
 export { clipGradNorm, clipGradValue } from './clip.js';
+export { dpGradients, type DpOptions } from './dp.js';
