@@ -5,7 +5,7 @@
 // Python floats. Contract: (p, g, state..., n, scalars); p and the state buffers are
 // updated in place, g is read only, and no two pointers may alias.
 import { lanes, ld, st, at } from './lanes';
-import { pow_s } from './scalar';
+import { cos_s, pow_s } from './scalar';
 
 @inline const NESTEROV = 1;
 @inline const FIRST = 2;
@@ -137,6 +137,12 @@ export function scale_f64(x: usize, n: i32, s: f64): void { scale<f64>(x, n, s);
 
 /** √x in f64 (norms and initialisation bounds, so no JS Math touches data). */
 export function sqrt_scalar(x: f64): f64 { return Math.sqrt(x); }
+
+/** cos(x) in f64 (musl's, within 1 ulp) for learning-rate schedules, so no engine's Math.cos decides them. */
+export function cos_scalar(x: f64): f64 { return cos_s<f64>(x); }
+
+/** x^y in f64 (C99 pow) for learning-rate schedules (StepLR's closed form). */
+export function pow_scalar(x: f64, y: f64): f64 { return pow_s<f64>(x, y); }
 
 /** min(1, maxNorm / (norm + 1e-6)), PyTorch's clip_grad_norm_ coefficient. */
 export function clip_coef(norm: f64, maxNorm: f64): f64 { return min<f64>(1.0, maxNorm / (norm + 1e-6)); }

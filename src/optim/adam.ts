@@ -5,7 +5,8 @@ import { ArgumentError } from '../errors.js';
 import type { Tensor } from '../ops/tensor.js';
 import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
-import { Optimizer, hyper, type Params } from './optimizer.js';
+import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
+import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
 
 export interface AdamOptions {
@@ -15,25 +16,63 @@ export interface AdamOptions {
   weightDecay?: number;
 }
 
-/** The shared Adam/AdamW machinery; `decoupled` picks AdamW's weight decay. */
-abstract class AdamFamily extends Optimizer {
-  lr: number;
-  readonly betas: readonly [number, number];
-  readonly eps: number;
-  readonly weightDecay: number;
-  private readonly decoupled: boolean;
-  private readonly steps = new Map<Tensor, number>();
+/** One Adam/AdamW parameter group: its tensors and hyper-parameters. */
+export interface AdamGroup extends ParamGroup {
+  betas: readonly [number, number];
+  eps: number;
+  weightDecay: number;
+}
 
-  protected constructor(name: 'Adam' | 'AdamW', params: Params, opts: AdamOptions, defaultDecay: number) {
-    super(name, params);
+const KEYS = ['lr', 'betas', 'eps', 'weightDecay'] as const;
+const CODEC: StateCodec = {
+  buffers: ['exp_avg', 'exp_avg_sq'],
+  step: true,
+  hypers: [
+    ['lr', 'lr', 'number'],
+    ['betas', 'betas', 'pair'],
+    ['eps', 'eps', 'number'],
+    ['weightDecay', 'weight_decay', 'number'],
+  ],
+};
+
+/** Checks one group's options (defaults already merged in). */
+function adamGroup(name: string) {
+  return (o: Partial<Omit<AdamGroup, 'params'>>, where: string): Omit<AdamGroup, 'params'> => {
+    knownKeys(name, where === 'params' ? 'options' : where, o, KEYS);
+    const at = (key: string) => (where === 'params' ? key : `${where}.${key}`);
+    const betas = o.betas;
+    if (!Array.isArray(betas) || betas.length !== 2)
+      throw new ArgumentError(`${name}: ${at('betas')} must be [beta1, beta2], got ${String(betas)}`);
+    return {
+      lr: hyper(name, at('lr'), o.lr as number),
+      betas: [hyper(name, `${at('betas')}[0]`, betas[0], 0, 1), hyper(name, `${at('betas')}[1]`, betas[1], 0, 1)],
+      eps: hyper(name, at('eps'), o.eps as number),
+      weightDecay: hyper(name, at('weightDecay'), o.weightDecay as number),
+    };
+  };
+}
+
+/** The shared Adam/AdamW machinery; `decoupled` picks AdamW's weight decay. */
+abstract class AdamFamily extends Optimizer<AdamGroup> {
+  private readonly decoupled: boolean;
+
+  protected constructor(name: 'Adam' | 'AdamW', params: Params<AdamGroup>, opts: AdamOptions, defaultDecay: number) {
     if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${String(opts)}`);
-    const betas = opts.betas ?? [0.9, 0.999];
-    if (!Array.isArray(betas) || betas.length !== 2) throw new ArgumentError(`${name}: betas must be [beta1, beta2], got ${String(betas)}`);
-    this.lr = hyper(name, 'lr', opts.lr ?? 1e-3);
-    this.betas = [hyper(name, 'betas[0]', betas[0], 0, 1), hyper(name, 'betas[1]', betas[1], 0, 1)];
-    this.eps = hyper(name, 'eps', opts.eps ?? 1e-8);
-    this.weightDecay = hyper(name, 'weightDecay', opts.weightDecay ?? defaultDecay);
+    knownKeys(name, 'options', opts, KEYS);
+    const defaults = { lr: 1e-3, betas: [0.9, 0.999] as const, eps: 1e-8, weightDecay: defaultDecay, ...defined(opts) };
+    super(name, params, defaults, adamGroup(name), CODEC);
     this.decoupled = name === 'AdamW';
+  }
+
+  /** The defaults' betas (each group may override them). */
+  get betas(): readonly [number, number] {
+    return this.defaults.betas;
+  }
+  get eps(): number {
+    return this.defaults.eps;
+  }
+  get weightDecay(): number {
+    return this.defaults.weightDecay;
   }
 
   /** Number of updates applied to p so far. */
@@ -41,35 +80,29 @@ abstract class AdamFamily extends Optimizer {
     return this.steps.get(p) ?? 0;
   }
 
-  protected update(p: Tensor, g: Tensor): void {
+  protected update(p: Tensor, g: Tensor, group: AdamGroup): void {
     const [m, v] = this.buffers(p, 2).bufs;
-    const [b1, b2] = this.betas;
-    // perCall: a compiled step counts the step and reads lr afresh on every replay.
+    // perCall: a compiled step counts the step and reads the group's hyper-parameters afresh on every replay.
     const scalars = perCall(() => {
       const t = this.stepCount(p) + 1;
       this.steps.set(p, t);
-      return [this.lr, b1, b2, this.eps, this.weightDecay, t, this.decoupled ? 1 : 0];
+      return [group.lr, group.betas[0], group.betas[1], group.eps, group.weightDecay, t, this.decoupled ? 1 : 0];
     });
     // Elementwise: split across the thread pool when large (16-element-aligned pieces).
     splitMap(`adam_${SUFFIX[p.dtype]}`, p.dtype === 'float32' ? 4 : 8, [p.ptr, g.ptr, m.ptr, v.ptr], p.size, scalars, 4);
-  }
-
-  override dispose(): void {
-    super.dispose();
-    this.steps.clear();
   }
 }
 
 /** Adam with L2 weight decay (default 0). */
 export class Adam extends AdamFamily {
-  constructor(params: Params, opts: AdamOptions = {}) {
+  constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
     super('Adam', params, opts, 0);
   }
 }
 
 /** Adam with decoupled weight decay; weightDecay defaults to 0.01 as in PyTorch. */
 export class AdamW extends AdamFamily {
-  constructor(params: Params, opts: AdamOptions = {}) {
+  constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
     super('AdamW', params, opts, 0.01);
   }
 }

@@ -1,6 +1,8 @@
-// The optim namespace: optimizers with PyTorch's update rules, and gradient clipping.
-export { Optimizer, type Params } from './optimizer.js';
-export { SGD, type SGDOptions } from './sgd.js';
-export { Adam, AdamW, type AdamOptions } from './adam.js';
+// The optim namespace: optimizers with PyTorch's update rules, parameter groups and state dicts,
+// learning-rate schedulers, and gradient clipping.
+export { Optimizer, type Params, type ParamGroup, type ParamGroupInput } from './optimizer.js';
+export { SGD, type SGDOptions, type SGDGroup } from './sgd.js';
+export { Adam, AdamW, type AdamOptions, type AdamGroup } from './adam.js';
 export { clipGradNorm, clipGradValue } from './clip.js';
 export { dpGradients, type DpOptions } from './dp.js';
+export * as lrScheduler from './lr-scheduler.js';

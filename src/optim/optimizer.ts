@@ -1,13 +1,28 @@
-// What SGD and Adam share: the parameter list, per-parameter state buffers (allocated on the
-// first step, zero-filled and kept outside every tidy scope), and the gradient bookkeeping.
+// What SGD and Adam share: parameter groups (PyTorch's param_groups: each group its own
+// hyper-parameters, read afresh on every step so a scheduler can change them), per-parameter
+// state buffers (allocated on the first step, zero-filled and kept outside every tidy scope),
+// the gradient bookkeeping, and the state dict that resumes training (./state-dict.ts).
 // Each subclass's update is one fused wasm kernel per parameter (assembly/optim.ts).
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
+import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from './state-dict.js';
 
-/** An array (or any iterable, e.g. `model.parameters()`) of parameter tensors. */
-export type Params = Iterable<Tensor>;
+/** The hyper-parameters every group has; subclasses add theirs. */
+export interface ParamGroup {
+  params: Tensor[];
+  /** The learning rate of this group; a scheduler assigns it between steps. */
+  lr: number;
+  /** Set by the first scheduler attached to the optimizer (PyTorch's initial_lr). */
+  initialLr?: number;
+}
+
+/** One group as the user passes it: its parameters and any hyper-parameter to override. */
+export type ParamGroupInput<G extends ParamGroup = ParamGroup> = { params: Iterable<Tensor> | Tensor } & Partial<Omit<G, 'params'>>;
+
+/** An array (or any iterable, e.g. `model.parameters()`) of parameter tensors, or of parameter groups. */
+export type Params<G extends ParamGroup = ParamGroup> = Iterable<Tensor> | Iterable<ParamGroupInput<G>>;
 
 /** Checks a hyper-parameter: a finite number ≥ lo (and < hi when given). */
 export function hyper(op: string, name: string, v: number, lo = 0, hi = Infinity): number {
@@ -18,40 +33,126 @@ export function hyper(op: string, name: string, v: number, lo = 0, hi = Infinity
   return v;
 }
 
-/** The distinct parameters, each a live Tensor (PyTorch refuses duplicates; so do we). */
-function paramList(op: string, params: Params): Tensor[] {
+/** Refuses option keys outside `known` (a typo such as weight_decay would otherwise be ignored). */
+export function knownKeys(op: string, where: string, o: object, known: readonly string[]): void {
+  for (const key of Object.keys(o)) {
+    if (!known.includes(key)) throw new ArgumentError(`${op}: ${where} has an unknown option '${key}' (expected ${known.join(', ')})`);
+  }
+}
+
+const isTensor = (v: unknown): v is Tensor => v instanceof Tensor;
+
+/** o without its undefined entries, so `{ lr: undefined }` falls back to the default as `{}` does. */
+export function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The user's params as a list of group inputs (a plain list of tensors is one group). */
+function groupInputs(op: string, params: Params): { inputs: ParamGroupInput[]; plain: boolean } {
+  if (params === null || typeof (params as Iterable<unknown>)?.[Symbol.iterator] !== 'function') {
+    throw new ArgumentError(
+      `${op}: params must be an array of Tensors (e.g. model.parameters()) or of parameter groups { params, lr?, ... }`,
+    );
+  }
+  const list = [...(params as Iterable<unknown>)];
+  if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list`);
+  const groups = list.filter((v) => v !== null && typeof v === 'object' && !isTensor(v) && 'params' in v);
+  if (groups.length === 0) return { inputs: [{ params: list as Tensor[] }], plain: true };
+  if (groups.length !== list.length) {
+    throw new ArgumentError(`${op}: params mixes Tensors and parameter groups; pass either Tensors or groups { params, ... }`);
+  }
+  return { inputs: groups as ParamGroupInput[], plain: false };
+}
+
+/** A group's parameters: distinct live Tensors. */
+function groupParams(op: string, where: string, params: Iterable<Tensor> | Tensor): Tensor[] {
+  if (isTensor(params)) return [params.check(op)];
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
-    throw new ArgumentError(`${op}: params must be an array of Tensors (e.g. model.parameters())`);
+    throw new ArgumentError(`${op}: ${where}.params must be an array of Tensors`);
   }
   const list = [...params];
-  if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list`);
+  if (list.length === 0) throw new ArgumentError(`${op}: got an empty parameter list in ${where}`);
   list.forEach((p, i) => {
-    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params[${i}] must be a Tensor, got ${typeof p}`);
+    if (!isTensor(p))
+      throw new ArgumentError(`${op}: ${where === 'params' ? '' : `${where}.`}params[${i}] must be a Tensor, got ${typeof p}`);
     p.check(op);
   });
-  if (new Set(list).size !== list.length) throw new ArgumentError(`${op}: a parameter appears more than once in params`);
   return list;
 }
 
-export abstract class Optimizer {
-  /** The learning rate; assign to it between steps to schedule it. */
-  abstract lr: number;
-  readonly params: readonly Tensor[];
+export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
+  /** The parameter groups, in order; assign e.g. `opt.paramGroups[1].lr` between steps. */
+  readonly paramGroups: G[] = [];
+  /** The hyper-parameters a group gets when it does not set them. */
+  readonly defaults: Readonly<Omit<G, 'params'>>;
   private readonly state = new Map<Tensor, Tensor[]>();
+  /** Number of updates applied to each parameter (only the optimizers that count them). */
+  protected readonly steps = new Map<Tensor, number>();
+  private calls = 0;
 
-  protected constructor(readonly name: string, params: Params) {
-    this.params = paramList(name, params);
+  /**
+   * `checkGroup(input, where)` validates one group's own options merged over the defaults and
+   * returns its hyper-parameters; `codec` names the state buffers and hyper-parameters in a state dict.
+   */
+  protected constructor(
+    readonly name: string,
+    params: Params<G>,
+    defaults: Omit<G, 'params'>,
+    private readonly checkGroup: (o: Partial<Omit<G, 'params'>>, where: string) => Omit<G, 'params'>,
+    private readonly codec: StateCodec,
+  ) {
+    this.defaults = defaults;
+    const { inputs, plain } = groupInputs(name, params);
+    inputs.forEach((g, i) => this.addParamGroup(g as ParamGroupInput<G>, plain ? 'params' : `params[${i}]`));
+  }
+
+  /** Appends a group (PyTorch's add_param_group); its missing hyper-parameters come from the defaults. */
+  addParamGroup(input: ParamGroupInput<G>, where = `paramGroups[${this.paramGroups.length}]`): void {
+    if (input === null || typeof input !== 'object' || !('params' in input))
+      throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${String(input)}`);
+    const { params, ...own } = input;
+    const list = groupParams(this.name, where, params);
+    if (new Set(list).size !== list.length)
+      throw new ArgumentError(`${this.name}: a parameter appears more than once in ${where === 'params' ? 'params' : `${where}.params`}`);
+    const taken = new Set(this.params);
+    if (list.some((p) => taken.has(p)))
+      throw new ArgumentError(`${this.name}: a parameter appears in more than one parameter group (${where})`);
+    const hypers = this.checkGroup({ ...this.defaults, ...defined(own as Partial<Omit<G, 'params'>>) }, where);
+    this.paramGroups.push({ ...hypers, params: list } as G);
+  }
+
+  /** Every parameter, group by group. */
+  get params(): readonly Tensor[] {
+    return this.paramGroups.flatMap((g) => g.params);
+  }
+
+  /** The first group's learning rate; assigning sets every group's (schedule several groups with a scheduler). */
+  get lr(): number {
+    return this.paramGroups[0].lr;
+  }
+  set lr(v: number) {
+    hyper(this.name, 'lr', v);
+    for (const g of this.paramGroups) g.lr = v;
+  }
+
+  /** How many times step() has run (a scheduler checks it before its first step). */
+  get stepCalls(): number {
+    return this.calls;
   }
 
   /** Applies one update to every parameter that has a gradient (the others are skipped, as in PyTorch). */
   step(): void {
-    for (const p of this.params) {
-      const g = p.grad;
-      if (g === null) continue;
-      p.check(`${this.name}.step`);
-      if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
-      if (g.size !== p.size) throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
-      this.update(p, g);
+    this.calls++;
+    for (const group of this.paramGroups) {
+      for (const p of group.params) {
+        const g = p.grad;
+        if (g === null) continue;
+        p.check(`${this.name}.step`);
+        if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
+        if (g.size !== p.size)
+          throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
+        this.update(p, g, group);
+      }
     }
   }
 
@@ -63,14 +164,53 @@ export abstract class Optimizer {
     }
   }
 
+  /**
+   * The optimizer's state as a flat record of tensors, so `io.saveSafetensors(opt.stateDict())`
+   * stores it: copies of the buffers (`state.<i>.exp_avg`, …) and every group's hyper-parameters
+   * (`param_groups.<g>.lr`, …) as float64 tensors. See docs/optim.md for the layout.
+   */
+  stateDict(): Record<string, Tensor> {
+    return writeStateDict(this.codec, this.paramGroups, (p) => ({ bufs: this.state.get(p), step: this.steps.get(p) }));
+  }
+
+  /** Restores a stateDict() of an optimizer of the same kind over the same parameter layout. */
+  loadStateDict(record: Record<string, Tensor>): void {
+    const loaded = readStateDict(this.name, this.codec, this.paramGroups, record);
+    let hypers: Omit<G, 'params'>[];
+    try {
+      hypers = loaded.groups.map(({ initialLr: _, ...h }, i) =>
+        this.checkGroup({ ...this.defaults, ...(h as Partial<Omit<G, 'params'>>) }, `the state dict's param_groups.${i}`),
+      );
+    } catch (e) {
+      disposeLoaded(loaded.state);
+      throw e;
+    }
+    hypers.forEach((h, i) => {
+      const initialLr = loaded.groups[i].initialLr as number | undefined;
+      Object.assign(this.paramGroups[i], h, initialLr === undefined ? {} : { initialLr });
+    });
+    for (const bufs of this.state.values()) for (const b of bufs) b.dispose();
+    this.state.clear();
+    this.steps.clear();
+    for (const [p, s] of loaded.state) {
+      if (s.bufs !== undefined)
+        this.state.set(
+          p,
+          s.bufs.map((b) => keep(b)),
+        );
+      if (s.step !== undefined) this.steps.set(p, s.step);
+    }
+  }
+
   /** Frees the optimizer's state buffers (the parameters are the caller's). */
   dispose(): void {
     for (const bufs of this.state.values()) for (const b of bufs) b.dispose();
     this.state.clear();
+    this.steps.clear();
   }
 
-  /** One fused update of p in place from its gradient g. */
-  protected abstract update(p: Tensor, g: Tensor): void;
+  /** One fused update of p in place from its gradient g with its group's hyper-parameters. */
+  protected abstract update(p: Tensor, g: Tensor, group: G): void;
 
   /** p's `count` state buffers; `fresh` is true on the call that created them. */
   protected buffers(p: Tensor, count: number): { bufs: Tensor[]; fresh: boolean } {

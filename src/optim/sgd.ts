@@ -5,7 +5,8 @@ import { ArgumentError } from '../errors.js';
 import type { Tensor } from '../ops/tensor.js';
 import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
-import { Optimizer, hyper, type Params } from './optimizer.js';
+import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
+import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
 
 export interface SGDOptions {
@@ -16,38 +17,81 @@ export interface SGDOptions {
   dampening?: number;
 }
 
+/** One SGD parameter group: its tensors and hyper-parameters. */
+export interface SGDGroup extends ParamGroup {
+  momentum: number;
+  dampening: number;
+  weightDecay: number;
+  nesterov: boolean;
+}
+
 const NESTEROV = 1;
 const FIRST = 2;
+const KEYS = ['lr', 'momentum', 'dampening', 'weightDecay', 'nesterov'] as const;
+const CODEC: StateCodec = {
+  buffers: ['momentum_buffer'],
+  step: false,
+  hypers: [
+    ['lr', 'lr', 'number'],
+    ['momentum', 'momentum', 'number'],
+    ['dampening', 'dampening', 'number'],
+    ['weightDecay', 'weight_decay', 'number'],
+    ['nesterov', 'nesterov', 'bool'],
+  ],
+};
 
-export class SGD extends Optimizer {
-  lr: number;
-  readonly momentum: number;
-  readonly weightDecay: number;
-  readonly nesterov: boolean;
-  readonly dampening: number;
+/** Checks one group's options (defaults already merged in). */
+function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGDGroup, 'params'> {
+  knownKeys('SGD', where === 'params' ? 'options' : where, o, KEYS);
+  if (o.lr === undefined)
+    throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 }) (or an lr in every parameter group)');
+  const at = (name: string) => (where === 'params' ? name : `${where}.${name}`);
+  const g = {
+    lr: hyper('SGD', at('lr'), o.lr),
+    momentum: hyper('SGD', at('momentum'), o.momentum ?? 0),
+    dampening: hyper('SGD', at('dampening'), o.dampening ?? 0, -Infinity),
+    weightDecay: hyper('SGD', at('weightDecay'), o.weightDecay ?? 0),
+    nesterov: o.nesterov ?? false,
+  };
+  if (typeof g.nesterov !== 'boolean') throw new ArgumentError(`SGD: ${at('nesterov')} must be true or false, got ${String(g.nesterov)}`);
+  if (g.nesterov && (g.momentum <= 0 || g.dampening !== 0))
+    throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
+  return g;
+}
 
-  constructor(params: Params, opts: SGDOptions) {
-    super('SGD', params);
-    if (opts === undefined || opts.lr === undefined) throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
-    this.lr = hyper('SGD', 'lr', opts.lr);
-    this.momentum = hyper('SGD', 'momentum', opts.momentum ?? 0);
-    this.weightDecay = hyper('SGD', 'weightDecay', opts.weightDecay ?? 0);
-    this.dampening = hyper('SGD', 'dampening', opts.dampening ?? 0, -Infinity);
-    this.nesterov = opts.nesterov ?? false;
-    if (this.nesterov && (this.momentum <= 0 || this.dampening !== 0)) {
-      throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
-    }
+export class SGD extends Optimizer<SGDGroup> {
+  constructor(params: Params<SGDGroup>, opts: SGDOptions) {
+    if (opts === null || typeof opts !== 'object')
+      throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
+    knownKeys('SGD', 'options', opts, KEYS);
+    const defaults = { momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, ...defined(opts) } as Omit<SGDGroup, 'params'>;
+    super('SGD', params, defaults, sgdGroup, CODEC);
   }
 
-  protected update(p: Tensor, g: Tensor): void {
-    let buf = 0, flags = this.nesterov ? NESTEROV : 0;
-    if (this.momentum !== 0) {
+  /** The defaults' momentum (each group may override it). */
+  get momentum(): number {
+    return this.defaults.momentum;
+  }
+  get weightDecay(): number {
+    return this.defaults.weightDecay;
+  }
+  get nesterov(): boolean {
+    return this.defaults.nesterov;
+  }
+  get dampening(): number {
+    return this.defaults.dampening;
+  }
+
+  protected update(p: Tensor, g: Tensor, group: SGDGroup): void {
+    let buf = 0,
+      flags = group.nesterov ? NESTEROV : 0;
+    if (group.momentum !== 0) {
       const { bufs, fresh } = this.buffers(p, 1);
       buf = bufs[0].ptr;
       if (fresh) flags |= FIRST;
     }
-    // perCall: a compiled step reads lr afresh on every replay (a schedule may change it).
-    const scalars = perCall(() => [this.lr, this.momentum, this.dampening, this.weightDecay, flags]);
+    // perCall: a compiled step reads the group's lr (and momentum) afresh on every replay (a schedule may change them).
+    const scalars = perCall(() => [group.lr, group.momentum, group.dampening, group.weightDecay, flags]);
     // Elementwise: split across the thread pool when large (16-element-aligned pieces).
     splitMap(`sgd_${SUFFIX[p.dtype]}`, p.dtype === 'float32' ? 4 : 8, [p.ptr, g.ptr, buf], p.size, scalars, 2);
   }
