@@ -10,6 +10,7 @@ import * as A from '../src/index.js';
 import type { Tensor, DType } from '../src/index.js';
 import { SPECS, values, tensors, weights, relErr, type OpSpec } from './specs.js';
 import { primitivesRun, rules } from '../src/testing.js';
+import { observingInputs } from '../src/ops/apply.js';
 import { linearFA, gt } from '../src/ops/api.js';
 
 beforeAll(() => A.init());
@@ -210,5 +211,67 @@ describe('vmap semantics', () => {
       A.vmap(A.grad((u: Tensor) => A.sum(A.square(u))) as (u: Tensor) => Tensor)(x);
     });
     expect(A.memory().tensors).toBe(before);
+  });
+});
+
+describe('per-example gradients', () => {
+  const model = () => new A.nn.Sequential(new A.nn.Linear(6, 5, { seed: 1 }), new A.nn.Tanh(), new A.nn.Linear(5, 3, { seed: 2 }));
+  const lossOf = (m: A.nn.Sequential) => (p: Record<string, Tensor>, x: Tensor, y: Tensor): Tensor =>
+    A.neg(A.sum(A.mul(A.logSoftmax(A.functionalCall(m, p, x)), y)));
+
+  it('vmap(grad(loss), { inAxes: [null, 0, 0] }) over functionalCall equals each example\'s own gradient', () => {
+    A.tidy(() => {
+      const m = model(), loss = lossOf(m), params = Object.fromEntries(m.namedParameters());
+      const x = A.randn([4, 1, 6], { seed: 3 }), y = A.tensor([1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0], { shape: [4, 1, 3] });
+      const per = A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(params, x, y) as unknown as Record<string, Tensor>;
+      for (let i = 0; i < 4; i++) {
+        const xi = A.reshape(A.slice(x, [i, 0, 0], [1, 1, 6]), [1, 6]), yi = A.reshape(A.slice(y, [i, 0, 0], [1, 1, 3]), [1, 3]);
+        const own = A.grad(loss)(params, xi, yi) as unknown as Record<string, Tensor>;
+        for (const [name, g] of Object.entries(own)) {
+          const row = A.reshape(A.slice(per[name], [i, ...g.shape.map(() => 0)], [1, ...g.shape]), g.shape);
+          expectMatch(row, g, 'float32', false);
+        }
+      }
+      // Their mean is the batch gradient.
+      const batch = A.grad((p: Record<string, Tensor>) => A.div(loss(p, A.reshape(x, [4, 6]), A.reshape(y, [4, 3])), 4))(params) as unknown as Record<string, Tensor>;
+      for (const [name, g] of Object.entries(batch)) expectMatch(A.mean(per[name], 0), g, 'float32', false);
+    });
+  });
+
+  it('dpGradients: with noise 0 and a large clip it is the mean gradient; with a small clip each example counts at most C', () => {
+    A.tidy(() => {
+      const m = model(), params = Object.fromEntries(m.namedParameters());
+      const x = A.randn([4, 6], { seed: 3 }), labels = Int32Array.from([0, 2, 1, 0]);
+      const mean = A.grad((p: Record<string, Tensor>) => A.crossEntropy(A.functionalCall(m, p, x), labels))(params) as unknown as Record<string, Tensor>;
+      const loss = A.optim.dpGradients(m, x, labels, 3, { clip: 1e6, noise: 0, seed: 1 });
+      expect(loss).toBeCloseTo(A.crossEntropy(m.forward(x), labels).item(), 5);
+      for (const [name, p] of m.namedParameters()) expectMatch(p.grad!, mean[name], 'float32', false);
+      // A tiny clip: every example is scaled to norm C, so the mean has norm at most C.
+      A.optim.dpGradients(m, x, labels, 3, { clip: 1e-3, noise: 0, seed: 1 });
+      const norm = Math.sqrt(m.parameters().reduce((s, p) => s + A.sum(A.square(p.grad!)).item(), 0));
+      expect(norm).toBeLessThanOrEqual(1e-3 * (1 + 1e-5));
+      expect(norm).toBeGreaterThan(1e-4);
+      // Seeded noise: the same seed gives the same gradient.
+      A.optim.dpGradients(m, x, labels, 3, { clip: 1, noise: 1, seed: 7 });
+      const a = m.parameters()[0].grad!.toArray();
+      A.optim.dpGradients(m, x, labels, 3, { clip: 1, noise: 1, seed: 7 });
+      expect(Array.from(m.parameters()[0].grad!.toArray())).toEqual(Array.from(a));
+      for (const p of m.parameters()) (p.grad?.dispose(), (p.grad = null));
+    });
+  });
+
+  it('jacfwd, jacrev and hessian run as one batched pass and agree with each other', () => {
+    A.tidy(() => {
+      const W = A.randn([4, 20], { seed: 1, dtype: 'float64' }), x = A.randn([20], { seed: 2, dtype: 'float64' });
+      const f = (v: Tensor) => A.tanh(A.matmul(W, v));
+      // One pass: f's forward runs once, its tangent map once (batched), not once per direction.
+      let matmuls = 0;
+      observingInputs((_xs, prim) => void (prim === 'matmul' && matmuls++), () => void A.jacfwd(f)(x));
+      expect(matmuls).toBeLessThanOrEqual(3);
+      expectMatch(A.jacfwd(f)(x), A.jacrev(f)(x), 'float64', false);
+      const s = (v: Tensor) => A.sum(A.square(f(v)));
+      const H = A.hessian(s)(x), Hr = A.jacrev(A.grad(s) as (v: Tensor) => Tensor)(x);
+      expectMatch(H, Hr, 'float64', false);
+    });
   });
 });
