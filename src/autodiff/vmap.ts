@@ -4,7 +4,7 @@
 // come back with the examples along their out-axis (an unmapped output is broadcast there).
 // Arguments and results may be pytrees: tensors in arrays and plain objects, nested.
 import { ArgumentError } from '../errors.js';
-import { Tensor, isTensor } from '../ops/tensor.js';
+import { type Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { batching, unwrap, wrap } from '../ops/batch.js';
 import { reshape, transpose, broadcastTo } from '../ops/api.js';

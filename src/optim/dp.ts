@@ -4,7 +4,7 @@
 // generator is added, and the sum is divided by the batch size. The result is written to each
 // parameter's .grad, so any optimizer steps on it.
 import { ArgumentError } from '../errors.js';
-import { Tensor } from '../ops/tensor.js';
+import type { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { randn, tensor } from '../ops/create.js';
 import { add, mul, div, sum, sqrt, square, neg, minimum, reshape, matmul, logSoftmax } from '../ops/api.js';
