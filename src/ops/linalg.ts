@@ -13,7 +13,8 @@ import { reshape, transpose, mul } from './api.js';
 /**
  * Mapped matmul, as one launch in each case: a batched A against a shared 2-D B folds every
  * example's rows into one GEMM ([B·M, K]·B, examples out along axis 0); a shared 2-D A against a
- * batched B puts the examples side by side as columns (A·[K, B·N], out along axis 1); an inner
+ * batched B puts the examples side by side as columns (A·[K, B·N], out along axis 1; for one
+ * vector per example, [B, K]·op(A)ᵀ without moving any data); an inner
  * dimension of 1 (the per-example outer products of a weight gradient) is the broadcast product,
  * exact as the one-term sums are. Otherwise both go to the front, rank-matched, and the kernel's
  * batch axes pair them (one GEMM per example, no per-example dispatch in JS).
@@ -23,6 +24,12 @@ function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: Mat
     const f = front(a, da), K = f.shape[f.shape.length - 1];
     const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
     return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
+  }
+  if (da === null && a.shape.length === 2 && b.shape.length === 3 && !p.tb && b.shape[2] === 1 && db !== 2) {
+    // Matrix-vector per example: the examples' vectors are the rows of [B, K], and Y = [B, K]·op(A)ᵀ (no copy).
+    const f = front(b, db), B = f.shape[0];
+    const y = self([reshape(f, [B, f.shape[1]]), a], { ta: false, tb: !p.ta });
+    return [reshape(y, [B, y.shape[1], 1]), 0];
   }
   if (da === null && a.shape.length === 2 && b.shape.length === 3) {
     const f = front(b, db), [B, r, c] = f.shape;
