@@ -14,3 +14,7 @@ export * from './optim';
 
 /** First byte past the module's static data; JS places its arena above it. */
 export function heap_base(): usize { return __heap_base; }
+export * from './cast';
+export * from './compare';
+export * from './select';
+export * from './argmax';

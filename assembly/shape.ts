@@ -34,6 +34,7 @@ import { lanes, ld, st, at, ldi } from './lanes';
 /** Strided copy of one element type (see stridedCopy). */
 export function strided_copy_f32(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<f32>(x, y, ndim, shape, xs, ys); }
 export function strided_copy_f64(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<f64>(x, y, ndim, shape, xs, ys); }
+export function strided_copy_i32(x: usize, y: usize, ndim: i32, shape: usize, xs: usize, ys: usize): void { stridedCopy<i32>(x, y, ndim, shape, xs, ys); }
 
 @inline function fill<T>(y: usize, n: i32, v: f64): void {
   const L = lanes<T>();
@@ -45,6 +46,26 @@ export function strided_copy_f64(x: usize, y: usize, ndim: i32, shape: usize, xs
 /** y[0..n) = v */
 export function fill_f32(y: usize, n: i32, v: f64): void { fill<f32>(y, n, v); }
 export function fill_f64(y: usize, n: i32, v: f64): void { fill<f64>(y, n, v); }
+export function fill_i32(y: usize, n: i32, v: f64): void { fill<i32>(y, n, v); }
+
+/** y[i] = i, from an i32 counter converted per lane (so float32 rounds each i exactly as a JS Float32Array store does). */
+@inline function arange<T>(y: usize, n: i32): void {
+  const L = lanes<T>();
+  let iv = i32x4(0, 1, 2, 3);
+  const step = i32x4.splat(L);
+  let i = 0;
+  for (; i + L <= n; i += L) {
+    if (isInteger<T>()) v128.store(at<T>(y, i), iv);
+    else if (sizeof<T>() == 4) v128.store(at<T>(y, i), f32x4.convert_i32x4_s(iv));
+    else v128.store(at<T>(y, i), f64x2.convert_low_i32x4_s(iv));
+    iv = i32x4.add(iv, step);
+  }
+  for (; i < n; i++) st<T>(y, i, <T>i);
+}
+/** y[0..n) = 0, 1, …, n − 1 */
+export function arange_f32(y: usize, n: i32): void { arange<f32>(y, n); }
+export function arange_f64(y: usize, n: i32): void { arange<f64>(y, n); }
+export function arange_i32(y: usize, n: i32): void { arange<i32>(y, n); }
 
 /** y[i] = f64(x[i]) */
 export function cast_f32_f64(x: usize, y: usize, n: i32): void {
@@ -81,6 +102,7 @@ export function cast_f64_f32(x: usize, y: usize, n: i32): void {
 /** Gather rows along an axis of a [outer, axis, inner] view. */
 export function gather_f32(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<f32>(x, idx, y, outer, nidx, axis, inner); }
 export function gather_f64(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<f64>(x, idx, y, outer, nidx, axis, inner); }
+export function gather_i32(x: usize, idx: usize, y: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { gather<i32>(x, idx, y, outer, nidx, axis, inner); }
 /** VJP of gather: scatter-add g into a zeroed dx. */
 export function scatter_add_f32(g: usize, idx: usize, dx: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { scatterAdd<f32>(g, idx, dx, outer, nidx, axis, inner); }
 export function scatter_add_f64(g: usize, idx: usize, dx: usize, outer: i32, nidx: i32, axis: i32, inner: i32): void { scatterAdd<f64>(g, idx, dx, outer, nidx, axis, inner); }

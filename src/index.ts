@@ -13,6 +13,9 @@ export {
   matmul, softmax, logSoftmax, crossEntropy, mseLoss, layerNorm,
   conv2d, maxPool2d, avgPool2d, dropout, type Conv2dOptions, type DropoutOptions,
   astype, detach, stopGradient,
+  permute, unsqueeze, squeeze, flatten, split, chunk, tril, triu,
+  eq, ne, lt, le, gt, ge, where, maskedFill, argmax,
+  type CrossEntropyOptions, type CrossEntropyLabels,
 } from './ops/api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';

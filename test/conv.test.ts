@@ -13,7 +13,7 @@ beforeAll(async () => {
   await A.init();
 });
 
-type F = Float64Array | Float32Array | number[];
+type F = Float64Array | Float32Array | Int32Array | number[];
 interface Geo { N: number; C: number; H: number; W: number; O: number; kh: number; kw: number; s: Pair; p: Pair }
 
 const out = (n: number, k: number, s: number, p: number) => Math.floor((n + 2 * p - k) / s) + 1;

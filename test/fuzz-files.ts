@@ -272,7 +272,7 @@ export function verdict(format: 'safetensors' | 'idx', bytes: Uint8Array): Verdi
       const record = A.io.loadSafetensors(bytes);
       produced = 0;
       for (const t of Object.values(record)) {
-        produced += t.size * (t.dtype === 'float32' ? 4 : 8);
+        produced += t.size * (t.dtype === 'float64' ? 8 : 4); // float32 and int32: 4 bytes
         t.dispose();
       }
       implied = bytes.length;

@@ -30,7 +30,7 @@ const at = (x: Nd, idx: readonly number[]): number => {
 };
 
 /** A tensor of `shape` whose element at multi-index idx is fn(idx). */
-function gen(shape: readonly number[], fn: (idx: number[]) => number): Nd {
+export function gen(shape: readonly number[], fn: (idx: number[]) => number): Nd {
   const out = new Float64Array(sizeOf(shape));
   for (let i = 0; i < out.length; i++) out[i] = fn(unravel(i, shape));
   return { shape: [...shape], data: out };

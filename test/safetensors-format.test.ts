@@ -169,7 +169,7 @@ describe('decodeSafetensors rejects malformed files', () => {
 
   it('non-object entries and unsupported dtypes name the tensor', () => {
     expectFormatError(() => decodeSafetensors(file('{"w":[1]}')), /tensor "w" must be an object/);
-    expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F16', [2], [0, 4])}}`, 4)), /tensor "w" has dtype "F16"; only F32 and F64/);
+    expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F16', [2], [0, 4])}}`, 4)), /tensor "w" has dtype "F16"; only F32, F64 and I32/);
     expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'I64', [1], [0, 8])}}`, 8)), /tensor "w" has dtype "I64"/);
   });
 

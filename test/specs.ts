@@ -6,6 +6,7 @@ import type { Tensor, DType } from '../src/index.js';
 import * as R from './ref.js';
 import type { Nd } from './ref.js';
 import { dense } from '../src/ops/dense.js';
+import { SEQ_SPECS } from './seq-specs.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
 export function rng(seed: number): () => number {
@@ -144,6 +145,8 @@ export const SPECS: OpSpec[] = [
   op('layerNorm', [[3, 5]], (x) => A.layerNorm(x), (x) => R.layerNorm(x)),
   op('layerNorm weight', [[3, 5], [5]], (x, w) => A.layerNorm(x, w), (x, w) => R.layerNorm(x, w)),
   op('layerNorm weight bias', [[3, 5], [5], [5]], (x, w, b) => A.layerNorm(x, w, b), (x, w, b) => R.layerNorm(x, w, b)),
+  // Sequence-model ops (test/seq-specs.ts)
+  ...SEQ_SPECS,
 ];
 
 /** Input values of a row (one flat array per input), reproducible from the row's name and a salt. */

@@ -16,7 +16,7 @@ import { linearFA, gt } from '../src/ops/api.js';
 beforeAll(() => A.init());
 
 const B = 3;
-const TOL: Record<DType, number> = { float32: 2e-6, float64: 1e-14 };
+const TOL: Record<string, number> = { float32: 2e-6, float64: 1e-14 };
 const exact = (spec: OpSpec) => spec.kind !== undefined;
 
 /** Per-example inputs of a row: example b draws its values with salt b. */
@@ -140,6 +140,20 @@ describe('vmap: the primitives with rows in other tables', () => {
   });
 });
 
+describe('vmap: int32 results', () => {
+  it('argmax along an axis of each example equals the loop (int32 indices)', () => {
+    A.tidy(() => {
+      const x = A.randn([3, 4, 5], { seed: 9 });
+      for (const axis of [0, -1]) {
+        const got = A.vmap((v: Tensor) => A.argmax(v, axis))(x);
+        const want = stack(Array.from({ length: 3 }, (_, b) => A.argmax(A.reshape(A.slice(x, [b, 0, 0], [1, 4, 5]), [4, 5]), axis)));
+        expect(got.dtype).toBe('int32');
+        expect(Array.from(got.toArray())).toEqual(Array.from(want.toArray()));
+      }
+    });
+  });
+});
+
 describe('vmap: every primitive has a batching rule that runs', () => {
   it('the spec rows and the rows above reach every primitive of the table inside vmap', () => {
     const run = new Set<string>();
@@ -155,6 +169,7 @@ describe('vmap: every primitive has a batching rule that runs', () => {
         })) run.add(p);
       });
     }
+    A.tidy(() => void primitivesRun(() => void A.vmap((v: Tensor) => A.argmax(v, 0))(A.randn([2, 3]))).forEach((p) => run.add(p)));
     const elsewhere = ['gt', 'cast', 'linearFA', 'custom', 'checkpoint', 'conv2d', 'conv2dInputGrad', 'conv2dFilterGrad', 'maxPool2d', 'maxPool2dGrad', 'maxPool2dGather', 'avgPool2d', 'avgPool2dGrad'];
     expect(Object.keys(rules).filter((p) => !run.has(p) && !elsewhere.includes(p))).toEqual([]);
   });

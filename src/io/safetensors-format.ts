@@ -1,18 +1,18 @@
 /**
  * The safetensors container (https://github.com/huggingface/safetensors), byte level only:
  * an 8-byte little-endian header length N, N bytes of UTF-8 JSON describing each tensor, then the
- * tensors' little-endian bytes, contiguous. Only F32 and F64 are supported, since those are the
- * only dtypes adjoint computes in; anything else is refused rather than converted.
+ * tensors' little-endian bytes, contiguous. F32, F64 and I32 are supported, the dtypes adjoint
+ * has (I32 for indices and labels); anything else is refused rather than converted.
  */
 import { ArgumentError, DtypeError, FormatError, ShapeError } from '../errors.js';
 
-type SafetensorsDtype = 'F32' | 'F64';
+type SafetensorsDtype = 'F32' | 'F64' | 'I32';
 
 export interface SafetensorsEntry {
   name: string;
   dtype: SafetensorsDtype;
   shape: number[];
-  data: Float32Array | Float64Array;
+  data: Float32Array | Float64Array | Int32Array;
 }
 
 export interface SafetensorsFile {
@@ -20,7 +20,9 @@ export interface SafetensorsFile {
   metadata: Record<string, string>;
 }
 
-const BYTES: Record<SafetensorsDtype, number> = { F32: 4, F64: 8 };
+const BYTES: Record<SafetensorsDtype, number> = { F32: 4, F64: 8, I32: 4 };
+const ARRAYS = { F32: Float32Array, F64: Float64Array, I32: Int32Array } as const;
+const isDtype = (d: unknown): d is SafetensorsDtype => d === 'F32' || d === 'F64' || d === 'I32';
 const METADATA_KEY = '__metadata__';
 /** The reference implementation refuses headers above 100 MB; checked before anything is decoded. */
 const MAX_HEADER_BYTES = 100_000_000;
@@ -63,8 +65,8 @@ function checkEntry(e: SafetensorsEntry, previous: SafetensorsEntry | undefined)
   if (typeof e.name !== 'string') throw new ArgumentError(`encodeSafetensors: tensor name must be a string, got ${describe(e.name)}`);
   if (e.name === METADATA_KEY) throw new ArgumentError(`encodeSafetensors: "${METADATA_KEY}" is reserved and cannot name a tensor`);
   if (previous && previous.name === e.name) throw new ArgumentError(`${where} appears more than once`);
-  const expected = e.dtype === 'F32' ? Float32Array : e.dtype === 'F64' ? Float64Array : undefined;
-  if (!expected) throw new DtypeError(`${where} has dtype ${describe(e.dtype)}; only F32 and F64 are supported`);
+  const expected = isDtype(e.dtype) ? ARRAYS[e.dtype] : undefined;
+  if (!expected) throw new DtypeError(`${where} has dtype ${describe(e.dtype)}; only F32, F64 and I32 are supported`);
   if (!(e.data instanceof expected)) {
     throw new DtypeError(`${where} has dtype ${e.dtype} but its data is a ${e.data?.constructor?.name ?? typeof e.data}, not a ${expected.name}`);
   }
@@ -82,9 +84,11 @@ function metadataJson(metadata: Record<string, string>): string {
   return JSON.stringify(metadata);
 }
 
-function writeLE(view: DataView, p: number, data: Float32Array | Float64Array): void {
+function writeLE(view: DataView, p: number, data: Float32Array | Float64Array | Int32Array): void {
   if (data instanceof Float32Array) {
     for (let i = 0; i < data.length; i++) view.setFloat32(p + 4 * i, data[i], true);
+  } else if (data instanceof Int32Array) {
+    for (let i = 0; i < data.length; i++) view.setInt32(p + 4 * i, data[i], true);
   } else {
     for (let i = 0; i < data.length; i++) view.setFloat64(p + 8 * i, data[i], true);
   }
@@ -180,7 +184,7 @@ function checkTensorInfo(name: string, value: unknown, dataLen: number): TensorI
   const where = `decodeSafetensors: tensor ${JSON.stringify(name)}`;
   if (!isObject(value)) throw new FormatError(`${where} must be an object with dtype, shape and data_offsets, got ${describe(value)}`);
   const { dtype, shape, data_offsets: offsets } = value;
-  if (dtype !== 'F32' && dtype !== 'F64') throw new FormatError(`${where} has dtype ${describe(dtype)}; only F32 and F64 are supported`);
+  if (!isDtype(dtype)) throw new FormatError(`${where} has dtype ${describe(dtype)}; only F32, F64 and I32 are supported`);
   if (!isShape(shape)) throw new FormatError(`${where} shape must be an array of non-negative integers, got ${describe(shape)}`);
   if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount)) {
     throw new FormatError(`${where} data_offsets must be [begin, end] with non-negative integers, got ${describe(offsets)}`);
@@ -217,6 +221,11 @@ function readTensor(view: DataView, info: TensorInfo): SafetensorsEntry {
   if (dtype === 'F32') {
     const data = new Float32Array((end - begin) / 4);
     for (let i = 0; i < data.length; i++) data[i] = view.getFloat32(begin + 4 * i, true);
+    return { name, dtype, shape, data };
+  }
+  if (dtype === 'I32') {
+    const data = new Int32Array((end - begin) / 4);
+    for (let i = 0; i < data.length; i++) data[i] = view.getInt32(begin + 4 * i, true);
     return { name, dtype, shape, data };
   }
   const data = new Float64Array((end - begin) / 8);

@@ -5,18 +5,21 @@ import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
 
-/** Serialises the tensors (float32 → F32, float64 → F64) into a safetensors file, keys sorted. */
+const TO_FILE = { float32: 'F32', float64: 'F64', int32: 'I32' } as const;
+const FROM_FILE = { F32: 'float32', F64: 'float64', I32: 'int32' } as const;
+
+/** Serialises the tensors (float32 → F32, float64 → F64, int32 → I32) into a safetensors file, keys sorted. */
 export function saveSafetensors(record: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array {
   if (record === null || typeof record !== 'object') throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${String(record)}`);
   const entries: SafetensorsEntry[] = Object.entries(record).map(([name, t]) => {
     if (!(t instanceof Tensor)) throw new ArgumentError(`saveSafetensors: ${JSON.stringify(name)} must be a Tensor, got ${typeof t}`);
     t.check(`saveSafetensors (${name})`);
-    return { name, dtype: t.dtype === 'float32' ? 'F32' : 'F64', shape: [...t.shape], data: t.toArray() };
+    return { name, dtype: TO_FILE[t.dtype], shape: [...t.shape], data: t.toArray() };
   });
   return encodeSafetensors(entries, metadata);
 }
 
-/** Reads a safetensors file into new tensors (F32 → float32, F64 → float64); throws FormatError on a bad file. */
+/** Reads a safetensors file into new tensors (F32 → float32, F64 → float64, I32 → int32); throws FormatError on a bad file. */
 export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
   if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensors: expected a Uint8Array, got ${typeof bytes}`);
   let entries: SafetensorsEntry[];
@@ -28,7 +31,7 @@ export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
   }
   const out: Record<string, Tensor> = {};
   try {
-    for (const e of entries) out[e.name] = fromValues(e.data, e.shape, e.dtype === 'F32' ? 'float32' : 'float64');
+    for (const e of entries) out[e.name] = fromValues(e.data, e.shape, FROM_FILE[e.dtype]);
   } catch (e) {
     for (const t of Object.values(out)) t.dispose(); // out of memory halfway: give back what was loaded
     throw e;

@@ -4,7 +4,7 @@
 import { ShapeError, DtypeError, ArgumentError } from '../errors.js';
 import { Tensor, type TensorLike } from './tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { checkDtype } from '../tensor/dtype.js';
+import { checkAnyDtype, intArithmetic } from '../tensor/dtype.js';
 import { apply } from './apply.js';
 import { derive } from '../wasm/hooks.js';
 import { filled, broadcastShapes, sizeOf } from './launch.js';
@@ -15,6 +15,9 @@ import { composite } from './composite.js';
 
 export * from './composite.js';
 export * from './conv-api.js';
+export * from './shape-api.js';
+export * from './select-api.js';
+export * from './cross-entropy.js';
 
 export type Axis = number | readonly number[];
 
@@ -44,14 +47,31 @@ export function tensorArg(op: string, x: unknown, pos: string): Tensor {
   return x.check(op);
 }
 
+/** A tensor operand of float arithmetic: an int32 one is a DtypeError naming the public op (composites reach primitives of other names). */
+export function floatArg(op: string, x: unknown, pos: string): Tensor {
+  const t = tensorArg(op, x, pos);
+  if (t.dtype === 'int32') throw intArithmetic(op, t.shape);
+  return t;
+}
+
 /** Runs a binary primitive; a number operand becomes a scalar of the tensor operand's dtype. */
-function binary(op: 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'gt' | 'ge' | 'eq', a: TensorLike, b: TensorLike): Tensor {
-  if (typeof a === 'number' && typeof b === 'number') throw new ArgumentError(`${op}: at least one operand must be a Tensor`);
-  const ta = typeof a === 'number' ? null : tensorArg(op, a, 'first operand');
-  const tb = typeof b === 'number' ? null : tensorArg(op, b, 'second operand');
+type BinaryOp = 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'gt' | 'ge' | 'eq' | 'ne';
+const COMPARISONS: ReadonlySet<string> = new Set(['gt', 'ge', 'eq', 'ne']);
+
+function binary(op: BinaryOp, a: TensorLike, b: TensorLike, name: string = op): Tensor {
+  if (typeof a === 'number' && typeof b === 'number') throw new ArgumentError(`${name}: at least one operand must be a Tensor`);
+  const ta = typeof a === 'number' ? null : tensorArg(name, a, 'first operand');
+  const tb = typeof b === 'number' ? null : tensorArg(name, b, 'second operand');
   const dtype = (ta ?? tb)!.dtype;
   if (ta !== null && tb !== null && ta.dtype !== tb.dtype) {
-    throw new DtypeError(`${op}: dtypes differ: ${ta.dtype} [${ta.shape}] and ${tb.dtype} [${tb.shape}] (cast one with astype)`);
+    throw new DtypeError(`${name}: dtypes differ: ${ta.dtype} [${ta.shape}] and ${tb.dtype} [${tb.shape}] (cast one with astype)`);
+  }
+  if (dtype === 'int32') {
+    if (!COMPARISONS.has(op)) throw intArithmetic(name, (ta ?? tb)!.shape);
+    const n = ta === null ? a : tb === null ? b : 0;
+    if (!Number.isInteger(n) || (n as number) < -(2 ** 31) || (n as number) >= 2 ** 31) {
+      throw new DtypeError(`${name}: cannot compare an int32 tensor with ${n}, which is not an int32 integer (cast the tensor: x.astype('float32'))`);
+    }
   }
   const x = ta ?? filled([], dtype, a as number), y = tb ?? filled([], dtype, b as number);
   try {
@@ -73,6 +93,10 @@ export const minimum = (a: TensorLike, b: TensorLike): Tensor => binary('minimum
 export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
 export const ge = (a: TensorLike, b: TensorLike): Tensor => binary('ge', a, b);
 export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
+export const ne = (a: TensorLike, b: TensorLike): Tensor => binary('ne', a, b);
+/** a < b is b > a, a ≤ b is b ≥ a: no kernels of their own. */
+export const lt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', b, a, 'lt');
+export const le = (a: TensorLike, b: TensorLike): Tensor => binary('ge', b, a, 'le');
 
 /** The parameter-free unary primitives (rows in elementwise.ts; a name without a row does not compile). */
 type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip' | 'erf';
@@ -185,11 +209,12 @@ export function concat(xs: readonly Tensor[], axis = 0): Tensor {
   return apply('concat', xs, { axis: a });
 }
 
-export function gather(x: Tensor, indices: Int32Array | readonly number[], axis = 0): Tensor {
+export function gather(x: Tensor, indices: Int32Array | readonly number[] | Tensor, axis = 0): Tensor {
   tensorArg('gather', x, 'x');
   const a = normAxis('gather', x.shape, axis);
+  if (indices instanceof Tensor) return gatherTensor(x, indices, a);
   if (!(indices instanceof Int32Array) && !Array.isArray(indices)) {
-    throw new ArgumentError(`gather: indices must be an Int32Array or an array of integers, got ${typeof indices}`);
+    throw new ArgumentError(`gather: indices must be an Int32Array, an array of integers or an int32 tensor, got ${typeof indices}`);
   }
   const checked = (ix: ArrayLike<number>): Int32Array => {
     for (let i = 0; i < ix.length; i++) {
@@ -205,13 +230,27 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[], axis 
   return apply('gather', [x], { indices: idx, axis: a });
 }
 
+/**
+ * gather with an int32 tensor of indices (any shape): the result has x's shape with `axis`
+ * replaced by the indices' shape, as torch.index_select followed by a reshape (or x[idx] for axis 0).
+ */
+function gatherTensor(x: Tensor, indices: Tensor, a: number): Tensor {
+  indices.check('gather');
+  if (indices.dtype !== 'int32') {
+    throw new DtypeError(`gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`);
+  }
+  const flat = indices.toArray() as Int32Array; // read in JS to range-check (a compiled step that does this runs eagerly)
+  const shape = [...x.shape.slice(0, a), ...indices.shape, ...x.shape.slice(a + 1)];
+  return composite(() => reshape(gather(x, flat, a), shape));
+}
+
 /** The transpose of gather: g scattered (and summed) into zeros of `shape`. */
 export const scatterAdd = (g: Tensor, indices: Int32Array, axis: number, shape: readonly number[]): Tensor =>
   apply('scatterAdd', [g], { indices, axis, shape });
 
 export function astype(x: Tensor, dtype: DType): Tensor {
   tensorArg('astype', x, 'x');
-  return cast(x, checkDtype('astype', dtype));
+  return cast(x, checkAnyDtype('astype', dtype));
 }
 export const cast = (x: Tensor, dtype: DType): Tensor => apply('cast', [x], { dtype, from: x.dtype });
 

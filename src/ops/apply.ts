@@ -12,6 +12,7 @@ import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
 import { batching, levelOf, unwrap, wrap, type Dim } from './batch.js';
+import { intArithmetic } from '../tensor/dtype.js';
 
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
 let inputObserver: ((xs: readonly Tensor[], prim: Prim) => void) | null = null;
@@ -31,6 +32,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   for (let i = 0; i < xs.length; i++) xs[i].check(name);
   if (inputObserver !== null) inputObserver(xs, name);
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
+  if (rule.int32 !== true) for (let i = 0; i < xs.length; i++) if (xs[i].dtype === 'int32') throw intArithmetic(name, xs[i].shape);
   let y: Tensor;
   const level = batching.level > 0 ? levelOf(xs) : 0;
   if (level > 0) y = batched(name, rule, xs, p, level);
@@ -45,6 +47,8 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     }
     if (modes.anomaly) checkFinite(name, y, xs);
   }
+  // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
+  if (y.dtype === 'int32') return y;
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
   if (modes.record && anyRequiresGrad(xs)) {
     y.requiresGrad = true;

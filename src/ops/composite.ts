@@ -6,9 +6,8 @@ import { Tensor, isTensor } from './tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from './apply.js';
-import { derive } from '../wasm/hooks.js';
 import {
-  add, sub, mul, div, exp, log, square, tanh, erf, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg,
+  add, sub, mul, div, exp, log, square, tanh, erf, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg, floatArg,
   type Axis,
 } from './api.js';
 
@@ -28,7 +27,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 }
 
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
-  tensorArg('mean', x, 'x');
+  floatArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
   const n = sizeOf(axes.map((a) => x.shape[a]));
   return composite(() => div(sum(x, axes, keepdims), n));
@@ -36,7 +35,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 
 /** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
-  tensorArg('logsumexp', x, 'x');
+  floatArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
   return composite(() => {
     const m = detach(max(x, axes, true));
@@ -61,7 +60,7 @@ export function softmax(x: Tensor, axis = -1): Tensor {
 }
 
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
-  tensorArg('logSoftmax', x, 'x');
+  floatArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
   const a = normAxis('logSoftmax', x.shape, axis);
   return composite(() => sub(x, logsumexp(x, a, true)));
@@ -80,36 +79,9 @@ function checkReduction(op: string, reduction: unknown): void {
   }
 }
 
-/** The labels as an Int32Array, each checked to be an integer in [0, c). */
-function checkedLabels(labels: Int32Array | readonly number[], c: number): Int32Array {
-  const flat = new Int32Array(labels.length);
-  for (let i = 0; i < labels.length; i++) {
-    const l = labels[i];
-    if (!Number.isInteger(l) || l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})`);
-    flat[i] = l;
-  }
-  return flat;
-}
-
-/** Softmax cross-entropy of logits [N, C] against integer labels in [0, C). */
-export function crossEntropy(logits: Tensor, labels: Int32Array | readonly number[], { reduction = 'mean' as Reduction } = {}): Tensor {
-  tensorArg('crossEntropy', logits, 'logits');
-  checkReduction('crossEntropy', reduction);
-  if (!(labels instanceof Int32Array) && !Array.isArray(labels)) {
-    throw new ArgumentError(`crossEntropy: labels must be an Int32Array or an array of integers, got ${typeof labels}`);
-  }
-  if (logits.shape.length !== 2) throw new ShapeError(`crossEntropy: logits must be [N, C], got [${logits.shape}]`);
-  const [n, c] = logits.shape;
-  if (labels.length !== n) throw new ShapeError(`crossEntropy: ${labels.length} labels for ${n} rows of logits [${logits.shape}]`);
-  const flat = checkedLabels(labels, c);
-  derive(flat, labels, (ls) => checkedLabels(ls, c)); // a compiled step checks each call's new labels the same way
-  // Per-row log Σ e^x − x[label] and its VJP (softmax − onehot)·g are one kernel each (nn.ts).
-  return composite(() => reduce(apply('softmaxCrossEntropy', [logits], { labels: flat }), reduction));
-}
-
 export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
-  tensorArg('mseLoss', pred, 'pred');
-  tensorArg('mseLoss', target, 'target');
+  floatArg('mseLoss', pred, 'pred');
+  floatArg('mseLoss', target, 'target');
   checkReduction('mseLoss', reduction);
   if (pred.shape.length !== target.shape.length || pred.shape.some((d, i) => d !== target.shape[i])) {
     throw new ShapeError(`mseLoss: pred [${pred.shape}] and target [${target.shape}] must have the same shape`);
@@ -120,9 +92,9 @@ export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Re
 
 /** (x − mean) / √(var + eps) over the last axis, then · weight + bias (biased variance, as PyTorch). */
 export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
-  tensorArg('layerNorm', x, 'x');
-  if (weight != null) tensorArg('layerNorm', weight, 'weight');
-  if (bias != null) tensorArg('layerNorm', bias, 'bias');
+  floatArg('layerNorm', x, 'x');
+  if (weight != null) floatArg('layerNorm', weight, 'weight');
+  if (bias != null) floatArg('layerNorm', bias, 'bias');
   if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${eps}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
@@ -147,7 +119,7 @@ export interface GeluOptions {
 
 /** GELU, by default the tanh approximation; `{ approximate: 'none' }` is the exact erf form. */
 export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
-  tensorArg('gelu', x, 'x');
+  floatArg('gelu', x, 'x');
   const approximate = geluApproximation('gelu', options);
   return composite(() => {
     if (approximate === 'none') return mul(mul(x, 0.5), add(erf(mul(x, Math.SQRT1_2)), 1));

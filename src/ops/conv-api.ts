@@ -6,7 +6,7 @@ import { Tensor } from './tensor.js';
 import { seedOf } from './create.js';
 import { apply } from './apply.js';
 import { k } from './launch.js';
-import { add, mul, reshape, tensorArg } from './api.js';
+import { add, mul, reshape, tensorArg, floatArg } from './api.js';
 import { composite } from './composite.js';
 import { perCall } from '../wasm/hooks.js';
 
@@ -128,7 +128,7 @@ export function avgPool2d(x: Tensor, k: number | readonly number[], stride?: num
  * With training = false or p = 0 it is the identity (a view of x).
  */
 export function dropout(x: Tensor, p: number, { seed, training = true }: DropoutOptions = {}): Tensor {
-  tensorArg('dropout', x, 'input');
+  floatArg('dropout', x, 'input');
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${p}`);
   if (!training || p === 0) return reshape(x, x.shape);
   return dropoutDrawn(x, p, () => seed);

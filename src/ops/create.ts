@@ -3,7 +3,7 @@
 import { ShapeError, ArgumentError, OutOfMemoryError } from '../errors.js';
 import { views, kernel } from '../wasm/module.js';
 import { Tensor } from './tensor.js';
-import { checkDtype, SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
+import { checkDtype, checkAnyDtype, SUFFIX, type DType } from '../tensor/dtype.js';
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
@@ -51,7 +51,12 @@ function named<T>(op: string, f: () => T): T {
 }
 
 function finish(t: Tensor, requiresGrad = false): Tensor {
-  t.requiresGrad = requiresGrad;
+  try {
+    t.requiresGrad = requiresGrad; // refused for int32
+  } catch (e) {
+    t.dispose();
+    throw e;
+  }
   return t;
 }
 
@@ -60,13 +65,21 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
   const t = Tensor.empty(shape, dtype);
   const v = views();
   if (dtype === 'float32') v.f32.set(values, t.ptr >> 2);
+  else if (dtype === 'int32') v.i32.set(values, t.ptr >> 2);
   else v.f64.set(values, t.ptr >> 3);
-  hooks.recorder?.write(t.ptr, values.length, dtype === 'float32' ? 'f32' : 'f64', values); // compile() rebinds `values`
+  hooks.recorder?.write(t.ptr, values.length, SUFFIX[dtype] as 'f32' | 'f64' | 'i32', values); // compile() rebinds `values`
   return t;
 }
 
+/** An int32 tensor takes integers in its range only: a float would be silently truncated. */
+function checkInt32(op: string, v: number, where: string): void {
+  if (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) {
+    throw new ArgumentError(`${op}: ${where} is ${v}, not an int32 integer (to truncate floats, create a float tensor and call astype('int32'))`);
+  }
+}
+
 export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
-  const dtype = checkDtype('tensor', opts.dtype ?? 'float32');
+  const dtype = checkAnyDtype('tensor', opts.dtype ?? 'float32');
   if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
     throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
   }
@@ -80,13 +93,15 @@ export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {
   for (let i = 0; i < flat.length; i++) {
     if (typeof flat[i] !== 'number') throw new ArgumentError(`tensor: element ${i} is ${typeof flat[i]}, expected a number`);
   }
+  if (dtype === 'int32' && !(data instanceof Int32Array)) for (let i = 0; i < flat.length; i++) checkInt32('tensor', flat[i], `element ${i}`);
   return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
 }
 
 function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
   checkShape(op, shape);
   if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${typeof value}`);
-  const dtype = checkDtype(op, opts.dtype ?? 'float32');
+  const dtype = checkAnyDtype(op, opts.dtype ?? 'float32');
+  if (dtype === 'int32') checkInt32(op, value, 'the value');
   return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
 export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
@@ -95,11 +110,10 @@ export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor
 
 export function arange(n: number, opts: TensorOptions = {}): Tensor {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
-  const dtype = checkDtype('arange', opts.dtype ?? 'float32');
-  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError), before any JS array is built
-  const v = views();
-  const data = dtype === 'float32' ? v.f32 : v.f64, at = t.ptr / BYTES[dtype];
-  for (let i = 0; i < n; i++) data[at + i] = i;
+  const dtype = checkAnyDtype('arange', opts.dtype ?? 'float32');
+  if (dtype === 'int32' && n > 2 ** 31) throw new ArgumentError(`arange: n = ${n} does not fit int32`);
+  const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError)
+  kernel(`arange_${SUFFIX[dtype]}`)(t.ptr, n);
   return finish(t, opts.requiresGrad);
 }
 

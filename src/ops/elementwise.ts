@@ -114,11 +114,12 @@ export const binaryRules = {
   gt: cmp(zip('gt')),
   ge: cmp(zip('ge')),
   eq: cmp(zip('eq')),
+  ne: cmp(zip('ne')),
 };
 
-/** Comparison: a 0/1 mask, with zero derivative. */
+/** Comparison: a 0/1 mask, with zero derivative; int32 operands too (an _i32 kernel each). */
 function cmp(element: Element): Rule<Record<string, never>> {
-  return { element, saves: SAVE_NONE, forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y), batch: elementwiseBatch };
+  return { element, saves: SAVE_NONE, int32: true, forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y), batch: elementwiseBatch };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {

@@ -2,7 +2,7 @@
 // strided copies. Everything that turns shapes into kernel arguments lives here, once.
 import { ShapeError } from '../errors.js';
 import { Tensor } from './tensor.js';
-import { SUFFIX, type DType } from '../tensor/dtype.js';
+import { SUFFIX, BYTES, type DType } from '../tensor/dtype.js';
 import { COST, type Element } from './rule.js';
 import { kernel, writeArgs } from '../wasm/module.js';
 import { runsLocally, splitBinary, splitMap, splitReduce } from '../wasm/split.js';
@@ -42,7 +42,7 @@ export function broadcastStrides(shape: readonly number[], out: readonly number[
 }
 
 /** Export names `${name}_f32` / `${name}_f64`, built once per name: building them per launch showed in per-op profiles. */
-const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>() };
+const exportNames = { float32: new Map<string, string>(), float64: new Map<string, string>(), int32: new Map<string, string>() };
 function kernelName(name: string, dtype: DType): string {
   const m = exportNames[dtype];
   let s = m.get(name);
@@ -54,7 +54,7 @@ export function k(name: string, dtype: DType) {
   return kernel(kernelName(name, dtype));
 }
 
-const bytesOf = (dtype: DType): number => (dtype === 'float32' ? 4 : 8);
+const bytesOf = (dtype: DType): number => BYTES[dtype];
 
 /** y = f(x) elementwise with the map kernel of `e` (split across threads when large, sized by its cost class). */
 export function launchUnary(e: Element, x: Tensor, p0 = 0, p1 = 0): Tensor {
@@ -212,7 +212,7 @@ function copyAs(x: Tensor, shape: readonly number[]): Tensor {
 export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, shape: readonly number[], xs: readonly number[], ys: readonly number[]): void {
   if (sizeOf(shape) === 0) return;
   const n = shape.length;
-  const bytes = x.dtype === 'float32' ? 4 : 8;
+  const bytes = BYTES[x.dtype];
   const ps = writeArgs(0, shape), pxs = writeArgs(n, xs), pys = writeArgs(2 * n, ys);
   k('strided_copy', x.dtype)(x.ptr + xOff * bytes, y.ptr + yOff * bytes, n, ps, pxs, pys);
 }

@@ -43,6 +43,8 @@ export interface Rule<P> {
   readonly saves: Saves;
   /** Set on elementwise primitives: their kernel's facts. */
   readonly element?: Element;
+  /** Takes int32 inputs (data movement, comparisons, selection); any other primitive refuses them with a DtypeError. */
+  readonly int32?: true;
   /** Computes the output with kernels. Inputs are live, of one dtype; it validates shapes and params. */
   forward(xs: readonly Tensor[], p: P): Tensor;
   /**

@@ -2,7 +2,7 @@
 // (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
 import { Tensor } from './tensor.js';
 import { type Pending } from '../tensor/tensor.js';
-import type { DType } from '../tensor/dtype.js';
+import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { exempt } from '../tensor/scope.js';
 import { modes } from './modes.js';
 import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
@@ -79,7 +79,7 @@ function scatterAddForward(g: Tensor, indices: Int32Array, axis: number, shape: 
 function castForward(x: Tensor, dtype: DType): Tensor {
   if (x.dtype === dtype) return x.view();
   const y = Tensor.empty(x.shape, dtype);
-  kernel(x.dtype === 'float32' ? 'cast_f32_f64' : 'cast_f64_f32')(x.ptr, y.ptr, x.size);
+  kernel(`cast_${SUFFIX[x.dtype]}_${SUFFIX[dtype]}`)(x.ptr, y.ptr, x.size);
   return y;
 }
 
@@ -151,6 +151,7 @@ export function transposedSource(t: Tensor): Tensor | null {
 export const shapeRules = {
   reshape: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => x.view(p.shape),
     vjp: (g, s) => [reshape(g, s.shapes[0])],
     jvp: linearJvp('reshape'),
@@ -161,6 +162,7 @@ export const shapeRules = {
   } satisfies Rule<{ shape: readonly number[] }>,
   transpose: {
     saves: NONE,
+    int32: true,
     forward: ([x], { perm }) => transposeForward(x, perm),
     vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
     jvp: linearJvp('transpose'),
@@ -168,6 +170,7 @@ export const shapeRules = {
   } satisfies Rule<{ perm: readonly number[] }>,
   broadcastTo: {
     saves: NONE,
+    int32: true,
     forward: ([x], { shape }) => {
       const y = Tensor.empty(shape, x.dtype);
       if (shape.length > 0) stridedCopy(x, 0, y, 0, shape, broadcastStrides(x.shape, shape), stridesOf(shape));
@@ -183,6 +186,7 @@ export const shapeRules = {
   } satisfies Rule<{ shape: readonly number[] }>,
   slice: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => sliceForward(x, p.begin, p.size),
     vjp: (g, s, p) => [pad(g, p.begin, s.shapes[0])],
     jvp: linearJvp('slice'),
@@ -193,6 +197,7 @@ export const shapeRules = {
   } satisfies Rule<{ begin: readonly number[]; size: readonly number[] }>,
   pad: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => padForward(x, p.begin, p.shape),
     vjp: (g, s, p) => [slice(g, p.begin, s.shapes[0])],
     jvp: linearJvp('pad'),
@@ -203,6 +208,7 @@ export const shapeRules = {
   } satisfies Rule<{ begin: readonly number[]; shape: readonly number[] }>,
   concat: {
     saves: NONE,
+    int32: true,
     forward: (xs, { axis }) => {
       const shape = xs[0].shape.slice();
       shape[axis] = xs.reduce((acc, x) => acc + x.shape[axis], 0);
@@ -228,6 +234,7 @@ export const shapeRules = {
   } satisfies Rule<{ axis: number }>,
   gather: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => gatherForward(x, p.indices, p.axis),
     vjp: (g, s, p) => [scatterAdd(g, p.indices, p.axis, s.shapes[0])],
     jvp: linearJvp('gather'),
@@ -245,6 +252,7 @@ export const shapeRules = {
   } satisfies Rule<{ indices: Int32Array; axis: number; shape: readonly number[] }>,
   cast: {
     saves: NONE,
+    int32: true,
     forward: ([x], p) => castForward(x, p.dtype),
     vjp: (g, _s, p) => [cast(g, p.from)],
     jvp: linearJvp('cast'),

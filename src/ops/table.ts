@@ -9,8 +9,10 @@ import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
 import { convRules } from './conv.js';
 import { denseRules } from './dense.js';
+import { selectRules } from './select.js';
 
-export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules };
+export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules,
+  ...selectRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

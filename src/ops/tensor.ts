@@ -78,8 +78,30 @@ export class Tensor extends TensorBase<Tensor, Node> {
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
-  gather(indices: Int32Array | readonly number[], axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
   concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+
+  permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
+  unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
+  squeeze(dim?: number | readonly number[]): Tensor { return ops.squeeze(this, dim); }
+  flatten(start?: number, end?: number): Tensor { return ops.flatten(this, start, end); }
+  split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] { return ops.split(this, sizeOrSizes, axis); }
+  chunk(n: number, axis?: number): Tensor[] { return ops.chunk(this, n, axis); }
+  /** The transpose of a 2-D tensor. */
+  get T(): Tensor { return ops.matrixT(this); }
+  tril(k?: number): Tensor { return ops.tril(this, k); }
+  triu(k?: number): Tensor { return ops.triu(this, k); }
+
+  eq(b: TensorLike): Tensor { return ops.eq(this, b); }
+  ne(b: TensorLike): Tensor { return ops.ne(this, b); }
+  lt(b: TensorLike): Tensor { return ops.lt(this, b); }
+  le(b: TensorLike): Tensor { return ops.le(this, b); }
+  gt(b: TensorLike): Tensor { return ops.gt(this, b); }
+  ge(b: TensorLike): Tensor { return ops.ge(this, b); }
+  /** cond ≠ 0 ? this : other (torch.Tensor.where). */
+  where(cond: Tensor, other: TensorLike): Tensor { return ops.where(cond, this, other); }
+  maskedFill(mask: Tensor, value: number): Tensor { return ops.maskedFill(this, mask, value); }
+  argmax(axis?: number, keepdims?: boolean): Tensor { return ops.argmax(this, axis, keepdims); }
 
   matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
   softmax(axis?: number): Tensor { return ops.softmax(this, axis); }

@@ -3,7 +3,7 @@
 // reference counted so the backward pass can keep what it saved after the user disposed a
 // tensor. The op methods (x.add(y), x.backward()) are in the class built on this one,
 // `Tensor` in src/ops/tensor.ts: this layer knows no ops.
-import { DisposedError, OutOfMemoryError, ShapeError } from '../errors.js';
+import { DisposedError, OutOfMemoryError, ShapeError, GradError } from '../errors.js';
 import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
@@ -145,7 +145,7 @@ export interface TapeNode {
 export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode = TapeNode> {
   readonly id = nextId++;
   readonly size: number;
-  requiresGrad = false;
+  private wantsGrad = false;
   grad: T | null = null;
   private nodeRef: N | null = null;
   /** Forward-mode tangent carried with this value (jvp). */
@@ -155,6 +155,18 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
     track(this);
+  }
+
+  /** Whether gradients flow to this tensor; an int32 tensor never takes one (indices and labels). */
+  get requiresGrad(): boolean {
+    return this.wantsGrad;
+  }
+  set requiresGrad(on: boolean) {
+    if (on && this.dtype === 'int32') {
+      throw new GradError(`requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
+        `differentiate a float tensor, e.g. x.astype('float32'))`);
+    }
+    this.wantsGrad = on;
   }
 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
@@ -233,10 +245,11 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     this.grad = null;
   }
 
-  /** A copy of the data as a Float32Array or Float64Array. */
-  toArray(): Float32Array | Float64Array {
+  /** A copy of the data as a Float32Array, Float64Array or (int32) Int32Array. */
+  toArray(): Float32Array | Float64Array | Int32Array {
     const p = this.check('toArray').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32.slice(p >> 2, (p >> 2) + this.size);
     return this.dtype === 'float32' ? v.f32.slice(p >> 2, (p >> 2) + this.size) : v.f64.slice(p >> 3, (p >> 3) + this.size);
   }
 
@@ -245,6 +258,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     if (this.size !== 1) throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
     const p = this.check('item').storage.ptr;
     const v = views();
+    if (this.dtype === 'int32') return v.i32[p >> 2];
     return this.dtype === 'float32' ? v.f32[p >> 2] : v.f64[p >> 3];
   }
 

@@ -1,0 +1,157 @@
+// Softmax cross-entropy over the last axis of logits [..., C], as torch.nn.functional.cross_entropy
+// with the class axis last: labels are class indices [...] (Int32Array, numbers, an int32
+// tensor) or class probabilities [..., C] (a float tensor). ignoreIndex drops rows from the loss
+// and from the mean's count; labelSmoothing ε mixes in the uniform distribution:
+//   indices:        loss = (1 − ε)·(lse − x[label]) + ε·(lse − mean_c x)
+//   probabilities:  loss = −Σ_c ((1 − ε)·p_c + ε/C)·log softmax(x)_c
+// The per-row lse − x[label] and its VJP are the fused softmaxCrossEntropy kernels (fused.ts).
+import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
+import { Tensor } from './tensor.js';
+import { fromValues } from './create.js';
+import { apply } from './apply.js';
+import { derive } from '../wasm/hooks.js';
+import { sizeOf } from './launch.js';
+import { composite, logsumexp, mean, logSoftmax } from './composite.js';
+import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';
+import { where } from './select-api.js';
+
+type Reduction = 'mean' | 'sum' | 'none';
+export interface CrossEntropyOptions {
+  reduction?: Reduction;
+  /** Rows whose label is this value add nothing to the loss and are not counted by 'mean'. */
+  ignoreIndex?: number;
+  /** ε in [0, 1]: the target becomes (1 − ε)·target + ε/C. */
+  labelSmoothing?: number;
+}
+export type CrossEntropyLabels = Int32Array | readonly number[] | readonly (readonly number[])[] | Tensor;
+
+const same = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);
+
+function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: number | undefined; eps: number } {
+  if (o === null || typeof o !== 'object') throw new ArgumentError(`crossEntropy: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  const { reduction = 'mean', ignoreIndex, labelSmoothing = 0 } = o;
+  if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
+    throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+  }
+  if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex)) throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
+  if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1)) {
+    throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${labelSmoothing}`);
+  }
+  return { reduction, ignore: ignoreIndex, eps: labelSmoothing };
+}
+
+/** Shape and flat values of nested arrays (not checked for raggedness: the count check catches that). */
+function flattenNested(labels: readonly unknown[]): { shape: number[]; flat: unknown[] } {
+  const shape: number[] = [];
+  for (let v: unknown = labels; Array.isArray(v); v = v[0]) shape.push(v.length);
+  return { shape, flat: (labels as unknown[]).flat(Infinity) };
+}
+
+/** What the labels say, per position, as a label the kernel can use (an ignored one becomes 0) and a weight. */
+function indexLabels(labels: Int32Array | readonly unknown[], c: number, ignore: number | undefined): Int32Array {
+  const flat = new Int32Array(labels.length);
+  for (let i = 0; i < labels.length; i++) {
+    const l = labels[i];
+    if (typeof l === 'string') throw new ArgumentError(`crossEntropy: label ${JSON.stringify(l)} at position ${i} is a string; labels are class indices (map class names to integers in [0, ${c}) first)`);
+    if (typeof l !== 'number' || !Number.isInteger(l)) {
+      throw new ArgumentError(`crossEntropy: label ${typeof l === 'number' ? l : typeof l} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`);
+    }
+    if (l === ignore) continue; // stays 0: a valid row for the kernel, weighted out below
+    if (l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})${ignore === undefined ? '' : ` and is not ignoreIndex (${ignore})`}`);
+    flat[i] = l;
+  }
+  return flat;
+}
+
+function weightsOf(labels: Int32Array | readonly unknown[], ignore: number, f64: boolean): Float32Array | Float64Array {
+  const w = f64 ? new Float64Array(labels.length) : new Float32Array(labels.length);
+  for (let i = 0; i < labels.length; i++) w[i] = labels[i] === ignore ? 0 : 1;
+  return w;
+}
+
+/** The labels as class indices (flat, with the source compile() rebinds), or a float tensor of probabilities; every misuse explained. */
+function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | readonly unknown[]; source: object | null } | Tensor {
+  const lead = logits.shape.slice(0, -1), c = logits.shape[logits.shape.length - 1], n = sizeOf(lead);
+  const want = `class indices [${lead}] or probabilities [${logits.shape}]`;
+  if (labels instanceof Tensor) {
+    labels.check('crossEntropy');
+    if (labels.dtype !== 'int32') {
+      if (same(labels.shape, logits.shape)) {
+        if (labels.dtype !== logits.dtype) throw new DtypeError(`crossEntropy: probabilities are ${labels.dtype} but the logits are ${logits.dtype} (cast one with astype)`);
+        return labels;
+      }
+      if (labels.size === n) {
+        throw new DtypeError(`crossEntropy: labels are a ${labels.dtype} tensor [${labels.shape}]; class indices must be int32 (labels.astype('int32')), probabilities must have the logits' shape [${logits.shape}]`);
+      }
+      throw new ShapeError(`crossEntropy: labels [${labels.shape}] fit neither ${want} for logits [${logits.shape}]`);
+    }
+    if (same(labels.shape, logits.shape) && c !== 1) {
+      throw new ShapeError(`crossEntropy: int32 labels [${labels.shape}] have the logits' shape: one-hot rows? Pass class indices [${lead}] (argmax(onehot, -1)), or probabilities as a float tensor`);
+    }
+    if (!same(labels.shape, lead) && !(labels.shape.length === 1 && labels.size === n)) {
+      throw new ShapeError(`crossEntropy: labels [${labels.shape}] do not match logits [${logits.shape}]: expected ${want}`);
+    }
+    return { flat: labels.toArray() as Int32Array, source: null }; // read in JS to range-check (a compiled step doing this runs eagerly)
+  }
+  if (typeof labels === 'string') throw new ArgumentError(`crossEntropy: labels is a string (${JSON.stringify(labels.slice(0, 20))}); expected ${want}: an Int32Array, an array of integers or an int32 tensor`);
+  if (!(labels instanceof Int32Array) && !Array.isArray(labels)) {
+    throw new ArgumentError(`crossEntropy: labels must be an Int32Array, an array of integers or an int32 tensor (or probabilities as a float tensor), got ${labels === null ? 'null' : typeof labels}`);
+  }
+  let flat: Int32Array | readonly unknown[] = labels;
+  if (Array.isArray(labels) && labels.some((v) => Array.isArray(v))) {
+    const nested = flattenNested(labels);
+    if (same(nested.shape, logits.shape) && c !== 1) {
+      throw new ShapeError(`crossEntropy: labels are nested arrays of shape [${nested.shape}], the logits' shape: one-hot rows? Pass class indices [${lead}], or probabilities as a float tensor`);
+    }
+    flat = nested.flat;
+  }
+  if (flat.length !== n) {
+    const onehot = flat.length === n * c && c > 1 ? ` (${n}·${c} values: one-hot rows? pass class indices, one per row)` : '';
+    throw new ShapeError(`crossEntropy: ${flat.length} labels for ${n} rows of logits [${logits.shape}]${onehot}`);
+  }
+  return { flat, source: labels };
+}
+
+/** Softmax cross-entropy of logits [..., C] (class axis last) against class indices [...] or probabilities [..., C]. */
+export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: CrossEntropyOptions = {}): Tensor {
+  tensorArg('crossEntropy', logits, 'logits');
+  const { reduction, ignore, eps } = checkOptions(opts);
+  if (logits.shape.length === 0) throw new ShapeError('crossEntropy: logits must be [..., C] (at least 1-D), got a scalar []');
+  const r = logits.shape.length, c = logits.shape[r - 1], lead = logits.shape.slice(0, -1), n = sizeOf(lead);
+  const read = readLabels(labels, logits);
+  if (read instanceof Tensor) {
+    if (ignore !== undefined) throw new ArgumentError('crossEntropy: ignoreIndex applies to class-index labels, not to probabilities');
+    return composite(() => {
+      const target = eps > 0 ? add(mul(read, 1 - eps), eps / c) : read;
+      return reduce(neg(sum(mul(target, logSoftmax(logits, -1)), -1)), reduction, lead, null);
+    });
+  }
+  const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array), c, ignore);
+  const flat = indexLabels(read.flat, c, ignore);
+  if (read.source !== null) derive(flat, read.source, make); // a compiled step checks each call's new labels the same way
+  return composite(() => {
+    const x = reshape(logits, [n, c]);
+    let rows = apply('softmaxCrossEntropy', [x], { labels: flat }); // lse − x[label]
+    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
+    let w: Tensor | null = null;
+    if (ignore !== undefined) {
+      const wv = weightsOf(read.flat, ignore, logits.dtype === 'float64');
+      if (read.source !== null) derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
+      w = fromValues(wv, [n], logits.dtype);
+      rows = where(w, rows, 0); // exactly 0 for ignored rows, whatever their logits
+    }
+    return reduce(rows, reduction, lead, w);
+  });
+}
+
+/** A labels argument as compile() hands it back: flat for the checks (nested arrays flattened). */
+function flatOf(ls: Int32Array | readonly unknown[]): Int32Array | readonly unknown[] {
+  return Array.isArray(ls) && ls.some((v) => Array.isArray(v)) ? (ls as unknown[]).flat(Infinity) : ls;
+}
+
+/** Per-row losses [n] reduced: the mean counts rows of weight 1 (all of them without ignoreIndex). */
+function reduce(rows: Tensor, reduction: Reduction, lead: readonly number[], w: Tensor | null): Tensor {
+  if (reduction === 'none') return reshape(rows, lead);
+  if (reduction === 'sum') return sum(rows);
+  return w === null ? div(sum(rows), Math.max(1, rows.size)) : div(sum(rows), sum(w)); // all ignored: 0/0 = NaN, as PyTorch
+}
