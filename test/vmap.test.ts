@@ -309,3 +309,15 @@ describe('vmap inside compile', () => {
     step.reset();
   });
 });
+
+describe('adjoint train --dp-clip / --dp-noise', () => {
+  it('parses the DP-SGD flags and refuses bad values', async () => {
+    const { parseTrainArgs } = await import('../src/cli/args.js');
+    expect(parseTrainArgs(['--dp-clip', '1.5', '--dp-noise', '0.5'])).toMatchObject({ dpClip: 1.5, dpNoise: 0.5 });
+    expect(parseTrainArgs(['--dp-clip=2'])).toMatchObject({ dpClip: 2, dpNoise: 1 });
+    expect(parseTrainArgs([])).toMatchObject({ dpClip: null });
+    expect(() => parseTrainArgs(['--dp-clip', '0'])).toThrow(/--dp-clip must be a positive number/);
+    expect(() => parseTrainArgs(['--dp-clip', '1', '--dp-noise', '-1'])).toThrow(/--dp-noise must be a number ≥ 0/);
+    expect(() => parseTrainArgs(['--dp-noise', '1'])).toThrow(/--dp-noise needs --dp-clip/);
+  });
+});
