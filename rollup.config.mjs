@@ -6,6 +6,8 @@
 //                     that never call data.digits() drop it; also the subpath `adjoint/data/digits`.
 //   dist/adjoint.wasm the same kernels as a file, for runtimes that forbid compiling wasm from bytes
 //                     (workerd / Cloudflare Workers: `import wasm from 'adjoint/adjoint.wasm'`).
+//                     index.js also carries the relaxed-SIMD kernels, as a delta of under 1 KB against those.
+//   dist/adjoint-relaxed.wasm  the relaxed-SIMD kernels as a file (workerd, own loaders).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
 // Type declarations are written by scripts/build-types.mjs.
 //
@@ -24,6 +26,7 @@ const target = 'es2022';
 const opsOnly = (ids) => ids.every((id) => /[\\/]src[\\/]ops[\\/]/.test(id));
 const onwarn = (warning, warn) => (warning.code === 'CIRCULAR_DEPENDENCY' && opsOnly(warning.ids ?? []) ? undefined : warn(warning));
 const wasmFile = 'build/adjoint.wasm';
+const relaxedWasmFile = 'build/adjoint-relaxed.wasm';
 const generated = 'src/wasm/bytes.generated.ts';
 
 /** Stops the build early with a useful message when `npm run asbuild` has not run. */
@@ -31,19 +34,20 @@ function requireKernels() {
   return {
     name: 'adjoint-require-kernels',
     buildStart() {
-      for (const f of [wasmFile, generated]) {
+      for (const f of [wasmFile, relaxedWasmFile, generated]) {
         if (!existsSync(f)) this.error(`${f} is missing: run \`npm run asbuild\` first (npm run build does)`);
       }
     },
   };
 }
 
-/** Ships the kernels next to the bundle as dist/adjoint.wasm. */
+/** Ships the kernels next to the bundle as dist/adjoint.wasm and dist/adjoint-relaxed.wasm. */
 function emitWasm() {
   return {
     name: 'adjoint-emit-wasm',
     generateBundle() {
       this.emitFile({ type: 'asset', fileName: 'adjoint.wasm', source: readFileSync(wasmFile) });
+      this.emitFile({ type: 'asset', fileName: 'adjoint-relaxed.wasm', source: readFileSync(relaxedWasmFile) });
     },
   };
 }

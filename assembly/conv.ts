@@ -58,6 +58,39 @@ import { gemm_f32, gemm_f64 } from './matmul';
   v128.store(at<T>(dst, n - L), v128.load(at<T>(src, n - L)));
 }
 
+/** dst[k] = src[2k] for k in [0, n): the stride-2 gather, two loads and one even-lane shuffle per vector (reads stop at src[2n − 2], as the scalar loop's do). */
+@inline function copyRunStride2<T>(dst: usize, src: usize, n: i32): void {
+  const L = lanes<T>();
+  let k = 0;
+  for (; k + L + 1 <= n; k += L) {
+    const a = v128.load(at<T>(src, 2 * k)), b = v128.load(at<T>(src, 2 * k + L));
+    const even = sizeof<T>() == 4 ? v128.shuffle<f32>(a, b, 0, 2, 4, 6) : v128.shuffle<f64>(a, b, 0, 2);
+    v128.store(at<T>(dst, k), even);
+  }
+  for (; k < n; k++) st<T>(dst, k, ld<T>(src, 2 * k));
+}
+
+/**
+ * dst[2k] += src[k] for k in [0, n): the stride-2 scatter of col2im. Per vector, src's lanes are
+ * spread to the even lanes of two vectors of dst, added, and bitselect keeps the odd lanes' bits
+ * as they were (x + 0 would turn −0 into +0); dst is touched only below dst[2n − 2], inside the
+ * pixel row this thread owns, and each element gets the one add the scalar loop gives it.
+ */
+@inline function addRunStride2<T>(dst: usize, src: usize, n: i32): void {
+  const L = lanes<T>();
+  const z = v128.splat<T>(<T>0);
+  const even = sizeof<T>() == 4 ? i32x4(-1, 0, -1, 0) : i64x2(-1, 0);
+  let k = 0;
+  for (; k + L + 1 <= n; k += L) {
+    const a = v128.load(at<T>(dst, 2 * k)), b = v128.load(at<T>(dst, 2 * k + L)), r = v128.load(at<T>(src, k));
+    const lo = sizeof<T>() == 4 ? v128.shuffle<f32>(r, z, 0, 4, 1, 4) : v128.shuffle<f64>(r, z, 0, 2);
+    const hi = sizeof<T>() == 4 ? v128.shuffle<f32>(r, z, 2, 4, 3, 4) : v128.shuffle<f64>(r, z, 1, 2);
+    v128.store(at<T>(dst, 2 * k), v128.bitselect(v128.add<T>(a, lo), a, even));
+    v128.store(at<T>(dst, 2 * k + L), v128.bitselect(v128.add<T>(b, hi), b, even));
+  }
+  for (; k < n; k++) st<T>(dst, 2 * k, ld<T>(dst, 2 * k) + ld<T>(src, k));
+}
+
 @inline function zeroRun<T>(dst: usize, n: i32): void {
   const L = lanes<T>();
   const z = v128.splat<T>(<T>0);
@@ -85,7 +118,7 @@ import { gemm_f32, gemm_f64 } from './matmul';
  * stored from `col` on, for the entries inside the image. The entries that read padding are the
  * same for every image: GATHER leaves them alone (the caller zeroes col once) and SCATTER skips
  * them. Per row the in-image output columns [lo, hi) are found once, so each output row is one run
- * (SIMD when sw = 1). SCATTER adds into x in row order, so each pixel's sum has one order.
+ * (SIMD when sw is 1 or 2). SCATTER adds into x in row order, so each pixel's sum has one order.
  */
 @inline function unroll<T>(mode: i32, x: usize, col: usize, geo: usize, r0: i32, r1: i32): void {
   const H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
@@ -101,9 +134,11 @@ import { gemm_f32, gemm_f64 } from './matmul';
       const img = at<T>(x, (c * H + ih) * W + lo * sw - pw + j), run = at<T>(row, oh * Wo + lo);
       if (mode == GATHER) {
         if (sw == 1) copyRun<T>(run, img, hi - lo);
+        else if (sw == 2) copyRunStride2<T>(run, img, hi - lo);
         else for (let ow = 0; ow < hi - lo; ow++) st<T>(run, ow, ld<T>(img, ow * sw));
       } else {
         if (sw == 1) addRun<T>(img, run, hi - lo);
+        else if (sw == 2) addRunStride2<T>(img, run, hi - lo);
         else for (let ow = 0; ow < hi - lo; ow++) st<T>(img, ow * sw, ld<T>(img, ow * sw) + ld<T>(run, ow));
       }
     }

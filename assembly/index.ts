@@ -18,3 +18,8 @@ export * from './cast';
 export * from './compare';
 export * from './select';
 export * from './argmax';
+
+/** 1 in the relaxed-SIMD build (asconfig target `relaxed`, see madd.ts), 0 in the default: lets JS tell which kernels it loaded. */
+export function kernels_relaxed(): i32 { return ASC_FEATURE_RELAXED_SIMD ? 1 : 0; }
+export * from './attention';
+export * from './rnn';

@@ -16,12 +16,14 @@
 // Summation order of every C element: for each K block of KC (ascending), acc = 0, then
 // acc = acc + a·b for k ascending (separate mul and add, no FMA), then C = acc (first block when
 // not accumulating) or C = C + acc. It depends only on (M, N, K, transA, transB) — never on the
-// scratch size, the MC/NC blocking or the engine.
+// scratch size, the MC/NC blocking or the engine. The relaxed build (madd.ts) fuses acc + a·b
+// into one rounding where the engine has FMA, in the same order, on both paths.
 //
 // gemm_bias_act adds an epilogue (epilogue.ts's biasAct): once a C block's last K block is stored,
 // while the block is still in cache, C = act(C + bias) — the bias added to the finished sum,
 // one rounding, exactly as a separate add would, then the unary kernel's activation.
 import { biasAct } from './epilogue';
+import { madd, maddScalar } from './madd';
 
 /** Rows of C per micro-tile. */
 const MR: i32 = 4;
@@ -176,17 +178,17 @@ function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize, ov
   while (bp < bEnd) {
     const b0 = v128.load(bp), b1 = v128.load(bp, 16);
     let a = v128.load(ap);
-    c00 = v128.add<T>(c00, v128.mul<T>(a, b0));
-    c01 = v128.add<T>(c01, v128.mul<T>(a, b1));
+    c00 = madd<T>(a, b0, c00);
+    c01 = madd<T>(a, b1, c01);
     a = v128.load(ap, 16);
-    c10 = v128.add<T>(c10, v128.mul<T>(a, b0));
-    c11 = v128.add<T>(c11, v128.mul<T>(a, b1));
+    c10 = madd<T>(a, b0, c10);
+    c11 = madd<T>(a, b1, c11);
     a = v128.load(ap, 32);
-    c20 = v128.add<T>(c20, v128.mul<T>(a, b0));
-    c21 = v128.add<T>(c21, v128.mul<T>(a, b1));
+    c20 = madd<T>(a, b0, c20);
+    c21 = madd<T>(a, b1, c21);
     a = v128.load(ap, 48);
-    c30 = v128.add<T>(c30, v128.mul<T>(a, b0));
-    c31 = v128.add<T>(c31, v128.mul<T>(a, b1));
+    c30 = madd<T>(a, b0, c30);
+    c31 = madd<T>(a, b1, c31);
     ap += 64;
     bp += 32;
   }
@@ -296,7 +298,7 @@ function gemm_unpacked<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs:
         let pa = a + off<T>(i, pc, ars, acs), pb = b + off<T>(pc, j, brs, bcs);
         let acc = <T>0;
         for (let k = 0; k < kc; k++) {
-          acc += load<T>(pa) * load<T>(pb);
+          acc = maddScalar<T>(load<T>(pa), load<T>(pb), acc);
           pa += acsB;
           pb += brsB;
         }

@@ -3,20 +3,7 @@
 // checkpointing) and every runtime and thread count gives the same bits.
 import { st } from './lanes';
 import { log_s, cos_s } from './scalar';
-
-@inline function mix(z: u64): u64 {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
-}
-@inline function bits(seedLo: u32, seedHi: u32, i: u64): u64 {
-  const seed = (<u64>seedHi << 32) | <u64>seedLo;
-  return mix(mix(seed) + (i + 1) * 0x9e3779b97f4a7c15);
-}
-/** Uniform in [0, 1) with 53 random bits. */
-@inline function uniform(seedLo: u32, seedHi: u32, i: u64): f64 {
-  return <f64>(bits(seedLo, seedHi, i) >> 11) * 1.1102230246251565e-16;
-}
+import { uniform } from './counter';
 
 /** y[i] = lo + (hi − lo)·U(seed, offset + i), U uniform in [0, 1). */
 @inline function rand<T>(y: usize, n: i32, seedLo: u32, seedHi: u32, offset: f64, lo: f64, hi: f64): void {

@@ -207,9 +207,10 @@ function cnn(mode: 'step' | 'forward'): Made {
   return { run: t.run, dispose: () => { t.dispose(); x.dispose(); } };
 }
 
-export async function adjointSuite(version: string): Promise<Suite> {
+/** `init`: more init() options (bench/relaxed.ts loads a copy of this suite with { relaxedSimd: true }). */
+export async function adjointSuite(version: string, init: adj.InitOptions = {}): Promise<Suite> {
   // One thread, like every peer here (TF.js setThreadsCount(1); jax-js has no workers in Node).
-  await adj.init({ threads: 1 });
+  await adj.init({ threads: 1, ...init });
   return {
     id: 'adjoint',
     label: 'adjoint',
@@ -225,6 +226,9 @@ export async function adjointSuite(version: string): Promise<Suite> {
     },
   };
 }
+
+/** Which kernel build this copy of the library loaded (bench/relaxed.ts). */
+export const adjointBackend = (): adj.BackendInfo => adj.backend();
 
 /** Live tensors and bytes, to check that a workload does not leak. */
 export function adjointMemory(): { tensors: number; bytesInUse: number } {

@@ -3,7 +3,9 @@
 // hit all columns alike), as the median of repeated timed samples after warm-up. Prints a table
 // per group with ratios and writes bench/results.json (all numbers plus machine info).
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn (groups),
+// Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
+//
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,relaxed (groups),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -17,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
 import { loadPeers } from './peers.js';
+import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
 import { time, type TimeOptions, type Timing } from './timing.js';
 import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
 
@@ -405,6 +408,15 @@ async function main(): Promise<void> {
     if (parts.length) console.log(`  loss check, ${r.name}: ${parts.join(', ')}`);
   }
 
+  // Relaxed SIMD: two more copies of the library in this process (bench/relaxed.ts), so it runs last.
+  let relaxed: RelaxedResult | undefined;
+  if (only === undefined || only.includes('relaxed')) {
+    relaxed = await relaxedComparison({ quick, clock });
+    const text = relaxedTable(relaxed);
+    console.log(text);
+    out.push(text);
+  }
+
   const seconds = (performance.now() - t0) / 1000;
   const results = {
     machine: { ...machine, loadavgEnd: os.loadavg().map((x) => +x.toFixed(2)) },
@@ -414,6 +426,7 @@ async function main(): Promise<void> {
     method: `value = from the median ${clock === 'cpu' ? 'process CPU' : 'wall-clock'} seconds per call over repeated timed samples after warm-up (medianSec = wall, cpuSec = process CPU); peer results forced with dataSync()/blockUntilReady(); ratio = peer time / adjoint time`,
     seconds: +seconds.toFixed(1),
     rows: [...rows, ...derived.map((d) => ({ ...d, unit: 'ratio' }))],
+    relaxed,
   };
   writeFileSync(outPath, JSON.stringify(results, null, 2) + '\n');
   console.log(`\nwrote ${outPath} (${seconds.toFixed(0)} s)`);

@@ -1,6 +1,7 @@
 // adjoint: reverse-mode automatic differentiation and neural-network training on WebAssembly SIMD.
 export { init } from './wasm/init.js';
 export type { InitOptions } from './wasm/module.js';
+export { backend, type BackendInfo } from './wasm/backend.js';
 export { Tensor, type TensorLike } from './ops/tensor.js';
 export type { DType } from './tensor/dtype.js';
 export { tensor, zeros, ones, full, arange, randn, rand, type TensorOptions, type RandomOptions } from './ops/create.js';
@@ -17,6 +18,7 @@ export {
   eq, ne, lt, le, gt, ge, where, maskedFill, argmax,
   type CrossEntropyOptions, type CrossEntropyLabels,
 } from './ops/api.js';
+export { scaledDotProductAttention, type AttentionOptions } from './ops/attention-api.js';
 export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
 export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
 export { vmap, type VmapOptions, type AxisSpec } from './autodiff/vmap.js';

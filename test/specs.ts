@@ -6,6 +6,7 @@ import type { Tensor, DType } from '../src/index.js';
 import * as R from './ref.js';
 import type { Nd } from './ref.js';
 import { dense } from '../src/ops/dense.js';
+import { lstmCell, gruCell } from '../src/ops/rnn.js';
 import { SEQ_SPECS } from './seq-specs.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
@@ -70,6 +71,34 @@ const op = (name: string, shapes: number[][], f: (...xs: Tensor[]) => Tensor, re
 const X3 = [[2, 3, 4]];
 const DENSE_ACT = { none: (v: number) => v, relu: (v: number) => Math.max(v, 0), tanh: Math.tanh, sigmoid: R.sigmoid };
 const labels = [1, 0, 4, 2];
+
+const ATT = [[2, 3, 4], [2, 5, 4], [2, 5, 3]];
+/** softmax(q·kᵀ·scale + mask)·v over [B, T, ·] operands. */
+function refAttention(q: Nd, k: Nd, v: Nd, mask?: Nd, scale = 1 / Math.sqrt(q.shape[2])): Nd {
+  let s = R.map(R.matmul(q, R.transpose(k, [0, 2, 1])), (x) => x * scale);
+  if (mask) s = R.zip(s, mask, (a, b) => a + b);
+  return R.matmul(R.softmax(s), v);
+}
+
+const sig = (v: number) => 1 / (1 + Math.exp(-v));
+/** [h' | c'] of an LSTM step from gate pre-activations xg, hg [B, 4H] and c [B, H]. */
+function refLstmCell(xg: Nd, hg: Nd, c: Nd): Nd {
+  const [B, H] = c.shape, g = (b: number, k: number, u: number) => xg.data[b * 4 * H + k * H + u] + hg.data[b * 4 * H + k * H + u];
+  const c2 = (b: number, u: number) => sig(g(b, 1, u)) * c.data[b * H + u] + sig(g(b, 0, u)) * Math.tanh(g(b, 2, u));
+  return R.nd([B, 2 * H], Array.from({ length: B * 2 * H }, (_, i) => {
+    const b = Math.floor(i / (2 * H)), j = i % (2 * H);
+    return j < H ? sig(g(b, 3, j)) * Math.tanh(c2(b, j)) : c2(b, j - H);
+  }));
+}
+/** h' of a GRU step from xg, hg [B, 3H] and h [B, H]. */
+function refGruCell(xg: Nd, hg: Nd, h: Nd): Nd {
+  const [B, H] = h.shape, x = (b: number, k: number, u: number) => xg.data[b * 3 * H + k * H + u], y = (b: number, k: number, u: number) => hg.data[b * 3 * H + k * H + u];
+  return R.nd([B, H], Array.from({ length: B * H }, (_, i) => {
+    const b = Math.floor(i / H), u = i % H;
+    const r = sig(x(b, 0, u) + y(b, 0, u)), z = sig(x(b, 1, u) + y(b, 1, u)), n = Math.tanh(x(b, 2, u) + r * y(b, 2, u));
+    return (1 - z) * n + z * h.data[b * H + u];
+  }));
+}
 
 export const SPECS: OpSpec[] = [
   // Binary
@@ -145,6 +174,14 @@ export const SPECS: OpSpec[] = [
   op('layerNorm', [[3, 5]], (x) => A.layerNorm(x), (x) => R.layerNorm(x)),
   op('layerNorm weight', [[3, 5], [5]], (x, w) => A.layerNorm(x, w), (x, w) => R.layerNorm(x, w)),
   op('layerNorm weight bias', [[3, 5], [5], [5]], (x, w, b) => A.layerNorm(x, w, b), (x, w, b) => R.layerNorm(x, w, b)),
+  // Fused attention (one primitive each way; Tq ≠ Tk). Causal masking is tested in attention.test.ts:
+  // its first query sees one key, so that row's gradient is exactly 0 and gradcheck's relative error is noise.
+  op('scaledDotProductAttention', ATT, (q, k, v) => A.scaledDotProductAttention(q, k, v), (q, k, v) => refAttention(q, k, v), [SOFT]),
+  op('scaledDotProductAttention mask', [...ATT, [3, 5]], (q, k, v, m) => A.scaledDotProductAttention(q, k, v, { mask: m, scale: 0.4 }),
+    (q, k, v, m) => refAttention(q, k, v, m, 0.4), [SOFT]),
+  // Fused recurrent cells (src/ops/rnn.ts: nn.LSTM's and nn.GRU's step), H = 3
+  op('lstmCell', [[2, 12], [2, 12], [2, 3]], (xg, hg, c) => A.concat(lstmCell(xg, hg, c), 1), refLstmCell, [SOFT]),
+  op('gruCell', [[2, 9], [2, 9], [2, 3]], gruCell, refGruCell, [SOFT]),
   // Sequence-model ops (test/seq-specs.ts)
   ...SEQ_SPECS,
 ];

@@ -5,12 +5,12 @@ import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { Module } from './module.js';
 
-type Owner = { module: Module; local: string };
+type Owner = { module: Module<unknown>; local: string };
 
 /** Every parameter tensor's owning modules and local names (a shared tensor has several). */
-function owners(root: Module): Map<Tensor, Owner[]> {
+function owners(root: Module<unknown>): Map<Tensor, Owner[]> {
   const out = new Map<Tensor, Owner[]>();
-  const walk = (m: Module): void => {
+  const walk = (m: Module<unknown>): void => {
     for (const [n, t] of m.namedParameters()) {
       if (n.includes('.')) continue; // a child's: visited below
       out.set(t, [...(out.get(t) ?? []), { module: m, local: n }]);
@@ -26,7 +26,7 @@ function owners(root: Module): Map<Tensor, Owner[]> {
  * stateDict name them) in place of the module's own; names left out keep the module's tensors.
  * The module is restored afterwards, also when forward throws.
  */
-export function functionalCall(module: Module, params: Record<string, Tensor>, ...inputs: unknown[]): any {
+export function functionalCall(module: Module<unknown>, params: Record<string, Tensor>, ...inputs: unknown[]): any {
   if (!(module instanceof Module)) throw new ArgumentError(`functionalCall: module must be an nn.Module, got ${module === null ? 'null' : typeof module}`);
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
     throw new ArgumentError(`functionalCall: params must be a record of Tensors by parameter name, got ${params === null ? 'null' : Array.isArray(params) ? 'an array' : typeof params}`);

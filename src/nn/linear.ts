@@ -104,7 +104,7 @@ export class Linear extends Module {
 }
 
 /** Every Linear in `model` (itself included) with its dotted name, depth first. */
-export function linearLayers(model: Module, prefix = ''): [string, Linear][] {
+export function linearLayers(model: Module<unknown>, prefix = ''): [string, Linear][] {
   const out: [string, Linear][] = model instanceof Linear ? [[prefix, model]] : [];
   for (const [n, c] of model.namedChildren()) out.push(...linearLayers(c, prefix === '' ? n : `${prefix}.${n}`));
   return out;

@@ -21,14 +21,15 @@ export function checkInput(op: string, x: unknown, dtype: DType, axis: number, s
 
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
-export abstract class Module {
+/** Out: what forward returns (a Tensor for most modules; [output, state] for recurrent ones). */
+export abstract class Module<Out = Tensor> {
   /** Training mode (Dropout is active); switch with train() / eval(). */
   training = true;
   private readonly ownParams = new Map<string, Tensor>();
-  private readonly children = new Map<string, Module>();
+  private readonly children = new Map<string, Module<unknown>>();
 
   /** The module's computation; call it directly: `model.forward(x)`. */
-  abstract forward(x: Tensor): Tensor;
+  abstract forward(x: Tensor): Out;
 
   /**
    * Registers a trainable tensor under `name`: it becomes a leaf with requiresGrad, exempt
@@ -43,7 +44,7 @@ export abstract class Module {
   }
 
   /** Registers a submodule under `name`; its parameters appear as `name.<param>`. */
-  protected registerModule<M extends Module>(name: string, m: M): M {
+  protected registerModule<M extends Module<unknown>>(name: string, m: M): M {
     this.checkName(name);
     if (!(m instanceof Module)) throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${typeof m}`);
     this.children.set(name, m);
@@ -58,16 +59,20 @@ export abstract class Module {
   }
 
   /** [name, submodule] pairs of the direct children, in registration order. */
-  namedChildren(): [string, Module][] {
+  namedChildren(): [string, Module<unknown>][] {
     return [...this.children];
   }
 
-  /** Every parameter with its dotted name: own parameters first, then each child's, depth first; shared tensors once. */
-  namedParameters(prefix = ''): [string, Tensor][] {
+  /**
+   * Every parameter with its dotted name: own parameters first, then each child's, depth first.
+   * A tensor shared by several modules (weight tying) comes once, under its first name, unless
+   * `removeDuplicate` is false (PyTorch's named_parameters(remove_duplicate=False)).
+   */
+  namedParameters(prefix = '', removeDuplicate = true): [string, Tensor][] {
     const out: [string, Tensor][] = [];
     const seen = new Set<Tensor>();
-    const walk = (m: Module, pre: string): void => {
-      for (const [n, t] of m.ownParams) if (!seen.has(t)) seen.add(t), out.push([pre + n, t]);
+    const walk = (m: Module<unknown>, pre: string): void => {
+      for (const [n, t] of m.ownParams) if (!removeDuplicate || !seen.has(t)) seen.add(t), out.push([pre + n, t]);
       for (const [n, c] of m.children) walk(c, `${pre}${n}.`);
     };
     walk(this, prefix === '' ? '' : `${prefix}.`);
@@ -78,9 +83,12 @@ export abstract class Module {
     return this.namedParameters().map(([, t]) => t);
   }
 
-  /** The live parameters by name (not copies: save them, or load into them with loadStateDict). */
+  /**
+   * The live parameters by name (not copies: save them, or load into them with loadStateDict).
+   * As in PyTorch, a tied parameter appears under each of its names, every one the same tensor.
+   */
   stateDict(): Record<string, Tensor> {
-    return Object.fromEntries(this.namedParameters());
+    return Object.fromEntries(this.namedParameters('', false));
   }
 
   /**
@@ -90,9 +98,11 @@ export abstract class Module {
    */
   loadStateDict(record: Record<string, Tensor>): void {
     if (record === null || typeof record !== 'object') throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${String(record)}`);
-    const params = new Map(this.namedParameters());
+    const params = new Map(this.namedParameters('', false));
     const problems: string[] = [];
-    const missing = [...params.keys()].filter((n) => !Object.hasOwn(record, n));
+    // A tied parameter needs only one of its names (a record saved with duplicates dropped still loads).
+    const present = new Set([...params].filter(([n]) => Object.hasOwn(record, n)).map(([, t]) => t));
+    const missing = [...params].filter(([n, t]) => !Object.hasOwn(record, n) && !present.has(t)).map(([n]) => n);
     const extra = Object.keys(record).filter((n) => !params.has(n));
     const shapes: string[] = [];
     for (const [n, p] of params) {
@@ -109,7 +119,7 @@ export abstract class Module {
       const Err = missing.length || extra.length ? ArgumentError : ShapeError;
       throw new Err(`loadStateDict: ${problems.join('; ')}`);
     }
-    noGrad(() => { for (const [n, p] of params) copyInto(p, record[n]); });
+    noGrad(() => { for (const [n, p] of params) if (Object.hasOwn(record, n)) copyInto(p, record[n]); });
   }
 
   /**

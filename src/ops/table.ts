@@ -9,10 +9,12 @@ import { nnRules } from './nn.js';
 import { customRules } from './custom.js';
 import { convRules } from './conv.js';
 import { denseRules } from './dense.js';
+import { attentionRules } from './attention.js';
+import { rnnRules } from './rnn.js';
 import { selectRules } from './select.js';
 
 export const rules = { ...unaryRules, ...binaryRules, ...reduceRules, ...shapeRules, ...linalgRules, ...nnRules, ...customRules, ...convRules, ...denseRules,
-  ...selectRules };
+  ...selectRules, ...attentionRules, ...rnnRules };
 
 export type Prim = keyof typeof rules;
 export type ParamsOf<K extends Prim> = (typeof rules)[K] extends Rule<infer P> ? P : never;

@@ -4,6 +4,7 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
 import { prepareThreads, reinitThreads, startThreads } from './pool.js';
+import { kernelSource } from './relaxed.js';
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
@@ -29,9 +30,11 @@ async function instantiate(options: InitOptions): Promise<void> {
     throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
   }
   if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
-  const threads = await prepareThreads(options, initial, Math.floor(maxBytes / PAGE));
+  // One source for this thread and the workers, so every thread runs the same kernel build.
+  const source = kernelSource(options);
+  const threads = await prepareThreads({ ...options, module: source }, initial, Math.floor(maxBytes / PAGE));
   const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = threads?.module ?? await compileKernels(options.module);
+  const module = threads?.module ?? await compileKernels(source);
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as Record<string, Kernel>;
   const args = Math.ceil(exports.heap_base() / 64) * 64;
@@ -42,7 +45,7 @@ async function instantiate(options: InitOptions): Promise<void> {
   }
   if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
   setRuntime({
-    memory, exports, args, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
+    memory, exports, args, relaxed: exports.kernels_relaxed?.() === 1, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
     buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
   });
   if (threads !== null) await startThreads(threads);

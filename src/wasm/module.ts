@@ -17,6 +17,14 @@ export interface InitOptions {
    * whose first init asked for threads, init({ threads }) resizes or restarts the pool.
    */
   threads?: number | 'auto';
+  /**
+   * Opt in to the relaxed-SIMD kernels (fused multiply-add in the GEMM and convolution inner
+   * loops) where the engine has relaxed SIMD; elsewhere the default kernels load. Results stay
+   * within f32 rounding of the default's, but their last bits may differ between engines and
+   * CPUs. Ignored when `module` is given (that module is the build). `backend()` says which
+   * kernels loaded. Fixed by the first init() call.
+   */
+  relaxedSimd?: boolean;
 }
 
 export type Kernel = (...args: number[]) => number;
@@ -25,6 +33,8 @@ export const ARGS_BYTES = 1 << 16;
 
 export interface Runtime {
   memory: WebAssembly.Memory;
+  /** The relaxed-SIMD kernel build is loaded (its kernels_relaxed export says 1). */
+  relaxed: boolean;
   exports: Record<string, Kernel>;
   arena: Arena;
   args: number;

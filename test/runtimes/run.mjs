@@ -3,7 +3,12 @@
 // pool where SharedArrayBuffer exists, i.e. all but workerd), and fails unless every run reports
 // the same loss sequence and the same SHA-256 of the final weights. Then checks the edge
 // worker example in workerd, a rollup build of the bundler example, the published type
-// declarations, and that init() fails clearly where WebAssembly or its SIMD is missing. Options: --only=node,deno,... (names below), --keep
+// declarations, and that init() fails clearly where WebAssembly or its SIMD is missing.
+// Node, Chromium, Deno, Bun and Firefox also train with init({ relaxedSimd: true }), and workerd
+// with init({ module }) given dist/adjoint-relaxed.wasm: those runs must load the relaxed
+// kernels in Node, Chromium and workerd, stay close to the same runtime's default
+// run (not bit-identical: fused multiply-add rounds once), give the same bits on 2 threads in
+// Node, and give exactly the shared digest wherever the engine falls back to the default kernels. Options: --only=node,deno,... (names below), --keep
 // (keep the scratch folder). A JSON report goes to test/artifacts/runtimes.json.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,9 +68,9 @@ async function steps(list, names, fn) {
   }
 }
 
-/** A command-line runtime running test/runtimes/cli.mjs on `threads` threads. */
-async function cliRuntime(cmd, args, threads = 1) {
-  const r = await run(cmd, [...args, 'test/runtimes/cli.mjs', `--threads=${threads}`], opts);
+/** A command-line runtime running test/runtimes/cli.mjs on `threads` threads (`extra`: --relaxed, --weights). */
+async function cliRuntime(cmd, args, threads = 1, extra = []) {
+  const r = await run(cmd, [...args, 'test/runtimes/cli.mjs', `--threads=${threads}`, ...extra], opts);
   const result = parseResult(cmd, r);
   for (const line of r.stdout.split('\n')) if (line && !line.startsWith('ADJOINT_RESULT')) log(`   | ${line}`);
   return { version: result.runtime, result };
@@ -77,7 +82,7 @@ function browserResults(out) {
     if (!value.ok) throw new Error(value.error);
     const { result } = value;
     log(`   | losses: ${result.losses.map((l) => l.toFixed(6)).join(' ')}`);
-    log(`   | weights sha256: ${result.digest}`);
+    log(`   | weights sha256: ${result.digest}${result.kernels === 'relaxed' ? ' (relaxed kernels)' : ''}`);
     return { version: out.version, result };
   });
 }
@@ -99,18 +104,26 @@ log(`adjoint cross-runtime suite (scratch: ${scratch})`);
 // (init({ threads })): the results must not depend on the thread count either.
 const THREADS = 2;
 const threaded = (name) => `${name} threads=${THREADS}`;
+const relaxedName = (name) => `${name} relaxed`;
+// Node 20 and 21 have relaxed SIMD behind a V8 flag (on by default from Node 22).
+const RELAXED_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11];
+const nodeRelaxedFlags = WebAssembly.validate(new Uint8Array(RELAXED_PROBE)) ? [] : ['--experimental-wasm-relaxed-simd'];
 for (const [name, cmd, args] of [['node', process.execPath, []], ['deno', bin('deno'), ['run', '--no-prompt']], ['bun', bin('bun'), []]]) {
-  await step(training, name, () => cliRuntime(cmd, args));
+  await step(training, name, () => cliRuntime(cmd, args, 1, ['--weights']));
   await step(training, threaded(name), () => cliRuntime(cmd, args, THREADS));
+  const rargs = name === 'node' ? [...nodeRelaxedFlags, ...args] : args;
+  await step(training, relaxedName(name), () => cliRuntime(cmd, rargs, 1, ['--relaxed']));
+  if (name === 'node') await step(training, threaded(relaxedName(name)), () => cliRuntime(cmd, rargs, THREADS, ['--relaxed']));
 }
 
 const needsServer = ['chromium', 'firefox', 'init-no-wasm-firefox'].some(wanted);
 const server = needsServer ? await serveStatic(ROOT) : null;
 const page = (query = '') => `${server.url}/test/runtimes/page.html${query}`;
 try {
-  const pages = server ? [page(), page(`?threads=${THREADS}`)] : [];
-  await steps(training, ['chromium', threaded('chromium')], async () => browserResults(await runChromium(pages, scratch)));
-  await steps(training, ['firefox', threaded('firefox')], async () => browserResults(await runFirefox(pages, scratch)));
+  // A function: with --only naming no browser there is no server to point at.
+  const pages = () => [page('?weights=1'), page(`?threads=${THREADS}`), page('?relaxed=1')];
+  await steps(training, ['chromium', threaded('chromium'), relaxedName('chromium')], async () => browserResults(await runChromium(pages(), scratch)));
+  await steps(training, ['firefox', threaded('firefox'), relaxedName('firefox')], async () => browserResults(await runFirefox(pages(), scratch)));
   await step(checks, 'init-no-wasm-firefox', async () => {
     const out = await runFirefox([page('?check=init')], scratch, { prefs: { 'javascript.options.wasm': false } });
     const [value] = out.values;
@@ -139,6 +152,14 @@ await step(training, 'workerd', async () => {
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${body.error ?? JSON.stringify(body)}\n${wd.output()}`);
     log(`   | losses: ${body.losses.map((l) => l.toFixed(6)).join(' ')}`);
     log(`   | weights sha256: ${body.digest}`);
+    // The relaxed kernels as a precompiled dist/adjoint-relaxed.wasm, in a service of their own.
+    await step(training, relaxedName('workerd'), async () => {
+      const r = await fetch(`${wd.url}/train-relaxed`, { signal: AbortSignal.timeout(300_000) });
+      const relaxed = await r.json();
+      if (!r.ok) throw new Error(`HTTP ${r.status}: ${relaxed.error ?? JSON.stringify(relaxed)}\n${wd.output()}`);
+      log(`   | weights sha256: ${relaxed.digest} (${relaxed.kernels} kernels)`);
+      return { version: workerdVersion, result: relaxed };
+    });
     return { version: workerdVersion, result: body };
   } finally {
     await wd.stop();
@@ -188,6 +209,9 @@ await step(checks, 'init-no-simd-node', async () =>
   ));
 
 // ---- compare and summarise ----
+// The relaxed-SIMD runs are checked on their own (compareRelaxed), not bit for bit with the rest.
+const relaxedRuns = training.filter((t) => / relaxed/.test(t.name));
+training.splice(0, training.length, ...training.filter((t) => !relaxedRuns.includes(t)));
 const done = training.filter((t) => t.ok);
 const ref = done[0]?.result;
 const problems = [];
@@ -205,7 +229,14 @@ for (const t of training) {
   t.match = diffs.length === 0;
   if (!t.match) problems.push(`${t.name}: differs from ${done[0].name} in ${diffs.join(', ')}`);
 }
-for (const t of [...training, ...checks]) if (!t.ok) problems.push(`${t.name}: ${t.error.split('\n')[0]}`);
+for (const t of [...training, ...relaxedRuns, ...checks]) if (!t.ok) problems.push(`${t.name}: ${t.error.split('\n')[0]}`);
+const { compareRelaxed, RELAXED_REQUIRED } = await import('./relaxed.mjs');
+for (const t of relaxedRuns) {
+  if (!t.ok) continue;
+  const runtime = t.name.split(' ')[0];
+  const problem = compareRelaxed(t, { shared: ref, own: training.find((d) => d.ok && d.name === runtime)?.result, one: relaxedRuns.find((r) => r.ok && r.name === relaxedName(runtime))?.result, required: RELAXED_REQUIRED.includes(runtime) });
+  if (problem !== null) problems.push(`${t.name}: ${problem}`);
+}
 const expected = ['node', 'deno', 'bun', 'chromium', 'firefox', 'workerd'].filter(wanted)
   .flatMap((n) => (n === 'workerd' ? [n] : [n, threaded(n)]));
 
@@ -220,6 +251,15 @@ for (const t of training) {
   log(`${pad(t.name, 20)}${pad(v, 26)}${pad(fmtMs(t.ms), 9)}${pad(d, 20)}${l}`);
 }
 if (ref) log(`shared digest: ${ref.digest}\nlosses sha256: ${ref.lossDigest}`);
+if (relaxedRuns.length > 0) {
+  log(`relaxed SIMD (init({ relaxedSimd: true }); closeness to the same runtime's default run, max over steps and weights):`);
+  log(`  ${pad('run', 26)}${pad('kernels', 9)}${pad('weights sha256', 20)}${pad('loss rel. diff', 16)}${pad('weight diff/max|w|', 20)}verdict`);
+  for (const t of relaxedRuns) {
+    const r = t.result, c = t.closeness;
+    const cells = t.ok ? [r.kernels, `${r.digest.slice(0, 16)}…`, c?.loss?.toExponential(1) ?? '-', c?.weights?.toExponential(1) ?? '-', c?.verdict ?? '-'] : ['-', 'FAILED', '-', '-', '-'];
+    log(`  ${pad(t.name, 26)}${pad(cells[0], 9)}${pad(cells[1], 20)}${pad(cells[2], 16)}${pad(cells[3], 20)}${cells[4]}`);
+  }
+}
 log('checks:');
 for (const c of checks) log(`  ${pad(c.name, 22)}${c.ok ? 'ok    ' : 'FAILED'}${c.ok ? c.detail : c.error.split('\n')[0]}`);
 const agree = training.filter((t) => t.ok && t.match).length;
@@ -227,9 +267,12 @@ const pass = problems.length === 0 && agree === expected.length && training.leng
 log(`total time ${fmtMs(Date.now() - t0)}`);
 for (const p of problems) log(`problem: ${p}`);
 const runtimes = new Set(training.filter((t) => t.ok && t.match).map((t) => t.name.split(' ')[0])).size;
-log(`RESULT: ${pass ? 'PASS' : 'FAIL'} — ${runtimes} runtimes, ${agree}/${expected.length} runs agree bit for bit; ${checks.filter((c) => c.ok).length}/${checks.length} checks passed`);
+const relaxedOk = relaxedRuns.filter((t) => t.ok && !problems.some((p) => p.startsWith(`${t.name}:`))).length;
+log(`RESULT: ${pass ? 'PASS' : 'FAIL'} — ${runtimes} runtimes, ${agree}/${expected.length} runs agree bit for bit; ${relaxedOk}/${relaxedRuns.length} relaxed-SIMD runs pass; ${checks.filter((c) => c.ok).length}/${checks.length} checks passed`);
 
 mkdirSync(join(ROOT, 'test/artifacts'), { recursive: true });
-writeFileSync(join(ROOT, 'test/artifacts/runtimes.json'), `${JSON.stringify({ pass, training, checks, problems }, null, 2)}\n`);
+// The weights (thousands of numbers per run) served the closeness check; the report keeps their digest.
+for (const t of [...training, ...relaxedRuns]) if (t.result) delete t.result.weights;
+writeFileSync(join(ROOT, 'test/artifacts/runtimes.json'), `${JSON.stringify({ pass, training, relaxed: relaxedRuns, checks, problems }, null, 2)}\n`);
 if (!keep) rmSync(scratch, { recursive: true, force: true });
 process.exitCode = pass ? 0 : 1;

@@ -90,9 +90,11 @@ export function runtimeName() {
 
 /**
  * Trains and reports. `initOptions` go to init() (workerd passes { module } there).
- * Result: { runtime, data, optimizer, steps, losses, lossDigest, digest, weightBytes, liveTensors }.
+ * Result: { runtime, data, optimizer, steps, losses, lossDigest, digest, weightBytes, liveTensors,
+ * kernels } (kernels: backend().kernels, 'default' or 'relaxed'), plus `weights` (the final
+ * weights as numbers) with { weights: true }: the relaxed-SIMD runs are compared by closeness.
  */
-export async function trainDigits(initOptions = {}, cfg = CONFIG) {
+export async function trainDigits(initOptions = {}, cfg = CONFIG, { weights = false } = {}) {
   await adj.init(initOptions);
   const before = adj.memory().tensors;
   const { source, x, y } = dataset();
@@ -118,7 +120,9 @@ export async function trainDigits(initOptions = {}, cfg = CONFIG) {
     digest: await sha256Hex(bytes),
     weightBytes: bytes.length,
     liveTensors: 0,
+    kernels: typeof adj.backend === 'function' ? adj.backend().kernels : 'default',
   };
+  if (weights) result.weights = params.flatMap((p) => Array.from(p.toArray()));
   opt.dispose();
   for (const p of params) p.dispose();
   x.dispose();

@@ -5,7 +5,7 @@
 using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
-  services = [ (name = "main", worker = .trainer) ],
+  services = [ (name = "main", worker = .trainer), (name = "relaxed", worker = .relaxedTrainer) ],
   sockets = [ (name = "http", address = "127.0.0.1:8787", http = (), service = "main") ],
 );
 
@@ -16,6 +16,19 @@ const trainer :Workerd.Worker = (
     (name = "dist/index.js", esModule = embed "../../../dist/index.js"),
     (name = "dist/data/digits.js", esModule = embed "../../../dist/data/digits.js"),
     (name = "dist/adjoint.wasm", wasm = embed "../../../dist/adjoint.wasm"),
+  ],
+  bindings = [ (name = "RELAXED", service = "relaxed") ],
+  compatibilityDate = "2025-09-01",
+);
+
+# The same workload on the relaxed-SIMD kernels, passed in as dist/adjoint-relaxed.wasm.
+const relaxedTrainer :Workerd.Worker = (
+  modules = [
+    (name = "test/runtimes/workerd/relaxed.mjs", esModule = embed "relaxed.mjs"),
+    (name = "test/runtimes/train-digits.mjs", esModule = embed "../train-digits.mjs"),
+    (name = "dist/index.js", esModule = embed "../../../dist/index.js"),
+    (name = "dist/data/digits.js", esModule = embed "../../../dist/data/digits.js"),
+    (name = "dist/adjoint-relaxed.wasm", wasm = embed "../../../dist/adjoint-relaxed.wasm"),
   ],
   compatibilityDate = "2025-09-01",
 );

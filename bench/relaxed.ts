@@ -1,0 +1,125 @@
+// Relaxed-SIMD kernels against the default ones, in one process: two copies of the library (the
+// adjoint suite bundled once, imported twice under different query strings, so each copy has its
+// own module state, memory and kernels), one initialised with { relaxedSimd: true }. Every row is
+// timed as interleaved rounds (a batch on the default copy, then the same batch on the relaxed
+// one) and reported as the median of the per-round quotients: load that comes and goes on a
+// shared machine hits both sides of a quotient alike.
+//   node scripts/run-ts.mjs bench/relaxed.ts [--quick]      (npm run bench runs it too)
+// Node 20 and 21 have relaxed SIMD behind a V8 flag; it is set here before any wasm compiles.
+import v8 from 'node:v8';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import type { Runner, Suite, Workload } from './workloads.js';
+
+export interface RelaxedRow {
+  name: string;
+  /** Median ms (or GFLOP/s on GEMM rows) of the default and relaxed copies, and their speed ratio (> 1: relaxed is faster). */
+  unit: 'ms' | 'GFLOP/s';
+  default: number;
+  relaxed: number;
+  ratio: number;
+  rounds: number;
+}
+export interface RelaxedResult {
+  kernels: string;
+  rows: RelaxedRow[];
+  note?: string;
+}
+
+const ROWS: { name: string; w: Workload; flops?: number }[] = [
+  { name: 'gemm f32 512³ A·B (kernel)', w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'kernel' }, flops: 2 * 512 ** 3 },
+  { name: 'gemm f32 512³ A·B (matmul)', w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'api' }, flops: 2 * 512 ** 3 },
+  { name: 'gemm f64 512³ A·B (kernel)', w: { kind: 'gemm', n: 512, dtype: 'float64', ta: false, tb: false, level: 'kernel' }, flops: 2 * 512 ** 3 },
+  { name: 'MLP 784-256-256-10 b128 train step', w: { kind: 'mlp', mode: 'step' } },
+  { name: 'deep MLP 32×256 tanh b64 train step', w: { kind: 'deep', mode: 'step' } },
+  { name: 'CNN 2×conv3×3/2 + fc, b32 28×28 train step', w: { kind: 'cnn', mode: 'step' } },
+  { name: 'CNN 2×conv3×3/2 + fc, b32 28×28 forward+loss', w: { kind: 'cnn', mode: 'forward' } },
+];
+
+type SuiteModule = typeof import('./adjoint-suite.js');
+
+/** Two independent copies of the adjoint suite: the default kernels and (where the engine has relaxed SIMD) the relaxed ones. */
+async function copies(): Promise<[SuiteModule, SuiteModule]> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  let root = here;
+  while (!root.endsWith('build') && path.dirname(root) !== root) root = path.dirname(root);
+  const src = path.join(path.dirname(root), 'bench', 'adjoint-suite.ts');
+  const out = path.join(root, 'run', 'adjoint-suite-lib.mjs');
+  await build({ entryPoints: [src], outfile: out, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'error' });
+  const url = pathToFileURL(out).href;
+  return [await import(`${url}?kernels=default`), await import(`${url}?kernels=relaxed`)];
+}
+
+const cpuSec = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+async function batch(r: Runner, n: number, clock: 'cpu' | 'wall'): Promise<number> {
+  const c0 = cpuSec(), t0 = performance.now();
+  for (let i = 0; i < n; i++) await r.run();
+  return (clock === 'cpu' ? cpuSec() - c0 : (performance.now() - t0) / 1000) / n;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** Interleaved rounds of one workload on both copies; null when a copy cannot run it. */
+async function pair(suites: [Suite, Suite], row: (typeof ROWS)[number], quick: boolean, clock: 'cpu' | 'wall'): Promise<RelaxedRow | null> {
+  const made = await Promise.all(suites.map((s) => s.make(row.w)));
+  if (made.some((m) => m === null || typeof m === 'string')) return null;
+  const [d, r] = made as [Runner, Runner];
+  try {
+    // Warm-up (TurboFan tier-up of both copies' kernels and JS), then batches of ~30 ms.
+    const warmEnd = performance.now() + (quick ? 150 : 400);
+    let one = 0;
+    do one = Math.max(await batch(d, 1, 'wall'), await batch(r, 1, 'wall')); while (performance.now() < warmEnd);
+    const n = Math.max(1, Math.round(0.03 / one));
+    const ds: number[] = [], rs: number[] = [], q: number[] = [];
+    for (let i = 0; i < (quick ? 7 : 21); i++) {
+      const a = await batch(d, n, clock), b = await batch(r, n, clock);
+      ds.push(a);
+      rs.push(b);
+      q.push(a / b);
+    }
+    const per = d.perCall ?? 1;
+    const value = (sec: number) => (row.flops !== undefined ? row.flops / (sec / per) / 1e9 : (sec / per) * 1e3);
+    return { name: row.name, unit: row.flops !== undefined ? 'GFLOP/s' : 'ms', default: value(median(ds)), relaxed: value(median(rs)), ratio: median(q), rounds: q.length };
+  } finally {
+    d.dispose?.();
+    r.dispose?.();
+  }
+}
+
+/** The relaxed/default comparison; `only` limits the rows (by name substring). */
+export async function relaxedComparison({ quick = false, clock = 'wall' as 'cpu' | 'wall', only = [] as string[] } = {}): Promise<RelaxedResult> {
+  v8.setFlagsFromString('--experimental-wasm-relaxed-simd'); // no-op where relaxed SIMD is on by default
+  const [a, b] = await copies();
+  const suites: [Suite, Suite] = [await a.adjointSuite('default'), await b.adjointSuite('relaxed', { relaxedSimd: true })];
+  const kernels = b.adjointBackend().kernels;
+  if (kernels !== 'relaxed') return { kernels, rows: [], note: 'this engine has no relaxed SIMD: both copies run the default kernels' };
+  const rows: RelaxedRow[] = [];
+  for (const row of ROWS) {
+    if (only.length > 0 && !only.some((o) => row.name.includes(o))) continue;
+    const r = await pair(suites, row, quick, clock);
+    if (r !== null) rows.push(r);
+    process.stderr.write(`  relaxed: ${row.name}\n`);
+  }
+  return { kernels, rows };
+}
+
+/** The table printed by npm run bench. */
+export function relaxedTable(res: RelaxedResult): string {
+  const head = '\n### Relaxed SIMD: init({ relaxedSimd: true }) against the default kernels (one process, interleaved rounds; speed ratio = default time / relaxed time, above 1 the relaxed kernels are faster)\n';
+  if (res.rows.length === 0) return `${head}\n${res.note ?? 'no rows'}`;
+  const f = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const lines = ['| workload | unit | default | relaxed | speed ratio |', '|---|---|--:|--:|--:|'];
+  for (const r of res.rows) lines.push(`| ${r.name} | ${r.unit} | ${f(r.default)} | ${f(r.relaxed)} | ${r.ratio.toFixed(3)}× |`);
+  return [head, ...lines].join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const argv = process.argv.slice(2);
+  const res = await relaxedComparison({ quick: argv.includes('--quick'), clock: argv.includes('--cpu') ? 'cpu' : 'wall', only: argv.filter((a) => !a.startsWith('--')) });
+  console.log(relaxedTable(res));
+}

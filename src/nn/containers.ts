@@ -1,0 +1,39 @@
+// nn.ModuleList: an indexable list of submodules registered as "0", "1", … (PyTorch's names),
+// with no forward of its own: the owner decides how to run them.
+import { ArgumentError } from '../errors.js';
+import { Module } from './module.js';
+
+export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Module<never> {
+  private readonly items: M[] = [];
+
+  constructor(modules: Iterable<M> = []) {
+    super();
+    for (const m of modules) this.append(m);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  /** The module at index i (negative counts from the end). */
+  at(i: number): M {
+    const j = i < 0 ? i + this.items.length : i;
+    if (!Number.isInteger(j) || j < 0 || j >= this.items.length) throw new ArgumentError(`ModuleList: index ${i} is out of range for ${this.items.length} modules`);
+    return this.items[j];
+  }
+
+  append(m: M): this {
+    if (!(m instanceof Module)) throw new ArgumentError(`ModuleList: item ${this.items.length} must be a Module, got ${typeof m}`);
+    this.registerModule(String(this.items.length), m);
+    this.items.push(m);
+    return this;
+  }
+
+  [Symbol.iterator](): Iterator<M> {
+    return this.items[Symbol.iterator]();
+  }
+
+  forward(): never {
+    throw new ArgumentError('ModuleList: has no forward; iterate over it and call each module');
+  }
+}

@@ -1,0 +1,19 @@
+// What the engine runs on: which kernel build init() loaded and how many threads kernels use.
+import { runtime } from './module.js';
+import { hasRelaxedSimd } from './relaxed.js';
+import { poolSize } from './pool.js';
+
+export interface BackendInfo {
+  /** 'relaxed': the relaxed-SIMD kernels (init({ relaxedSimd: true }) on an engine that has relaxed SIMD); 'default': the bit-identical ones. */
+  kernels: 'default' | 'relaxed';
+  /** Whether this engine has relaxed SIMD, i.e. whether init({ relaxedSimd: true }) loads the relaxed kernels here. */
+  relaxedSimdAvailable: boolean;
+  /** Threads in the worker pool, the calling one included (1 without a pool). */
+  threads: number;
+}
+
+/** Which kernels and how many threads the initialised engine uses; throws before init(). */
+export function backend(): BackendInfo {
+  const r = runtime();
+  return { kernels: r.relaxed ? 'relaxed' : 'default', relaxedSimdAvailable: hasRelaxedSimd(), threads: poolSize() };
+}
