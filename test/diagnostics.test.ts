@@ -143,7 +143,7 @@ describe('argument errors', () => {
     ['setFeedback', () => A.setFeedback(any(null), 'alignment'), /setFeedback: model must be an nn.Module, got null/],
     ['setFeedback', () => A.setFeedback(new nn.Linear(2, 2), any('random')), /setFeedback: feedback must be one of 'bp', 'alignment', 'sign', got "random"/],
     ['setFeedback', () => A.setFeedback(new nn.Linear(2, 2), 'alignment', 0.5), /setFeedback: seed must be a safe integer/],
-    ['withBackprop', () => A.withBackprop(any(3)), /withBackprop: fn must be a function, got number/],
+    ['withBackprop', () => A.withBackprop(any(3)), /withBackprop: fn must be a function, got 3 \(a number\)/],
   ])('%s refuses a bad argument with an ArgumentError', (_name, call, message) => {
     expect(call).toThrow(A.ArgumentError);
     expect(call).toThrow(message);

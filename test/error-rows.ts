@@ -3,6 +3,7 @@
 // the call, the error class, and the words its message must contain: the op, the offending
 // argument and what was expected.
 import * as A from '../src/index.js';
+import { safetyRows } from './error-rows-safety.js';
 import { SPECS } from './specs.js';
 import { seqOpsRows } from './seq-error-rows.js';
 
@@ -252,7 +253,7 @@ function creationRows(): Row[] {
     row('arange', () => A.arange(2.5), A.ArgumentError, 'n', '2.5'),
     row('arange', () => A.arange(2 ** 40), A.OutOfMemoryError, 'bytes'),
     row('randn', () => A.randn([2], { seed: 1.5 }), A.ArgumentError, 'seed', 'safe integer', '1.5'),
-    row('randn', () => A.randn([NaN]), A.ShapeError, 'shape', '[null]'),
+    row('randn', () => A.randn([NaN]), A.ShapeError, 'shape', '[NaN]'),
     row('rand', () => A.rand([2], { dtype: any('f32') }), A.DtypeError, 'dtype', '"f32"'),
     row('rand', () => A.rand([2 ** 20, 2 ** 20]), A.OutOfMemoryError, '4398046511104 bytes', 'in use'),
     row('zeros', () => A.zeros([2 ** 30, 2 ** 30, 2 ** 30]), A.OutOfMemoryError, 'cannot allocate', 'maximumBytes'),
@@ -403,7 +404,7 @@ function libraryRows(f: Fixtures): Row[] {
     row('io.saveSafetensors', () => A.io.saveSafetensors(any(null)), A.ArgumentError, 'record', 'null'),
     row('io.saveSafetensors', () => A.io.saveSafetensors(any({ w: 1 })), A.ArgumentError, '"w"', 'Tensor', 'number'),
     row('io.saveSafetensors', () => A.io.saveSafetensors({ w: f.dead }), A.DisposedError, 'disposed'),
-    row('io.loadSafetensors', () => A.io.loadSafetensors(any([1, 2])), A.ArgumentError, 'Uint8Array', 'object'),
+    row('io.loadSafetensors', () => A.io.loadSafetensors(any([1, 2])), A.ArgumentError, 'Uint8Array', '[1,2] (an array)'),
     row('io.loadSafetensors', () => A.io.loadSafetensors(new Uint8Array(4)), A.FormatError, '4 bytes', 'header length'),
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),
@@ -440,6 +441,7 @@ export function allRows(f: Fixtures): Row[] {
   return [
     ...elementwiseRows(f), ...reduceRows(f), ...shapeRows(f), ...linalgNnRows(f), ...convRows(f),
     ...creationRows(), ...memoryRows(f), ...transformRows(f), ...libraryRows(f),
+    ...safetyRows(f),
     ...seqOpsRows(f),
   ];
 }

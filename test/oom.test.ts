@@ -51,6 +51,20 @@ describe('allocations past maximumBytes', () => {
     keep.dispose();
   });
 
+  it('report the live tensor count, the ops holding the most live bytes and the hint to use tidy or using', () => {
+    const before = A.memory().tensors;
+    const a = A.ones([256, 256]); // 256 KiB (created by ones, not an op)
+    const held = [A.exp(a), A.exp(a), A.matmul(a, a), A.add(a, 1)]; // exp 512 KiB, matmul and add 256 KiB each
+    const e = caught(() => A.zeros([MAX / 4]));
+    expect(e).toBeInstanceOf(A.OutOfMemoryError);
+    expect(e.message).toContain(`${before + 5} tensors are live`);
+    expect(e.message).toMatch(/most live bytes were created by exp \(512\.0 KiB\), (matmul|add) \(256\.0 KiB\), (matmul|add) \(256\.0 KiB\)/);
+    expect(e.message).toMatch(/tidy\(/);
+    expect(e.message).toMatch(/`using`/);
+    for (const t of [a, ...held]) t.dispose();
+    expect(caught(() => A.zeros([MAX / 4])).message).not.toMatch(/exp \(/); // freed bytes leave the report
+  });
+
   it('name the op when an op allocates its output', () => {
     const a = A.ones([1024, 1]), b = A.ones([1, 1024]);
     const e = caught(() => A.tidy(() => A.mul(a, b).mul(a))); // 4 MiB, then a second 4 MiB
@@ -106,7 +120,7 @@ describe('allocations past maximumBytes', () => {
         const w = A.reshape(x, x.shape);
         w.requiresGrad = true;
         A.sum(A.mul(A.tanh(w), w)).backward();
-        return w.grad!.view();
+        return w.grad!.share();
       })],
     ];
     const base = A.memory();

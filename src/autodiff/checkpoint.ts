@@ -16,11 +16,12 @@ import { apply, observingInputs } from '../ops/apply.js';
 import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
 import { sweep } from '../ops/sweep.js';
+import { describe } from '../args.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
 
 function output(name: string, y: unknown): Tensor {
-  if (!isTensor(y)) throw new ArgumentError(`checkpoint(${name}): the function must return a Tensor, got ${typeof y}`);
+  if (!isTensor(y)) throw new ArgumentError(`checkpoint(${name}): the function must return a Tensor, got ${describe(y)}`);
   return y;
 }
 
@@ -91,11 +92,11 @@ function recompute(name: string, fn: Fn, arity: number, first: FirstRun, g: Tens
  * flow through it either way. Nested checkpoints are recomputed recursively.
  */
 export function checkpoint<F extends Fn>(fn: F): F {
-  if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${typeof fn}`);
+  if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${describe(fn)}`);
   const name = fn.name || 'anonymous';
   return ((...xs: Tensor[]) => {
     xs.forEach((x, i) => {
-      if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${typeof x}`);
+      if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${describe(x)}`);
       x.check(`checkpoint(${name})`);
     });
     if (!modes.record) return runScoped(() => output(name, fn(...xs)), isTensor);

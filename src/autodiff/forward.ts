@@ -13,6 +13,7 @@ import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
+import { describe, functionArg } from '../args.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 
@@ -20,8 +21,8 @@ const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.len
 
 /** Checks a tangent against its primal; the names say which argument position is wrong. */
 function checkTangent(fname: string, pname: string, tname: string, primal: unknown, t: unknown): void {
-  if (!(primal instanceof Tensor)) throw new ArgumentError(`${fname}: ${pname} must be a Tensor, got ${typeof primal}`);
-  if (!(t instanceof Tensor)) throw new ArgumentError(`${fname}: ${tname} must be a Tensor, got ${typeof t}`);
+  if (!(primal instanceof Tensor)) throw new ArgumentError(`${fname}: ${pname} must be a Tensor, got ${describe(primal)}`);
+  if (!(t instanceof Tensor)) throw new ArgumentError(`${fname}: ${tname} must be a Tensor, got ${describe(t)}`);
   primal.check(fname);
   t.check(fname);
   if (!sameShape(t.shape, primal.shape)) {
@@ -31,7 +32,7 @@ function checkTangent(fname: string, pname: string, tname: string, primal: unkno
 }
 
 function output(fname: string, y: unknown): Tensor {
-  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${typeof y}`);
+  if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${describe(y)}`);
   return y;
 }
 
@@ -96,7 +97,7 @@ function jvpByReverse(f: Fn, primals: readonly Tensor[], tangents: readonly Tens
 }
 
 function singleArg(fname: string, x: unknown): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${describe(x)}`);
   return x.check(fname);
 }
 
@@ -119,6 +120,7 @@ function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
  * x has fewer elements than f(x).
  */
 export function jacfwd(f: Fn): (x: Tensor) => Tensor {
+  functionArg('jacfwd', 'f', f);
   return (x) => {
     singleArg('jacfwd', x);
     return runScoped(() => {
@@ -138,6 +140,7 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
  * ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
  */
 export function jacrev(f: Fn): (x: Tensor) => Tensor {
+  functionArg('jacrev', 'f', f);
   return (x) => {
     singleArg('jacrev', x);
     return runScoped(() => {
@@ -164,6 +167,7 @@ function scalarFn(fname: string, f: Fn): Fn {
 
 /** H·v for scalar f at x: the JVP of grad(f) along v (forward-over-reverse). */
 export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
+  functionArg('hvp', 'f', f);
   checkTangent('hvp', 'x', 'v', x, v);
   const g = grad(scalarFn('hvp', f)) as (x: Tensor) => Tensor;
   return runScoped(() => jvp(g, [x], [v])[1], isTensor);
@@ -171,5 +175,6 @@ export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
 
 /** The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are hvp's). */
 export function hessian(f: Fn): (x: Tensor) => Tensor {
+  functionArg('hessian', 'f', f);
   return (x) => jacfwd(grad(scalarFn('hessian', f)) as (x: Tensor) => Tensor)(singleArg('hessian', x));
 }

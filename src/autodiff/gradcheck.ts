@@ -5,6 +5,7 @@ import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
+import { describe, optionsArg } from '../args.js';
 
 export interface GradcheckResult {
   ok: boolean;
@@ -16,15 +17,16 @@ export interface GradcheckResult {
 export function gradcheck(
   f: (...xs: Tensor[]) => Tensor,
   inputs: readonly Tensor[],
-  { eps = 1e-6, rtol = 1e-7 }: { eps?: number; rtol?: number } = {},
+  options?: { eps?: number; rtol?: number },
 ): GradcheckResult {
-  if (typeof f !== 'function') throw new ArgumentError(`gradcheck: f must be a function, got ${typeof f}`);
+  const { eps = 1e-6, rtol = 1e-7 } = optionsArg('gradcheck', options, ['eps', 'rtol']);
+  if (typeof f !== 'function') throw new ArgumentError(`gradcheck: f must be a function, got ${describe(f)}`);
   if (!Array.isArray(inputs) || inputs.length === 0) throw new ArgumentError('gradcheck: inputs must be a non-empty array of tensors');
   inputs.forEach((x, i) => {
-    if (!(x instanceof Tensor)) throw new ArgumentError(`gradcheck: input ${i} must be a Tensor, got ${typeof x}`);
+    if (!(x instanceof Tensor)) throw new ArgumentError(`gradcheck: input ${i} must be a Tensor, got ${describe(x)}`);
     x.check('gradcheck');
   });
-  if (!(eps > 0) || !(rtol > 0)) throw new ArgumentError(`gradcheck: eps and rtol must be positive numbers, got eps=${eps}, rtol=${rtol}`);
+  if (typeof eps !== 'number' || typeof rtol !== 'number' || !(eps > 0) || !(rtol > 0)) throw new ArgumentError(`gradcheck: eps and rtol must be positive numbers, got eps=${describe(eps)}, rtol=${describe(rtol)}`);
   return tidy(() => {
     const xs = inputs.map((x) => x.astype('float64'));
     const base = xs.map((x) => x.toArray() as Float64Array);

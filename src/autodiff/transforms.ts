@@ -15,6 +15,7 @@ import { sweep, linked, reachable, variable } from '../ops/sweep.js';
 import { flatten, rebuild } from './pytree.js';
 import { filled } from '../ops/launch.js';
 import { zerosLike } from '../ops/api.js';
+import { describe } from '../args.js';
 
 type Fn = (...args: any[]) => any;
 
@@ -204,7 +205,7 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
 
 /** The cotangent given to a vjp function: a live tensor of the output's shape and dtype. */
 function checkCotangent(ct: unknown, y: Tensor): void {
-  if (!(ct instanceof Tensor)) throw new ArgumentError(`vjp: the cotangent must be a Tensor of the output's shape [${y.shape}], got ${typeof ct}`);
+  if (!(ct instanceof Tensor)) throw new ArgumentError(`vjp: the cotangent must be a Tensor of the output's shape [${y.shape}], got ${describe(ct)}`);
   ct.check('vjp');
   if (ct.dtype !== y.dtype) throw new DtypeError(`vjp: the cotangent is ${ct.dtype} but the output is ${y.dtype}`);
   if (ct.shape.length !== y.shape.length || ct.shape.some((d, i) => d !== y.shape[i])) {
@@ -231,7 +232,7 @@ export function customVjp(
   const name = forward.name || 'anonymous';
   return (...xs: Tensor[]) => {
     xs.forEach((x, i) => {
-      if (!(x instanceof Tensor)) throw new ArgumentError(`customVjp(${name}): argument ${i} must be a Tensor, got ${typeof x}`);
+      if (!(x instanceof Tensor)) throw new ArgumentError(`customVjp(${name}): argument ${i} must be a Tensor, got ${describe(x)}`);
     });
     return apply('custom', xs, { name, forward, backward: backwardFn });
   };

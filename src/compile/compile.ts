@@ -16,6 +16,7 @@ import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
 import { inspect, quickArgs, quickSig, type Args, type Quick } from './signature.js';
+import { describe } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;

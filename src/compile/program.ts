@@ -194,7 +194,7 @@ export class Program {
     const outs = this.outs.map((o) => {
       if (o.k === 'input') return inputs[o.input];
       if (o.k === 'same') return o.tensor;
-      const t = o.first ? fresh[o.slot] : fresh[o.slot].view(o.shape);
+      const t = o.first ? fresh[o.slot] : fresh[o.slot].share(o.shape);
       t.requiresGrad = o.requiresGrad;
       return t;
     });

@@ -8,6 +8,7 @@ import { filled, k } from '../ops/launch.js';
 import { digitsRaw } from './digits.js';
 import { loadIdx } from './idx.js';
 import { integerStream, shuffleInPlace } from './shuffle.js';
+import { describe, optionsArg } from '../args.js';
 
 export interface Split {
   xTrain: Tensor;
@@ -43,9 +44,10 @@ export interface DigitsOptions {
  * The embedded 1 797 8×8 digits (Alpaydin and Kaynak 1998, UCI, CC BY 4.0), split per class
  * (stratified) with a seeded shuffle: x [N, 64] in [0, 1] (pixel/16), y in 0..9.
  */
-export function digits({ testFraction = 0.2, seed = 0 }: DigitsOptions = {}): Split {
+export function digits(options?: DigitsOptions): Split {
+  const { testFraction = 0.2, seed = 0 } = optionsArg('digits', options, ['testFraction', 'seed']);
   if (typeof testFraction !== 'number' || !(testFraction > 0 && testFraction < 1)) {
-    throw new ArgumentError(`digits: testFraction must be in (0, 1), got ${String(testFraction)}`);
+    throw new ArgumentError(`digits: testFraction must be in (0, 1), got ${describe(testFraction)}`);
   }
   const { pixels, labels, count } = digitsRaw();
   const next = integerStream(seed);
@@ -74,7 +76,7 @@ const FASHION_FILES = {
  * 60 000 / 10 000 split. Node, Deno and Bun only (reads files with node:fs).
  */
 export async function fashionMnist(dir: string): Promise<Split> {
-  if (typeof dir !== 'string' || dir === '') throw new ArgumentError(`fashionMnist: dir must be a directory path, got ${String(dir)}`);
+  if (typeof dir !== 'string' || dir === '') throw new ArgumentError(`fashionMnist: dir must be a directory path, got ${describe(dir)}`);
   const fs = await import('node:fs/promises');
   const names = await fs.readdir(dir).catch((e: NodeJS.ErrnoException) => {
     throw new ArgumentError(`fashionMnist: cannot read data directory ${dir} (${e.code ?? e.message})`);

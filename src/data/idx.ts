@@ -5,6 +5,7 @@
  */
 import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
+import { describe } from '../args.js';
 
 export interface IdxData {
   shape: number[];
@@ -25,7 +26,7 @@ const TYPE_NAMES: Record<number, string> = {
 
 /** Parses an IDX file, gzipped or not; `data` is a fresh copy that does not alias `bytes`. */
 export function loadIdx(bytes: Uint8Array): IdxData {
-  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadIdx: expected the file's bytes as a Uint8Array, got ${typeof bytes}`);
+  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadIdx: expected the file's bytes as a Uint8Array, got ${describe(bytes)}`);
   const gzipped = isGzip(bytes);
   const raw = gzipped ? inflate(bytes) : bytes;
   const shape = readShape(raw);

@@ -2,9 +2,10 @@
 // seed gives the same order in every runtime. Fisher–Yates; the modulo bias (< n/2³²) is
 // irrelevant at data-set sizes.
 import { ArgumentError } from '../errors.js';
+import { describe } from '../args.js';
 
 function checkSeed(op: string, seed: number): number {
-  if (!Number.isSafeInteger(seed)) throw new ArgumentError(`${op}: seed must be a safe integer, got ${String(seed)}`);
+  if (!Number.isSafeInteger(seed)) throw new ArgumentError(`${op}: seed must be a safe integer, got ${describe(seed)}`);
   // Fold the high bits in, so seeds differing above bit 31 still give different streams.
   return (seed ^ Math.floor(seed / 2 ** 32)) >>> 0;
 }
@@ -34,7 +35,9 @@ export function shuffleInPlace(a: Int32Array, next: () => number): Int32Array {
 
 /** A seeded random permutation of 0..n−1. */
 export function permutation(n: number, seed = 0): Int32Array {
-  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`permutation: n must be a non-negative integer, got ${String(n)}`);
+  if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1) {
+    throw new ArgumentError(`permutation: n must be a non-negative integer below 2³¹ (indices are int32), got ${describe(n)}`);
+  }
   checkSeed('permutation', seed);
   const a = new Int32Array(n);
   for (let i = 0; i < n; i++) a[i] = i;

@@ -6,6 +6,7 @@
 import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
 import { integerStream } from './shuffle.js';
+import { describe } from '../args.js';
 
 /** The characters of a string by code point (a surrogate pair is one character). */
 function codePoints(text: string): number[] {
@@ -26,11 +27,14 @@ export class CharTokenizer {
 
   /** A tokenizer over these characters (e.g. a saved `vocab`, or `vocab.join('')`). */
   constructor(vocab: readonly string[] | string) {
-    const chars = typeof vocab === 'string' ? codePoints(vocab).map((c) => String.fromCodePoint(c)) : [...(vocab ?? [])];
+    if (typeof vocab !== 'string' && !Array.isArray(vocab)) {
+      throw new ArgumentError(`CharTokenizer: vocab must be a string or an array of characters, got ${describe(vocab)}`);
+    }
+    const chars = typeof vocab === 'string' ? codePoints(vocab).map((c) => String.fromCodePoint(c)) : [...vocab];
     if (chars.length === 0) throw new ArgumentError('CharTokenizer: the vocabulary is empty');
     chars.forEach((ch, i) => {
       if (typeof ch !== 'string' || codePoints(ch).length !== 1)
-        throw new ArgumentError(`CharTokenizer: vocab[${i}] must be one character, got ${JSON.stringify(ch)}`);
+        throw new ArgumentError(`CharTokenizer: vocab[${i}] must be one character, got ${describe(ch)}`);
       const c = ch.codePointAt(0)!;
       if (this.ids.has(c))
         throw new ArgumentError(`CharTokenizer: ${JSON.stringify(ch)} appears twice in the vocabulary (at ${this.ids.get(c)} and ${i})`);

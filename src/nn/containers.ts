@@ -2,12 +2,16 @@
 // with no forward of its own: the owner decides how to run them.
 import { ArgumentError } from '../errors.js';
 import { Module } from './module.js';
+import { describe } from '../args.js';
 
 export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Module<never> {
   private readonly items: M[] = [];
 
   constructor(modules: Iterable<M> = []) {
     super();
+    if (modules === null || typeof (modules as Iterable<M>)[Symbol.iterator] !== 'function' || typeof modules === 'string') {
+      throw new ArgumentError(`ModuleList: modules must be an array of Modules, got ${describe(modules)}`);
+    }
     for (const m of modules) this.append(m);
   }
 

@@ -6,6 +6,7 @@ import type { DType } from '../tensor/dtype.js';
 import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
+import { describe, optionsArg } from '../args.js';
 
 type Size = number | readonly [number, number];
 
@@ -18,8 +19,8 @@ export interface Conv2dOptions {
 }
 
 function pair(op: string, name: string, v: Size, min: number): [number, number] {
-  const p: [number, number] = typeof v === 'number' ? [v, v] : [v[0], v[1]];
-  if (!p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${JSON.stringify(v)}`);
+  const p: [number, number] = typeof v === 'number' ? [v, v] : Array.isArray(v) ? [v[0], v[1]] : [NaN, NaN];
+  if ((Array.isArray(v) && v.length !== 2) || !p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${describe(v)}`);
   return p;
 }
 
@@ -31,8 +32,9 @@ export class Conv2d extends Module {
   readonly padding: [number, number];
   readonly dtype: DType;
 
-  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, opts: Conv2dOptions = {}) {
+  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, options?: Conv2dOptions) {
     super();
+    const opts = optionsArg('Conv2d', options, ['stride', 'padding', 'bias', 'seed', 'dtype']);
     count('Conv2d', 'inChannels', inChannels);
     count('Conv2d', 'outChannels', outChannels);
     this.kernelSize = pair('Conv2d', 'kernelSize', kernelSize, 1);

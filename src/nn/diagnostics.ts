@@ -12,6 +12,7 @@ import type { Module } from './module.js';
 import { Linear, linearLayers } from './linear.js';
 import { Sequential } from './sequential.js';
 import { withBackprop, moduleArg } from './feedback.js';
+import { describe, optionsArg } from '../args.js';
 
 export interface GradientStat {
   /** The parameter's dotted name ("0.weight"). */
@@ -47,10 +48,16 @@ export interface WarningOptions {
 const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : String(v));
 
 /** One line per parameter whose gradient vanishes (relative to the largest) or explodes. */
-export function gradientWarnings(stats: readonly GradientStat[], opts: WarningOptions = {}): string[] {
-  if (!Array.isArray(stats)) throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${typeof stats}`);
-  for (const [k, v] of Object.entries(opts ?? {})) {
-    if (typeof v !== 'number' || !(v > 0)) throw new ArgumentError(`gradientWarnings: ${k} must be a positive number, got ${String(v)}`);
+export function gradientWarnings(stats: readonly GradientStat[], options?: WarningOptions): string[] {
+  const opts = optionsArg('gradientWarnings', options, ['vanishing', 'exploding']);
+  if (!Array.isArray(stats)) throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${describe(stats)}`);
+  stats.forEach((s, i) => {
+    if (s === null || typeof s !== 'object' || typeof s.gradNorm !== 'number') {
+      throw new ArgumentError(`gradientWarnings: stats[${i}] must be a { name, gradNorm, ... } record from gradientStats, got ${describe(s)}`);
+    }
+  });
+  for (const [k, v] of Object.entries(opts)) {
+    if (typeof v !== 'number' || !(v > 0)) throw new ArgumentError(`gradientWarnings: ${k} must be a positive number, got ${describe(v)}`);
   }
   const vanishing = opts.vanishing ?? 1e-6, exploding = opts.exploding ?? 1e6;
   // The reference is the largest gradient that is not itself exploding.
@@ -157,9 +164,9 @@ function measure(model: Module, layers: readonly Linear[], x: Tensor, lossOf: (o
  */
 export function alignmentAngles(model: Module, x: Tensor, lossOf: (out: Tensor) => Tensor): AlignmentAngle[] {
   moduleArg('alignmentAngles', model);
-  if (!(x instanceof Tensor)) throw new ArgumentError(`alignmentAngles: x must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`alignmentAngles: x must be a Tensor, got ${describe(x)}`);
   x.check('alignmentAngles');
-  if (typeof lossOf !== 'function') throw new ArgumentError(`alignmentAngles: lossOf must be a function of the output, got ${typeof lossOf}`);
+  if (typeof lossOf !== 'function') throw new ArgumentError(`alignmentAngles: lossOf must be a function of the output, got ${describe(lossOf)}`);
   const named = linearLayers(model).filter(([, l]) => l.feedback !== 'bp');
   if (named.length === 0) return [];
   const layers = named.map(([, l]) => l);

@@ -16,6 +16,7 @@ import { keep } from '../tensor/memory.js';
 import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
 import { Module } from './module.js';
 import { Stream, fanInBound } from './init.js';
+import { describe } from '../args.js';
 
 export type Feedback = 'bp' | 'alignment' | 'sign';
 export const FEEDBACK_MODES: readonly Feedback[] = ['bp', 'alignment', 'sign'];
@@ -23,7 +24,7 @@ export const FEEDBACK_MODES: readonly Feedback[] = ['bp', 'alignment', 'sign'];
 export function checkFeedback(op: string, v: unknown): Feedback {
   if (v === undefined) return 'bp';
   if (!(FEEDBACK_MODES as readonly unknown[]).includes(v)) {
-    throw new ArgumentError(`${op}: feedback must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got ${JSON.stringify(v)}`);
+    throw new ArgumentError(`${op}: feedback must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got ${describe(v)}`);
   }
   return v as Feedback;
 }
@@ -41,7 +42,7 @@ let backpropDepth = 0;
  * reference pass the diagnostics compare feedback alignment against. B is kept.
  */
 export function withBackprop<T>(fn: () => T): T {
-  if (typeof fn !== 'function') throw new ArgumentError(`withBackprop: fn must be a function, got ${typeof fn}`);
+  if (typeof fn !== 'function') throw new ArgumentError(`withBackprop: fn must be a function, got ${describe(fn)}`);
   backpropDepth++;
   try {
     return fn();

@@ -6,10 +6,11 @@ import { Tensor } from '../ops/tensor.js';
 import { checkDtype, SUFFIX, type DType } from '../tensor/dtype.js';
 import { seedOf } from '../ops/create.js';
 import { kernel } from '../wasm/module.js';
+import { describe } from '../args.js';
 
 /** A positive integer size argument, or an ArgumentError naming the module and argument. */
 export function count(op: string, name: string, v: unknown): number {
-  if (!Number.isInteger(v) || (v as number) <= 0) throw new ArgumentError(`${op}: ${name} must be a positive integer, got ${String(v)}`);
+  if (!Number.isInteger(v) || (v as number) <= 0) throw new ArgumentError(`${op}: ${name} must be a positive integer, got ${describe(v)}`);
   return v as number;
 }
 

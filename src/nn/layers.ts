@@ -9,9 +9,10 @@ import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
+import { describe, optionsArg } from '../args.js';
 
 function tensorInput(op: string, x: unknown): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${describe(x)}`);
   return x.check(op);
 }
 
@@ -69,9 +70,10 @@ export class Unflatten extends Module {
 export class Dropout extends Module {
   private readonly seed: number;
   private calls = 0;
-  constructor(readonly p = 0.5, opts: { seed?: number } = {}) {
+  constructor(readonly p = 0.5, options?: { seed?: number }) {
     super();
-    if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${String(p)}`);
+    const opts = optionsArg('Dropout', options, ['seed']);
+    if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${describe(p)}`);
     const [lo, hi] = seedOf(opts.seed, 'Dropout');
     this.seed = hi * 2 ** 32 + lo;
   }
@@ -91,6 +93,7 @@ export class LayerNorm extends Module {
   readonly dtype: DType;
   constructor(dim: number | readonly [number], readonly opts: { eps?: number; elementwiseAffine?: boolean; dtype?: DType } = {}) {
     super();
+    optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'dtype']);
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
     this.dtype = dtypeOf('LayerNorm', opts.dtype);
@@ -107,18 +110,25 @@ export class LayerNorm extends Module {
 /** A lookup table [n, dim] initialised N(0, 1); forward(indices) gathers rows → [...indices.shape, dim]. */
 export class Embedding extends Module {
   readonly weight: Tensor;
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, opts: { seed?: number; dtype?: DType } = {}) {
+  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options?: { seed?: number; dtype?: DType }) {
     super();
+    const opts = optionsArg('Embedding', options, ['seed', 'dtype']);
     count('Embedding', 'numEmbeddings', numEmbeddings);
     count('Embedding', 'embeddingDim', embeddingDim);
     this.weight = this.registerParameter('weight', new Stream(opts.seed, 'Embedding').normal([numEmbeddings, embeddingDim], dtypeOf('Embedding', opts.dtype)));
   }
   forward(indices: Tensor | Int32Array | readonly number[]): Tensor {
+    if (!(indices instanceof Tensor) && !(indices instanceof Int32Array) && !Array.isArray(indices)) {
+      throw new ArgumentError(`Embedding: indices must be a Tensor, an Int32Array or an array of integers, got ${describe(indices)}`);
+    }
     const shape = indices instanceof Tensor ? indices.shape : [indices.length];
     const flat = indices instanceof Tensor ? Array.from(indices.check('Embedding').toArray()) : indices;
     for (let i = 0; i < flat.length; i++) {
       const v = flat[i];
-      if (!Number.isInteger(v) || v < 0 || v >= this.numEmbeddings) {
+      if (!Number.isInteger(v)) {
+        throw new ArgumentError(`Embedding: index ${describe(v)} at position ${i} is not an integer (indices are whole row numbers in [0, ${this.numEmbeddings}))`);
+      }
+      if (v < 0 || v >= this.numEmbeddings) {
         throw new ShapeError(`Embedding: index ${v} at position ${i} is out of range [0, ${this.numEmbeddings})`);
       }
     }

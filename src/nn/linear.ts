@@ -11,6 +11,7 @@ import { dense, type Activation } from '../ops/dense.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { type Feedback, FEEDBACK_MODES, checkFeedback, feedbackProduct, drawFeedback, feedbackStream, moduleArg } from './feedback.js';
+import { optionsArg } from '../args.js';
 
 /** How the adjoint flows back to the input: 'bp' (Wᵀ), 'alignment' (fixed random B), 'sign' (sign(W)); see feedback.ts. */
 export type { Feedback } from './feedback.js';
@@ -32,8 +33,9 @@ export class Linear extends Module {
   /** 'alignment' only: the fixed B [out, in]. Not a parameter: not learned, not in stateDict(). */
   private fixedB: Tensor | null = null;
 
-  constructor(readonly inFeatures: number, readonly outFeatures: number, opts: LinearOptions = {}) {
+  constructor(readonly inFeatures: number, readonly outFeatures: number, options?: LinearOptions) {
     super();
+    const opts = optionsArg('Linear', options, ['bias', 'seed', 'dtype', 'feedback']);
     count('Linear', 'inFeatures', inFeatures);
     count('Linear', 'outFeatures', outFeatures);
     this.dtype = dtypeOf('Linear', opts.dtype);

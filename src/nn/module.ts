@@ -8,10 +8,11 @@ import { views } from '../wasm/module.js';
 import { BYTES, type DType } from '../tensor/dtype.js';
 import { cast } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
+import { describe } from '../args.js';
 
 /** Checks a module's input: a live Tensor of the module's dtype whose axis `axis` is `size`. */
 export function checkInput(op: string, x: unknown, dtype: DType, axis: number, size: number, what: string): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${describe(x)}`);
   x.check(op);
   const a = axis < 0 ? x.shape.length + axis : axis;
   if (a < 0 || a >= x.shape.length || x.shape[a] !== size) throw new ShapeError(`${op}: expected input with ${what} = ${size}, got shape [${x.shape}]`);
@@ -46,14 +47,14 @@ export abstract class Module<Out = Tensor> {
   /** Registers a submodule under `name`; its parameters appear as `name.<param>`. */
   protected registerModule<M extends Module<unknown>>(name: string, m: M): M {
     this.checkName(name);
-    if (!(m instanceof Module)) throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${typeof m}`);
+    if (!(m instanceof Module)) throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${describe(m)}`);
     this.children.set(name, m);
     return m;
   }
 
   private checkName(name: string): void {
     if (typeof name !== 'string' || name === '' || name.includes('.')) {
-      throw new ArgumentError(`${this.constructor.name}: parameter and submodule names must be non-empty strings without '.', got ${JSON.stringify(name)}`);
+      throw new ArgumentError(`${this.constructor.name}: parameter and submodule names must be non-empty strings without '.', got ${describe(name)}`);
     }
     if (this.ownParams.has(name) || this.children.has(name)) throw new ArgumentError(`${this.constructor.name}: ${JSON.stringify(name)} is already registered`);
   }
@@ -97,7 +98,7 @@ export abstract class Module<Out = Tensor> {
    * mis-shaped keys are all named in one error.
    */
   loadStateDict(record: Record<string, Tensor>): void {
-    if (record === null || typeof record !== 'object') throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${String(record)}`);
+    if (record === null || typeof record !== 'object') throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${describe(record)}`);
     const params = new Map(this.namedParameters('', false));
     const problems: string[] = [];
     // A tied parameter needs only one of its names (a record saved with duplicates dropped still loads).
@@ -108,7 +109,7 @@ export abstract class Module<Out = Tensor> {
     for (const [n, p] of params) {
       const t = record[n];
       if (t === undefined) continue;
-      if (!(t instanceof Tensor)) throw new ArgumentError(`loadStateDict: ${JSON.stringify(n)} must be a Tensor, got ${typeof t}`);
+      if (!(t instanceof Tensor)) throw new ArgumentError(`loadStateDict: ${JSON.stringify(n)} must be a Tensor, got ${describe(t)}`);
       t.check(`loadStateDict (${n})`);
       if (!sameShape(t.shape, p.shape)) shapes.push(`${n} (expected [${p.shape}], got [${t.shape}])`);
     }
@@ -162,6 +163,11 @@ export abstract class Module<Out = Tensor> {
   dispose(): void {
     for (const c of this.children.values()) c.dispose();
     for (const p of this.ownParams.values()) p.dispose();
+  }
+
+  /** `using model = new nn.Linear(…)` disposes the module at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 }
 

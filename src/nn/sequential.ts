@@ -15,6 +15,7 @@ import { recordDraws, replayDraws } from '../tensor/replay.js';
 import { modes, withMode } from '../ops/modes.js';
 import { checkpoint } from '../autodiff/checkpoint.js';
 import { checkPlan, planSegments, type CheckpointPlan, type SegmentPlan } from '../autodiff/segments.js';
+import { describe } from '../args.js';
 
 /** Activation modules a preceding Linear absorbs. Exact classes, the Linear's too: a subclass may change forward. */
 const FUSABLE = new Map<unknown, Activation>([[ReLU, 'relu'], [Tanh, 'tanh']]);
@@ -50,7 +51,7 @@ export class Sequential extends Module {
     const hasOptions = typeof last === 'object' && last !== null && Object.getPrototypeOf(last) === Object.prototype;
     const mods = hasOptions ? items.slice(0, -1) : items;
     mods.forEach((m, i) => {
-      if (!(m instanceof Module)) throw new ArgumentError(`Sequential: argument ${i} must be a Module (an options object may only come last), got ${typeof m}`);
+      if (!(m instanceof Module)) throw new ArgumentError(`Sequential: argument ${i} must be a Module (an options object may only come last), got ${describe(m)}`);
       this.registerModule(String(i), m);
     });
     this.layers = mods as Module[];

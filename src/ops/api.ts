@@ -12,6 +12,7 @@ import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
 
 import { composite } from './composite.js';
+import { describe, boolArg } from '../args.js';
 
 export * from './composite.js';
 export * from './conv-api.js';
@@ -24,7 +25,7 @@ export type Axis = number | readonly number[];
 /** Normalised, sorted, distinct axes (all axes when omitted). */
 export function normAxes(op: string, shape: readonly number[], axis?: Axis): number[] {
   if (axis === undefined) return shape.map((_, i) => i);
-  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${typeof axis}`);
+  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${describe(axis)}`);
   const list = typeof axis === 'number' ? [axis] : [...axis];
   const out = list.map((a) => normAxis(op, shape, a));
   return [...new Set(out)].sort((a, b) => a - b);
@@ -32,6 +33,7 @@ export function normAxes(op: string, shape: readonly number[], axis?: Axis): num
 
 export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
   if (!Number.isInteger(a) || a < -rank || a >= rank) {
+    if (typeof a !== 'number') throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
     throw new ShapeError(`${op}: axis ${a} is out of range for shape [${shape}] (rank ${shape.length})`);
   }
   return a < 0 ? a + rank : a;
@@ -39,11 +41,17 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
 
 /** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
 function shapeArg(op: string, name: string, v: unknown): void {
-  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${typeof v}`);
+  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
+}
+
+/** An array of tensors (concat's operands, Tensor.concat's others): anything else is an ArgumentError naming it. */
+export function tensorList(op: string, name: string, xs: unknown): readonly Tensor[] {
+  if (!Array.isArray(xs)) throw new ArgumentError(`${op}: ${name} must be an array of Tensors, got ${describe(xs)}`);
+  return xs;
 }
 
 export function tensorArg(op: string, x: unknown, pos: string): Tensor {
-  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${typeof x}`);
+  if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: ${pos} must be a Tensor, got ${describe(x)}`);
   return x.check(op);
 }
 
@@ -119,7 +127,7 @@ export const recip = unary('recip');
 export const erf = unary('erf');
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
   tensorArg('leakyRelu', x, 'x');
-  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${slope}`);
+  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${describe(slope)}`);
   return apply('leakyRelu', [x], { slope });
 }
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
@@ -137,11 +145,12 @@ export const inside = (x: Tensor, lo: number, hi: number): Tensor => apply('insi
 
 export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('sum', x, 'x');
-  return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims });
+  return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims: boolArg('sum', 'keepdims', keepdims, false) });
 }
 export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   tensorArg('max', x, 'x');
   const axes = normAxes('max', x.shape, axis);
+  boolArg('max', 'keepdims', keepdims, false);
   if (axes.some((a) => x.shape[a] === 0)) throw new ShapeError(`max: cannot reduce an empty axis of shape [${x.shape}]`);
   return apply('max', [x], { axes, keepdims });
 }
@@ -195,7 +204,7 @@ export function slice(x: Tensor, begin: readonly number[], size: readonly number
 export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[]): Tensor => apply('pad', [x], { begin, shape });
 
 export function concat(xs: readonly Tensor[], axis = 0): Tensor {
-  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError('concat: expected a non-empty array of tensors');
+  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError(`concat: expected a non-empty array of tensors, got ${describe(xs)}`);
   xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
   const first = xs[0];
   const a = normAxis('concat', first.shape, axis);
@@ -286,9 +295,9 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 
 /** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */
 export function detach(x: Tensor): Tensor {
-  return tensorArg('detach', x, 'x').view();
+  return tensorArg('detach', x, 'x').share();
 }
 export function stopGradient(x: Tensor): Tensor {
-  return tensorArg('stopGradient', x, 'x').view();
+  return tensorArg('stopGradient', x, 'x').share();
 }
 

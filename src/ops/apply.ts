@@ -5,6 +5,7 @@ import { OutOfMemoryError } from '../errors.js';
 import { type Tensor, isTensor } from './tensor.js';
 import { Storage } from '../tensor/tensor.js';
 import { exempt, runScoped } from '../tensor/scope.js';
+import { originOf } from '../tensor/lifetime.js';
 import { rules, type Prim, type ParamsOf } from './table.js';
 import type { Rule, Saved } from './rule.js';
 import { broadcastTo } from './api.js';
@@ -47,6 +48,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     }
     if (modes.anomaly) checkFinite(name, y, xs);
   }
+  y.storage.charge(originOf(name));
   // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
   if (y.dtype === 'int32') return y;
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
@@ -65,7 +67,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     if (saved !== undefined) {
       // The VJP sees y's tangent (forward over reverse); a plain view, since a linked one would
       // hold the node that owns it.
-      saved.tangent = y.tangent.view();
+      saved.tangent = y.tangent.share();
       exempt(saved.tangent);
     }
   }
@@ -87,7 +89,7 @@ function batched<K extends Prim>(name: K, rule: Rule<ParamsOf<K>>, xs: readonly 
   const self = (ys: readonly Tensor[], q: ParamsOf<K> = p): Tensor => apply(name, ys, q);
   const [out, d] = runScoped(() => {
     const [o, dd] = rule.batch(phys, dims, p, self);
-    return [phys.includes(o) ? o.view() : o, dd] as [Tensor, number];
+    return [phys.includes(o) ? o.share() : o, dd] as [Tensor, number];
   }, isTensor);
   return wrap(out, d, level);
 }
@@ -124,7 +126,7 @@ function tangentOf<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor, p: P): Te
 
 /** A new handle on t's memory with t's tape (a JVP that returned an input's tangent itself). */
 function sameValue(t: Tensor): Tensor {
-  const v = t.view();
+  const v = t.share();
   if (t.requiresGrad) {
     v.requiresGrad = true;
     v.node = t.node;

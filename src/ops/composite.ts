@@ -10,6 +10,7 @@ import {
   add, sub, mul, div, exp, log, square, tanh, erf, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg, floatArg,
   type Axis,
 } from './api.js';
+import { describe, boolArg, optionsArg } from '../args.js';
 
 /** Runs fn and frees every tensor it created except its result. */
 export function composite<T>(fn: () => T): T {
@@ -29,6 +30,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   floatArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
+  boolArg('mean', 'keepdims', keepdims, false);
   const n = sizeOf(axes.map((a) => x.shape[a]));
   return composite(() => div(sum(x, axes, keepdims), n));
 }
@@ -37,6 +39,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   floatArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
+  boolArg('logsumexp', 'keepdims', keepdims, false);
   return composite(() => {
     const m = detach(max(x, axes, true));
     const r = add(log(sum(exp(sub(x, m)), axes, true)), m);
@@ -75,11 +78,12 @@ function reduce(v: Tensor, reduction: Reduction): Tensor {
 /** Checked before any op runs, so a bad option cannot leave half a computation behind. */
 function checkReduction(op: string, reduction: unknown): void {
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
-    throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+    throw new ArgumentError(`${op}: reduction must be 'mean', 'sum' or 'none', got ${describe(reduction)}`);
   }
 }
 
-export function mseLoss(pred: Tensor, target: Tensor, { reduction = 'mean' as Reduction } = {}): Tensor {
+export function mseLoss(pred: Tensor, target: Tensor, options?: { reduction?: Reduction }): Tensor {
+  const { reduction = 'mean' } = optionsArg('mseLoss', options, ['reduction']);
   floatArg('mseLoss', pred, 'pred');
   floatArg('mseLoss', target, 'target');
   checkReduction('mseLoss', reduction);
@@ -95,7 +99,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
   floatArg('layerNorm', x, 'x');
   if (weight != null) floatArg('layerNorm', weight, 'weight');
   if (bias != null) floatArg('layerNorm', bias, 'bias');
-  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${eps}`);
+  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${describe(eps)}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
   for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {

@@ -9,6 +9,7 @@ import { k } from './launch.js';
 import { add, mul, reshape, tensorArg, floatArg } from './api.js';
 import { composite } from './composite.js';
 import { perCall } from '../wasm/hooks.js';
+import { describe, optionsArg, boolArg } from '../args.js';
 
 export type Pair = readonly [number, number];
 export interface ConvParams {
@@ -53,7 +54,7 @@ function pairArg(op: string, name: string, v: unknown, min: number): Pair {
   const pair = typeof v === 'number' ? [v, v] : Array.isArray(v) && v.length === 2 ? v : null;
   if (pair === null || pair.some((d) => !Number.isInteger(d) || d < min)) {
     const what = min === 0 ? 'non-negative' : 'positive';
-    throw new ArgumentError(`${op}: ${name} must be a ${what} integer or a pair of them, got ${JSON.stringify(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be a ${what} integer or a pair of them, got ${describe(v)}`);
   }
   return [pair[0], pair[1]];
 }
@@ -127,9 +128,11 @@ export function avgPool2d(x: Tensor, k: number | readonly number[], stride?: num
  * by a mask drawn in wasm from the counter-based generator (same seed → same mask everywhere).
  * With training = false or p = 0 it is the identity (a view of x).
  */
-export function dropout(x: Tensor, p: number, { seed, training = true }: DropoutOptions = {}): Tensor {
+export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor {
   floatArg('dropout', x, 'input');
-  if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${p}`);
+  const { seed, training: t } = optionsArg('dropout', options, ['seed', 'training']);
+  const training = boolArg('dropout', 'training', t, true);
+  if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${describe(p)}`);
   if (!training || p === 0) return reshape(x, x.shape);
   return dropoutDrawn(x, p, () => seed);
 }

@@ -7,6 +7,7 @@ import { checkDtype, checkAnyDtype, SUFFIX, type DType } from '../tensor/dtype.j
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
+import { describe, optionsArg, boolArg } from '../args.js';
 
 export interface TensorOptions {
   shape?: readonly number[];
@@ -22,14 +23,14 @@ type Nested = number | readonly Nested[];
 
 function checkShape(op: string, shape: readonly number[]): void {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
-    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw new ShapeError(`${op}: shape must be an array of non-negative integers, got ${describe(shape)}`);
   }
 }
 
 /** Shape of nested arrays, checking that they are not ragged. */
 function inferShape(data: Nested, path = 'data'): number[] {
   if (typeof data === 'number') return [];
-  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${typeof data}`);
+  if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${describe(data)}`);
   if (data.length === 0) return [0];
   const inner = inferShape(data[0], `${path}[0]`);
   for (let i = 1; i < data.length; i++) {
@@ -50,9 +51,9 @@ function named<T>(op: string, f: () => T): T {
   }
 }
 
-function finish(t: Tensor, requiresGrad = false): Tensor {
+function finish(t: Tensor, requiresGrad: boolean | undefined): Tensor {
   try {
-    t.requiresGrad = requiresGrad; // refused for int32
+    t.requiresGrad = requiresGrad ?? false; // refused for int32
   } catch (e) {
     t.dispose();
     throw e;
@@ -78,7 +79,9 @@ function checkInt32(op: string, v: number, where: string): void {
   }
 }
 
-export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {}): Tensor {
+export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions): Tensor {
+  const opts = optionsArg('tensor', options, ['shape', 'dtype', 'requiresGrad']);
+  boolArg('tensor', 'requiresGrad', opts.requiresGrad, false);
   const dtype = checkAnyDtype('tensor', opts.dtype ?? 'float32');
   if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
     throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
@@ -97,19 +100,23 @@ export function tensor(data: Nested | ArrayLike<number>, opts: TensorOptions = {
   return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
 }
 
-function fullAs(op: string, shape: readonly number[], value: number, opts: TensorOptions): Tensor {
+function fullAs(op: string, shape: readonly number[], value: number, options: TensorOptions | undefined): Tensor {
+  const opts = optionsArg(op, options, ['dtype', 'requiresGrad']);
+  boolArg(op, 'requiresGrad', opts.requiresGrad, false);
   checkShape(op, shape);
-  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${typeof value}`);
+  if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${describe(value)}`);
   const dtype = checkAnyDtype(op, opts.dtype ?? 'float32');
   if (dtype === 'int32') checkInt32(op, value, 'the value');
   return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
 }
-export const full = (shape: readonly number[], value: number, opts: TensorOptions = {}): Tensor => fullAs('full', shape, value, opts);
-export const zeros = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('zeros', shape, 0, opts);
-export const ones = (shape: readonly number[], opts: TensorOptions = {}): Tensor => fullAs('ones', shape, 1, opts);
+export const full = (shape: readonly number[], value: number, opts?: TensorOptions): Tensor => fullAs('full', shape, value, opts);
+export const zeros = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('zeros', shape, 0, opts);
+export const ones = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('ones', shape, 1, opts);
 
-export function arange(n: number, opts: TensorOptions = {}): Tensor {
-  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${n}`);
+export function arange(n: number, options?: TensorOptions): Tensor {
+  const opts = optionsArg('arange', options, ['dtype', 'requiresGrad']);
+  boolArg('arange', 'requiresGrad', opts.requiresGrad, false);
+  if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${describe(n)}`);
   const dtype = checkAnyDtype('arange', opts.dtype ?? 'float32');
   if (dtype === 'int32' && n > 2 ** 31) throw new ArgumentError(`arange: n = ${n} does not fit int32`);
   const t = named('arange', () => Tensor.empty([n], dtype)); // a huge n fails here (OutOfMemoryError)
@@ -121,12 +128,14 @@ let autoSeed = 0x5eed;
 /** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
 export function seedOf(seed: number | undefined, op?: string): [number, number] {
   const s = seed ?? replayable(() => autoSeed++); // a checkpoint's recompute gets the same automatic seed
-  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${s}`);
+  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${describe(s)}`);
   return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
 }
 
-function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], opts: RandomOptions, a: number, b: number): Tensor {
+function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], options: RandomOptions | undefined, a: number, b: number): Tensor {
   const fname = op === 'rand_uniform' ? 'rand' : 'randn';
+  const opts = optionsArg(fname, options, ['seed', 'dtype', 'requiresGrad']);
+  boolArg(fname, 'requiresGrad', opts.requiresGrad, false);
   checkShape(fname, shape);
   const dtype = checkDtype(fname, opts.dtype ?? 'float32');
   // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does.
@@ -136,6 +145,6 @@ function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], op
   return finish(t, opts.requiresGrad);
 }
 /** Standard normal samples. */
-export const randn = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_normal', shape, opts, 0, 1);
+export const randn = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_normal', shape, opts, 0, 1);
 /** Uniform samples in [0, 1). */
-export const rand = (shape: readonly number[], opts: RandomOptions = {}): Tensor => random('rand_uniform', shape, opts, 0, 1);
+export const rand = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_uniform', shape, opts, 0, 1);

@@ -6,6 +6,7 @@ import type { Rule, Saved } from './rule.js';
 import { withMode } from './modes.js';
 import { batchedOf, loopBatch } from './batch.js';
 import { reshape } from './api.js';
+import { describe } from '../args.js';
 
 export interface CustomParams {
   readonly name: string;
@@ -29,10 +30,10 @@ export interface CheckpointParams {
 function checkCotangent(name: string, c: unknown, i: number, shape: readonly number[], g: Tensor): void {
   if (c === null) return;
   const want = `null or a ${g.dtype} Tensor of shape [${shape}]`;
-  if (!isTensor(c)) throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${typeof c}`);
+  if (!isTensor(c)) throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${describe(c)}`);
   c.check(`customVjp(${name})`);
   if (c.dtype !== g.dtype || c.shape.length !== shape.length || c.shape.some((d, j) => d !== shape[j])) {
-    throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${c.dtype} [${c.shape}]`);
+    throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${describe(c.dtype)} [${c.shape}]`);
   }
 }
 
@@ -41,8 +42,8 @@ export const customRules = {
     saves: { inputs: 'all', output: true },
     forward: (xs, p) => withMode('record', false, () => withMode('forward', false, () => {
       const y: unknown = p.forward(...xs);
-      if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${typeof y}`);
-      return y.view();
+      if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
+      return y.share();
     })),
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);

@@ -21,6 +21,7 @@ import { matmulT, reshape, sum, add, tensorArg } from './api.js';
 import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
 import { front, frontAll, isBatched, type Dim, type Self } from './batch.js';
 import { relu, tanh, sigmoid } from './api.js';
+import { describe } from '../args.js';
 
 export type Activation = 'none' | 'relu' | 'tanh' | 'sigmoid';
 /** Kernel codes of the activations (assembly/epilogue.ts's ACT_*). */
@@ -33,7 +34,7 @@ export interface DenseParams {
 /** act(x·Wᵀ + b) for x [..., in], W [out, in], b [out] → [..., out]. */
 export function dense(x: Tensor, w: Tensor, b: Tensor, act: Activation = 'none'): Tensor {
   const ts = [tensorArg('dense', x, 'input'), tensorArg('dense', w, 'weight'), tensorArg('dense', b, 'bias')];
-  if (!Object.hasOwn(CODE, act)) throw new ArgumentError(`dense: act must be one of ${Object.keys(CODE).map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(act)}`);
+  if (!Object.hasOwn(CODE, act)) throw new ArgumentError(`dense: act must be one of ${Object.keys(CODE).map((a) => `'${a}'`).join(', ')}, got ${describe(act)}`);
   if (ts.some((t) => t.dtype !== x.dtype)) throw new DtypeError(`dense: dtypes differ: input ${x.dtype}, weight ${w.dtype}, bias ${b.dtype}`);
   return apply(act === 'none' ? 'affine' : 'dense', ts, { act });
 }

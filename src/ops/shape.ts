@@ -77,7 +77,7 @@ function scatterAddForward(g: Tensor, indices: Int32Array, axis: number, shape: 
 }
 
 function castForward(x: Tensor, dtype: DType): Tensor {
-  if (x.dtype === dtype) return x.view();
+  if (x.dtype === dtype) return x.share();
   const y = Tensor.empty(x.shape, dtype);
   kernel(`cast_${SUFFIX[x.dtype]}_${SUFFIX[dtype]}`)(x.ptr, y.ptr, x.size);
   return y;
@@ -113,7 +113,7 @@ class LazyTranspose implements Pending {
   readonly op = 'transpose';
   private readonly src: Tensor;
   constructor(readonly of: Tensor, readonly perm: readonly number[], readonly shape: readonly number[]) {
-    this.src = of.view();
+    this.src = of.share();
     exempt(this.src); // owned by the lazy block, never by a tidy scope
   }
   fill(ptr: number): void {
@@ -152,7 +152,7 @@ export const shapeRules = {
   reshape: {
     saves: NONE,
     int32: true,
-    forward: ([x], p) => x.view(p.shape),
+    forward: ([x], p) => x.share(p.shape),
     vjp: (g, s) => [reshape(g, s.shapes[0])],
     jvp: linearJvp('reshape'),
     batch: ([x], [d], p, self) => {

@@ -7,6 +7,8 @@ import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tenso
 import type { Node } from './node.js';
 import * as ops from './api.js';
 import { backward, type BackwardOptions } from './backward.js';
+import { tooMany, describe } from '../args.js';
+import { ArgumentError } from '../errors.js';
 
 export type TensorLike = Tensor | number;
 type Axis = number | readonly number[];
@@ -75,11 +77,16 @@ export class Tensor extends TensorBase<Tensor, Node> {
   logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
 
   reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  /** PyTorch's view: reshape, which never copies (the result shares this tensor's memory) and is differentiable. */
+  view(shape: readonly number[]): Tensor {
+    if (!Array.isArray(shape)) throw new ArgumentError(`view: shape must be an array of integers, got ${describe(shape)}`);
+    return ops.reshape(this, shape);
+  }
   transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
   broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
   slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
   gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
-  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...others], axis); }
+  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis); }
 
   permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
   unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
@@ -110,4 +117,32 @@ export class Tensor extends TensorBase<Tensor, Node> {
 
 export function isTensor(v: unknown): v is Tensor {
   return v instanceof Tensor;
+}
+
+// No argument silently ignored: every public method throws an ArgumentError when called with
+// more arguments than it declares (`x.sum(0, false, 'extra')`), instead of dropping the extra
+// ones. Installed over the prototype once, so methods added later are covered too; the check
+// reads only arguments.length (V8 does not materialise the arguments object for it or for apply).
+const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'make']);
+type Method = (this: Tensor, ...a: unknown[]) => unknown;
+/** f behind an argument-count check; explicit parameters up to three (call with them is cheaper than apply). */
+function checkedArity(name: string, f: Method, max: number): Method {
+  if (max === 0) return function (this: Tensor) { if (arguments.length > 0) throw tooMany(name, 0, arguments.length); return f.call(this); };
+  if (max === 1) return function (this: Tensor, a?: unknown) { if (arguments.length > 1) throw tooMany(name, 1, arguments.length); return f.call(this, a); };
+  if (max === 2) return function (this: Tensor, a?: unknown, b?: unknown) { if (arguments.length > 2) throw tooMany(name, 2, arguments.length); return f.call(this, a, b); };
+  return function (this: Tensor) {
+    if (arguments.length > max) throw tooMany(name, max, arguments.length);
+    return f.apply(this, arguments as unknown as unknown[]);
+  };
+}
+for (let proto = Tensor.prototype as object; proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+  for (const key of Object.getOwnPropertyNames(proto)) {
+    const d = Object.getOwnPropertyDescriptor(proto, key)!;
+    const f = d.value as Method | undefined;
+    if (typeof f !== 'function' || INTERNAL.has(key) || Object.hasOwn(Tensor.prototype, key) !== (proto === Tensor.prototype)) continue;
+    const params = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(f))?.[1] ?? '...';
+    if (params.includes('...')) continue; // rest parameters take any count
+    const max = f.length === 0 && params.trim() !== '' ? params.split(',').length : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
+    Object.defineProperty(Tensor.prototype, key, { ...d, value: checkedArity(`Tensor.${key}`, f, max) });
+  }
 }

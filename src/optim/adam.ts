@@ -8,6 +8,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
+import { describe } from '../args.js';
 
 export interface AdamOptions {
   lr?: number;

@@ -6,6 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import { type Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
+import { describe } from '../args.js';
 
 function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
@@ -13,7 +14,7 @@ function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
   }
   const out: Tensor[] = [];
   for (const p of new Set(params)) {
-    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params must hold only Tensors, got ${typeof p}`);
+    if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params must hold only Tensors, got ${describe(p)}`);
     if (p.grad !== null) out.push(p.grad.check(op));
   }
   return out;
@@ -34,7 +35,7 @@ function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
  * together, and returns that norm (before clipping).
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
-  if (typeof maxNorm !== 'number' || !(maxNorm >= 0)) throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${String(maxNorm)}`);
+  if (typeof maxNorm !== 'number' || !(maxNorm >= 0)) throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
   const grads = gradients('clipGradNorm', params);
   let squares = 0;
   for (const g of grads) squares = k('sum_squares', g.dtype)(g.ptr, g.size, squares);
@@ -46,6 +47,6 @@ export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number 
 
 /** Clamps every gradient element to [−clipValue, clipValue]. */
 export function clipGradValue(params: Iterable<Tensor>, clipValue: number): void {
-  if (typeof clipValue !== 'number' || !(clipValue >= 0)) throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${String(clipValue)}`);
+  if (typeof clipValue !== 'number' || !(clipValue >= 0)) throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${describe(clipValue)}`);
   for (const g of distinctBuffers(gradients('clipGradValue', params))) k('clamp', g.dtype)(g.ptr, g.ptr, g.size, -clipValue, clipValue);
 }

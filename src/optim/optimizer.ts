@@ -8,6 +8,7 @@ import { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
 import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from './state-dict.js';
+import { describe } from '../args.js';
 
 /** The hyper-parameters every group has; subclasses add theirs. */
 export interface ParamGroup {
@@ -28,7 +29,7 @@ export type Params<G extends ParamGroup = ParamGroup> = Iterable<Tensor> | Itera
 export function hyper(op: string, name: string, v: number, lo = 0, hi = Infinity): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v >= hi) {
     const range = hi === Infinity ? `≥ ${lo}` : `in [${lo}, ${hi})`;
-    throw new ArgumentError(`${op}: ${name} must be a finite number ${range}, got ${String(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be a finite number ${range}, got ${describe(v)}`);
   }
   return v;
 }
@@ -101,6 +102,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     private readonly checkGroup: (o: Partial<Omit<G, 'params'>>, where: string) => Omit<G, 'params'>,
     private readonly codec: StateCodec,
   ) {
+    if (new.target === Optimizer || typeof name !== 'string') throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
     this.defaults = defaults;
     const { inputs, plain } = groupInputs(name, params);
     inputs.forEach((g, i) => this.addParamGroup(g as ParamGroupInput<G>, plain ? 'params' : `params[${i}]`));
@@ -207,6 +209,11 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     for (const bufs of this.state.values()) for (const b of bufs) b.dispose();
     this.state.clear();
     this.steps.clear();
+  }
+
+  /** `using opt = new optim.Adam(…)` frees the state buffers at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /** One fused update of p in place from its gradient g with its group's hyper-parameters. */

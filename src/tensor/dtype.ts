@@ -1,6 +1,7 @@
 // Element types: float32 for speed, float64 for exactness (gradient checking), int32 for
 // indices and labels (never differentiable; float arithmetic on it is a DtypeError).
 import { DtypeError } from '../errors.js';
+import { describe } from '../args.js';
 
 export type DType = 'float32' | 'float64' | 'int32';
 /** The dtypes that carry gradients and run arithmetic. */
@@ -13,13 +14,13 @@ export const SUFFIX: Record<DType, string> = { float32: 'f32', float64: 'f64', i
 /** A float dtype (modules, random tensors, arithmetic). */
 export function checkDtype(op: string, dtype: unknown): FloatDType {
   if (dtype === 'float32' || dtype === 'float64') return dtype;
-  throw new DtypeError(`${op}: dtype must be 'float32' or 'float64', got ${JSON.stringify(dtype)}`);
+  throw new DtypeError(`${op}: dtype must be 'float32' or 'float64', got ${describe(dtype)}`);
 }
 
 /** Any dtype, int32 included (creation, astype). */
 export function checkAnyDtype(op: string, dtype: unknown): DType {
   if (dtype === 'float32' || dtype === 'float64' || dtype === 'int32') return dtype;
-  throw new DtypeError(`${op}: dtype must be 'float32', 'float64' or 'int32', got ${JSON.stringify(dtype)}`);
+  throw new DtypeError(`${op}: dtype must be 'float32', 'float64' or 'int32', got ${describe(dtype)}`);
 }
 
 /** The DtypeError for an int32 tensor reaching float arithmetic, saying how to cast. */

@@ -3,10 +3,11 @@ import { ArgumentError } from '../errors.js';
 import { runtime } from '../wasm/module.js';
 import { runScoped, exempt, liveTensors } from './scope.js';
 import { isTensorHandle, type TensorBase, type TapeNode } from './tensor.js';
+import { describe } from '../args.js';
 
 /** Runs fn and disposes every tensor created inside it except those it returns (or keep()s). */
 export function tidy<T>(fn: () => T): T {
-  if (typeof fn !== 'function') throw new ArgumentError(`tidy: fn must be a function, got ${typeof fn}`);
+  if (typeof fn !== 'function') throw new ArgumentError(`tidy: fn must be a function, got ${describe(fn)}`);
   const result = runScoped(fn, isTensorHandle);
   if (result instanceof Promise) {
     throw new ArgumentError('tidy: fn returned a Promise; tidy scopes are synchronous (await outside, tidy each synchronous step)');
@@ -17,7 +18,7 @@ export function tidy<T>(fn: () => T): T {
 /** Exempts t from every enclosing tidy(); returns t. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any tensor class built on the base
 export function keep<T extends TensorBase<any, TapeNode>>(t: T): T {
-  if (!isTensorHandle(t)) throw new ArgumentError(`keep: expected a Tensor, got ${typeof t}`);
+  if (!isTensorHandle(t)) throw new ArgumentError(`keep: expected a Tensor, got ${describe(t)}`);
   exempt(t.check('keep'));
   return t;
 }

@@ -3,7 +3,17 @@
 /** A tensor handle as scopes see it (tensor.ts imports this file, so it names no class). */
 interface Tensor {
   dispose(): void;
+  /** What the FinalizationRegistry needs (src/tensor/lifetime.ts). */
+  readonly disposed: boolean;
+  readonly storage: { release(): void };
+  registered: boolean;
 }
+
+/**
+ * What becomes of a handle outside every scope: src/tensor/lifetime.ts installs its
+ * FinalizationRegistry hand-off here (this file imports nothing, so there is no cycle).
+ */
+export const outside: { adopt: (t: Tensor) => void } = { adopt: () => {} };
 
 const scopes: Set<Tensor>[] = [];
 let live = 0;
@@ -12,6 +22,13 @@ let live = 0;
 export function track(t: Tensor): void {
   live++;
   if (scopes.length > 0) scopes[scopes.length - 1].add(t);
+  else outside.adopt(t); // outside every scope only the garbage collector can free it (src/tensor/lifetime.ts)
+}
+
+/** Whether t is in a tidy scope (which will dispose it or hand it on). */
+export function inScope(t: object): boolean {
+  for (let i = scopes.length - 1; i >= 0; i--) if (scopes[i].has(t as Tensor)) return true;
+  return false;
 }
 
 /** Called by dispose(). */
@@ -20,9 +37,16 @@ export function untrack(t: Tensor): void {
   if (scopes.length > 0) scopes[scopes.length - 1].delete(t);
 }
 
+/** A handle was garbage-collected (src/tensor/lifetime.ts): it is in no scope, only counted. */
+export function dropped(): void {
+  live--;
+}
+
 /** Removes t from every scope, so no tidy() will dispose it (gradients, saved tensors, keep()). */
 export function exempt(t: Tensor): void {
+  if (scopes.length === 0) return;
   for (const s of scopes) s.delete(t);
+  outside.adopt(t);
 }
 
 export function liveTensors(): number {
@@ -57,6 +81,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   scopes.pop();
   if (isTensor(result)) {
     closeKeeping(scope, result); // the common case (every composite op), without a keeper set
+    if (scopes.length === 0 && scope.has(result)) outside.adopt(result);
     return result;
   }
   const keepers = new Set<Tensor>();
@@ -64,6 +89,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   for (const t of scope) if (!keepers.has(t)) t.dispose();
   const parent = scopes[scopes.length - 1];
   if (parent !== undefined) for (const t of keepers) if (scope.has(t)) parent.add(t);
+  if (parent === undefined) for (const t of keepers) if (scope.has(t)) outside.adopt(t);
   return result;
 }
 

@@ -8,6 +8,7 @@ import { views, runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
 import { BYTES, type DType } from './dtype.js';
 import { track, untrack, exempt } from './scope.js';
+import { forget, type Origin } from './lifetime.js';
 
 /** How a lazy block gets its contents (src/ops/shape.ts: a transpose only matmul reads is never copied). */
 export interface Pending {
@@ -26,6 +27,8 @@ export class Storage {
   refs = 1;
   /** Holds a gradient: memory() counts it apart from activations (see Arena.gradBytes). */
   gradient = false;
+  /** The op that first produced this block, charged with its bytes while it lives (the OutOfMemoryError report). */
+  origin: Origin | null = null;
   /** Depth of code that only reads memory (primitive forwards, fills): no in-place write happens there. */
   static reading = 0;
   /** Lazy blocks whose fill reads this one: filled before code that may write here in place gets the pointer. */
@@ -97,8 +100,16 @@ export class Storage {
     for (const r of [...(this.readers ?? [])]) r.fill();
   }
 
+  /** Charges this block's bytes to the op that produced it (apply() calls it; the first op to claim it keeps it). */
+  charge(o: Origin): void {
+    if (this.origin !== null || this.pending !== null) return;
+    this.origin = o;
+    o.bytes += this.bytes;
+  }
+
   release(): void {
     if (--this.refs !== 0) return;
+    if (this.origin !== null) this.origin.bytes -= this.bytes;
     if (this.pending !== null) {
       const p = this.pending;
       this.pending = null;
@@ -151,6 +162,8 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /** Forward-mode tangent carried with this value (jvp). */
   tangent: T | null = null;
   private isDisposed = false;
+  /** Handed to the FinalizationRegistry (src/tensor/lifetime.ts): dispose() must take it back. */
+  registered = false;
 
   protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
     this.size = size;
@@ -172,23 +185,26 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /** A new handle of the concrete class on `storage` (which the caller has counted a reference on). */
   protected abstract make(shape: readonly number[], storage: Storage): T;
 
-  /** A second handle on the same memory, with another (same-size) shape and its own lifetime. */
-  view(shape: readonly number[] = this.shape): T {
-    this.check('view');
+  /**
+   * A second handle on the same memory, with another (same-size) shape and its own lifetime.
+   * Engine-internal: it records no node, so gradients stop at it (the public `view` is reshape).
+   */
+  share(shape: readonly number[] = this.shape): T {
+    this.check('share');
     this.storage.refs++;
     return this.make(shape === this.shape ? shape : Object.freeze(shape.slice()), this.storage);
   }
 
   /** Another tracked handle on the same memory and the same tangent. */
   alias(): T {
-    const t = this.view();
+    const t = this.share();
     if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     return t;
   }
 
   /** A handle for the backward pass: same memory and tangent, outside every tidy scope. */
   save(): T {
-    const t = this.view();
+    const t = this.share();
     if (this.tangent !== null) t.tangent = linkedSave(this.tangent);
     exempt(t);
     return t;
@@ -236,6 +252,7 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   dispose(): void {
     if (this.isDisposed) return;
     this.isDisposed = true;
+    if (this.registered) forget(this);
     untrack(this);
     this.storage.release();
     this.nodeRef?.drop();
@@ -243,6 +260,11 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
     this.grad?.dispose();
     this.tangent = null;
     this.grad = null;
+  }
+
+  /** `using t = …` disposes t at the end of the block. */
+  [Symbol.dispose](): void {
+    this.dispose();
   }
 
   /** A copy of the data as a Float32Array, Float64Array or (int32) Int32Array. */

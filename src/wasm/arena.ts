@@ -4,6 +4,12 @@
 // the memory when it runs out. Nothing here ever moves a block.
 import { OutOfMemoryError } from '../errors.js';
 
+/**
+ * Appended to an OutOfMemoryError's message: the tensor layer sets it (src/tensor/lifetime.ts)
+ * to name the live tensor count and the ops holding the most memory; this layer knows no tensors.
+ */
+export const oomReport: { explain: (() => string) | null } = { explain: null };
+
 const ALIGN = 64; // a cache line: keeps every SIMD load aligned and tensors from sharing lines
 const PAGE = 65536;
 
@@ -174,7 +180,7 @@ export class Arena {
     if (end > this.maxBytes) {
       throw new OutOfMemoryError(
         `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use, ` +
-          `the arena would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}`,
+          `the arena would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}${oomReport.explain?.() ?? ''}`,
         requested, this.bytesInUse,
       );
     }
@@ -182,7 +188,7 @@ export class Arena {
       this.memory.grow(Math.ceil((want - have) / PAGE));
     } catch {
       throw new OutOfMemoryError(
-        `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use and the engine refused to grow memory to ${want} bytes`,
+        `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use and the engine refused to grow memory to ${want} bytes${oomReport.explain?.() ?? ''}`,
         requested, this.bytesInUse,
       );
     }

@@ -4,6 +4,7 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
 import { prepareThreads, reinitThreads, startThreads } from './pool.js';
+import { describe, optionsArg } from '../args.js';
 import { kernelSource } from './relaxed.js';
 
 const PAGE = 65536;
@@ -11,7 +12,14 @@ const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
 let pending: Promise<void> | null = null;
 
 /** Instantiates the kernels once; later calls return at once. */
-export function init(options: InitOptions = {}): Promise<void> {
+export function init(opts?: InitOptions): Promise<void> {
+  let options: InitOptions;
+  try {
+    options = optionsArg('init', opts, ['module', 'memory', 'threads', 'relaxedSimd']);
+    if (options.memory !== undefined) optionsArg('init', options.memory, ['initialBytes', 'maximumBytes'], 'memory');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   if (isInitialised()) return pending ?? reinitThreads(options);
   if (pending === null) pending = instantiate(options).finally(() => (pending = null));
   return pending;
@@ -20,7 +28,7 @@ export function init(options: InitOptions = {}): Promise<void> {
 async function instantiate(options: InitOptions): Promise<void> {
   for (const key of ['initialBytes', 'maximumBytes'] as const) {
     const v = options.memory?.[key];
-    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${v}`);
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${describe(v)}`);
   }
   // Whole pages: memory grows in pages, so the arena's limit is the page-rounded maximum.
   const maxBytes = Math.floor(Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES) / PAGE) * PAGE;

@@ -1,0 +1,163 @@
+// Junk arguments: every export (nn, optim, io and data included) and every public Tensor
+// method is called with random junk — numbers, NaN, strings, null, undefined, objects,
+// arrays, BigInt, Symbol, functions, tensors of odd shapes and dtypes, disposed tensors. A call
+// may succeed; when it throws, the error must be an AdjointError (never a bare TypeError from
+// deep inside). Afterwards the engine still computes a known matmul exactly and, once the
+// garbage collector has run, the live tensor count is back where it started.
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import * as A from '../src/index.js';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+const turn = () => new Promise((r) => setImmediate(r));
+
+// ---------------------------------------------------------------- the callables
+
+interface Callable {
+  name: string;
+  call: (args: unknown[], self: () => A.Tensor) => unknown;
+}
+
+const isClass = (f: Function): boolean => /^class\b/.test(Function.prototype.toString.call(f));
+
+/** Every function of the module namespace, recursively; classes are constructed with `new`. */
+function exportsOf(ns: Record<string, unknown>, prefix = ''): Callable[] {
+  const out: Callable[] = [];
+  for (const [name, v] of Object.entries(ns)) {
+    const full = prefix + name;
+    if (typeof v === 'object' && v !== null) out.push(...exportsOf(v as Record<string, unknown>, `${full}.`));
+    if (typeof v !== 'function') continue;
+    if (v === A.Tensor || v.prototype instanceof Error || v === A.AdjointError) continue; // Tensor: through its methods below
+    const f = v as (...a: unknown[]) => unknown;
+    out.push({ name: full, call: isClass(f) ? (args) => Reflect.construct(f, args) : (args) => f(...args) });
+  }
+  return out;
+}
+
+/**
+ * The public Tensor methods: everything on the prototype chain but accessors and the
+ * engine-internal handle methods (share/alias/save/check/make/charge: not in the API contract).
+ */
+const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'make']);
+function tensorMethods(): Callable[] {
+  const names = new Set<string>();
+  for (let p = A.Tensor.prototype; p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const k of Object.getOwnPropertyNames(p)) {
+      const d = Object.getOwnPropertyDescriptor(p, k)!;
+      if (typeof d.value === 'function' && !INTERNAL.has(k)) names.add(k);
+    }
+  }
+  return [...names].map((k) => ({
+    name: `Tensor.${k}`,
+    call: (args, self) => (self() as unknown as Record<string, (...a: unknown[]) => unknown>)[k](...args),
+  }));
+}
+
+// ---------------------------------------------------------------- the junk
+
+/** A junk value, built fresh per call (tensors inside the call's tidy scope). */
+type Junk = () => unknown;
+const junk: [string, Junk][] = [
+  ['0', () => 0], ['1', () => 1], ['-1', () => -1], ['2', () => 2], ['0.5', () => 0.5], ['NaN', () => NaN],
+  ['Infinity', () => Infinity], ['-Infinity', () => -Infinity], ['2**31', () => 2 ** 31], ['-0', () => -0],
+  ["''", () => ''], ["'abc'", () => 'abc'], ["'1e-3'", () => '1e-3'], ["'float32'", () => 'float32'], ["'mean'", () => 'mean'],
+  ['null', () => null], ['undefined', () => undefined], ['true', () => true], ['false', () => false],
+  ['{}', () => ({})], ['{keepdim}', () => ({ keepdim: false })], ['{lr}', () => ({ lr: '1e-3' })], ['{seed}', () => ({ seed: 1 })],
+  ['[]', () => []], ['[1]', () => [1]], ['[2,3]', () => [2, 3]], ['[-1]', () => [-1]], ['[0.5]', () => [0.5]], ["['a']", () => ['a']],
+  ['[null]', () => [null]], ['[[1]]', () => [[1]]], ['3n', () => 3n], ['Symbol', () => Symbol('junk')],
+  ['fn', () => (x: unknown) => x], ['fn0', () => () => 1], ['Int32Array', () => Int32Array.of(0, 1)], ['Float32Array', () => Float32Array.of(1, 2)],
+  ['f32[2,3]', () => A.randn([2, 3], { seed: 1 })], ['f64[3]', () => A.randn([3], { seed: 2, dtype: 'float64' })],
+  ['f32[]', () => A.tensor(1.5)], ['f32[0]', () => A.zeros([0])], ['f32[1,1,1,1]', () => A.ones([1, 1, 1, 1])],
+  ['f32[2,3] grad', () => A.randn([2, 3], { seed: 3, requiresGrad: true })], ['disposed', () => disposed(A.ones([2, 3]))],
+  ['[tensors]', () => [A.ones([2]), A.ones([2])]], ['{w: tensor}', () => ({ w: A.ones([2]) })],
+];
+function disposed(t: A.Tensor): A.Tensor {
+  t.dispose();
+  return t;
+}
+
+/** Receivers for Tensor methods (made fresh per call: a method may dispose its receiver). */
+const receivers: (() => A.Tensor)[] = [
+  () => A.randn([2, 3], { seed: 4 }), () => A.randn([3], { seed: 5, dtype: 'float64' }), () => A.tensor(2),
+  () => A.randn([2, 3], { seed: 6, requiresGrad: true }), () => disposed(A.ones([2])),
+];
+
+/** Functions that change engine-wide state: reset after every call. */
+function resetModes(): void {
+  A.detectAnomaly(false);
+}
+
+/** Frees what a successful call returned (tensors, modules, optimizers, arrays and records of them). */
+function release(v: unknown, depth = 0): void {
+  if (depth > 4 || v === null || typeof v !== 'object') return;
+  if (v instanceof A.Tensor || v instanceof A.nn.Module || v instanceof A.optim.Optimizer) (v as { dispose(): void }).dispose();
+  else if (Array.isArray(v)) for (const x of v) release(x, depth + 1);
+  else if (Object.getPrototypeOf(v) === Object.prototype) for (const x of Object.values(v)) release(x, depth + 1);
+}
+
+// ---------------------------------------------------------------- the run
+
+describe('junk arguments', () => {
+  it('every throw from every export and Tensor method is an AdjointError, and the engine carries on', async () => {
+    await A.init();
+    gc();
+    await turn();
+    const start = A.memory();
+    const callables = [...exportsOf(A as unknown as Record<string, unknown>), ...tensorMethods()];
+    expect(callables.length).toBeGreaterThan(100);
+    const bad = new Map<string, string>();
+    let calls = 0;
+    const t0 = Date.now();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(callables.length - 1),
+        fc.array(fc.nat(junk.length - 1), { maxLength: 4 }),
+        fc.nat(receivers.length - 1),
+        async (ci, argIx, ri) => {
+          const c = callables[ci];
+          calls++;
+          if (process.env.JUNK_TRACE) (await import("node:fs")).appendFileSync("/tmp/safety/trace.txt", `${c.name} ${argIx.map((i) => junk[i][0]).join(", ")}\n`);
+          let result: unknown;
+          let error: unknown = null;
+          try {
+            let pending: Promise<unknown> | null = null;
+            result = A.tidy(() => {
+              const r = c.call(argIx.map((i) => junk[i][1]()), receivers[ri]);
+              if (r instanceof Promise) pending = r; // init, fashionMnist: awaited outside the (synchronous) scope
+              return r instanceof Promise ? undefined : r;
+            });
+            if (pending !== null) result = await pending;
+          } catch (e) {
+            error = e;
+          } finally {
+            resetModes();
+          }
+          release(result);
+          if (error !== null && !(error instanceof A.AdjointError)) {
+            const key = `${c.name}(${argIx.map((i) => junk[i][0]).join(', ')})`;
+            const e = error as Error;
+            if (!bad.has(c.name)) bad.set(c.name, `${key}: ${e?.name}: ${e?.message}`);
+          }
+        },
+      ),
+      { numRuns: Number(process.env.JUNK_RUNS ?? 4000), seed: Number(process.env.JUNK_SEED ?? 16), interruptAfterTimeLimit: 20_000 },
+    );
+    expect(calls).toBeGreaterThan(500);
+    expect([...bad.values()]).toEqual([]);
+
+    // The engine still works: a known matmul, exactly.
+    const m = A.tidy(() => Array.from(A.matmul(A.tensor([[1, 2], [3, 4]]), A.tensor([[5, 6], [7, 8]])).toArray()));
+    expect(m).toEqual([19, 22, 43, 50]);
+    // And nothing leaked: what a call left unreachable is reclaimed by the garbage collector.
+    for (let i = 0; i < 4 && A.memory().tensors !== start.tensors; i++) {
+      gc();
+      await turn();
+    }
+    expect(A.memory().tensors).toBe(start.tensors);
+    expect(A.memory().bytesInUse).toBe(start.bytesInUse);
+    console.log(`junk arguments: ${calls} calls over ${callables.length} callables in ${Date.now() - t0} ms`);
+  }, 60_000);
+});
