@@ -4,14 +4,14 @@
 // generator is added, and the sum is divided by the batch size. The result is written to each
 // parameter's .grad, so any optimizer steps on it.
 import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../ops/tensor.js';
+import { type Tensor, isTensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { randn, tensor } from '../ops/create.js';
 import { add, mul, div, sum, sqrt, square, neg, minimum, reshape, matmul, logSoftmax } from '../ops/api.js';
 import { valueAndGrad } from '../autodiff/transforms.js';
 import { vmap } from '../autodiff/vmap.js';
 import { functionalCall } from '../nn/functional.js';
-import type { Module } from '../nn/module.js';
+import { Module } from '../nn/module.js';
 
 export interface DpOptions {
   /** C: each example's gradient is scaled to L2 norm at most C. */
@@ -34,6 +34,11 @@ function oneHot(labels: Int32Array, classes: number, dtype: Tensor['dtype']): Te
  * batch (x [N, ...], integer labels); returns the batch's mean loss (before clipping).
  */
 export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classes: number, opts: DpOptions): number {
+  if (!(model instanceof Module)) throw new ArgumentError(`dpGradients: model must be an nn.Module, got ${model === null ? 'null' : typeof model}`);
+  if (!isTensor(x) || x.shape.length === 0) throw new ArgumentError('dpGradients: x must be a Tensor [N, ...]');
+  if (!(labels instanceof Int32Array) || labels.length !== x.shape[0]) throw new ArgumentError(`dpGradients: labels must be an Int32Array of ${x.shape[0]} class indices`);
+  if (!Number.isInteger(classes) || classes < 1) throw new ArgumentError(`dpGradients: classes must be a positive integer, got ${String(classes)}`);
+  if (opts === null || typeof opts !== 'object') throw new ArgumentError('dpGradients: options { clip, noise, seed } are required');
   const { clip, noise, seed } = opts;
   if (!(clip > 0) || !(noise >= 0)) throw new ArgumentError(`dpGradients: clip must be positive and noise non-negative, got clip ${clip}, noise ${noise}`);
   const named = new Map(model.namedParameters());
