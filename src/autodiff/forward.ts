@@ -11,6 +11,7 @@ import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
+import { vmap } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
 import { describe, functionArg } from '../args.js';
 
@@ -95,47 +96,48 @@ function jvpByReverse(f: Fn, primals: readonly Tensor[], tangents: readonly Tens
   }), isTensor);
 }
 
-/** A one-hot tensor of `shape` (1 at flat index i): the i-th basis direction. */
-function basis(shape: readonly number[], dtype: Tensor['dtype'], i: number): Tensor {
-  const e = filled(shape, dtype, 0);
-  const v = views();
-  if (dtype === 'float32') v.f32[(e.ptr >> 2) + i] = 1;
-  else v.f64[(e.ptr >> 3) + i] = 1;
-  return e;
-}
-
 function singleArg(fname: string, x: unknown): Tensor {
   if (!(x instanceof Tensor)) throw new ArgumentError(`${fname}: x must be a Tensor, got ${describe(x)}`);
   return x.check(fname);
 }
 
+/** The identity of n directions as n basis tensors of `shape`, stacked: [n, ...shape]. */
+function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const e = filled([n, ...shape], dtype, 0);
+  const p = e.ptr; // before views(): taking the pointer may grow memory
+  const v = views();
+  for (let i = 0; i < n; i++) {
+    if (dtype === 'float32') v.f32[(p >> 2) + i * (n + 1)] = 1;
+    else v.f64[(p >> 3) + i * (n + 1)] = 1;
+  }
+  return e;
+}
+
 /**
- * The Jacobian by forward mode: one JVP per input basis direction (n passes), each a column.
- * Shape [...out.shape, ...x.shape]. Cheaper than jacrev when x has fewer elements than f(x).
+ * The Jacobian by forward mode: the JVP along every input basis direction at once (vmap of jvp,
+ * one batched pass), each a column. Shape [...out.shape, ...x.shape]. Cheaper than jacrev when
+ * x has fewer elements than f(x).
  */
 export function jacfwd(f: Fn): (x: Tensor) => Tensor {
   functionArg('jacfwd', 'f', f);
   return (x) => {
     singleArg('jacfwd', x);
     return runScoped(() => {
-      const cols: Tensor[] = [];
-      let outShape: readonly number[] = [];
-      for (let i = 0; i < x.size; i++) {
-        const [y, t] = jvp(f, [x], [basis(x.shape, x.dtype, i)]);
-        outShape = y.shape;
-        cols.push(reshape(t, [t.size, 1]));
+      if (x.size === 0) {
+        const outShape = output('jacfwd', withMode('record', false, () => f(x))).shape;
+        return filled([...outShape, ...x.shape], x.dtype, 0);
       }
-      if (x.size === 0) outShape = output('jacfwd', withMode('record', false, () => f(x))).shape;
-      const m = outShape.reduce((a, b) => a * b, 1);
-      const jac = cols.length > 0 ? concat(cols, 1) : filled([m, 0], x.dtype, 0);
-      return reshape(jac, [...outShape, ...x.shape]);
+      const cols = vmap((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
+      return reshape(cols, [...cols.shape.slice(0, -1), ...x.shape]);
     }, isTensor);
   };
 }
 
 /**
- * The Jacobian by reverse mode: one VJP per output basis direction (m passes over one retained
- * tape), each a row. Shape [...out.shape, ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
+ * The Jacobian by reverse mode: the VJP of every output basis direction at once over one tape
+ * (vmap of the vjp function, one batched backward pass), each a row. Shape [...out.shape,
+ * ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
  */
 export function jacrev(f: Fn): (x: Tensor) => Tensor {
   functionArg('jacrev', 'f', f);
@@ -144,10 +146,9 @@ export function jacrev(f: Fn): (x: Tensor) => Tensor {
     return runScoped(() => {
       const [y, back] = vjp(f, x);
       try {
-        const rows: Tensor[] = [];
-        for (let j = 0; j < y.size; j++) rows.push(reshape(back(basis(y.shape, y.dtype, j))[0], [1, x.size]));
-        const jac = rows.length > 0 ? concat(rows, 0) : filled([0, x.size], x.dtype, 0);
-        return reshape(jac, [...y.shape, ...x.shape]);
+        if (y.size === 0) return filled([...y.shape, ...x.shape], x.dtype, 0);
+        const rows = vmap((ct: Tensor) => back(ct)[0])(basisStack(y.shape, y.dtype));
+        return reshape(rows, [...y.shape, ...x.shape]);
       } finally {
         back.release();
       }

@@ -22,11 +22,15 @@ export interface TrainArgs {
   save: string | null;
   plot: string | null;
   diagnostics: boolean;
+  /** DP-SGD: per-example clipping norm C (null: ordinary training) and noise multiplier σ. */
+  dpClip: number | null;
+  dpNoise: number;
 }
 
 export const USAGE = `usage: adjoint train [--dataset digits|fashion-mnist] [--data DIR] [--model mlp|cnn]
                      [--epochs N] [--batch N] [--lr X] [--optimizer sgd|adam|adamw] [--seed N]
                      [--feedback bp|alignment|sign] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]
+                     [--dp-clip C [--dp-noise SIGMA]]
        adjoint compare [--feedback bp,alignment[,sign]] [--plot FILE.svg] [train options except --save]`;
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -69,6 +73,12 @@ const VALUED: Record<string, (v: string) => unknown> = {
   feedback: choice('--feedback', ['bp', 'alignment', 'sign'] as const),
   save: text,
   plot: text,
+  'dp-clip': positive('--dp-clip'),
+  'dp-noise': (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`--dp-noise must be a number ≥ 0, got ${JSON.stringify(v)}`);
+    return n;
+  },
 };
 const SWITCHES = new Set(['diagnostics']);
 
@@ -93,6 +103,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
   }
   const dataset = (given.dataset ?? 'digits') as Dataset;
   if (given.data !== undefined && dataset === 'digits') throw new UsageError('--data applies to --dataset fashion-mnist only (digits are built in)');
+  if (given['dp-noise'] !== undefined && given['dp-clip'] === undefined) throw new UsageError('--dp-noise needs --dp-clip (DP-SGD clips each example\'s gradient to that norm)');
   const d = defaults(dataset, given.optimizer as OptimizerKind | undefined);
   return {
     dataset, optimizer: d.optimizer,
@@ -106,5 +117,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     save: (given.save as string | undefined) ?? null,
     plot: (given.plot as string | undefined) ?? null,
     diagnostics: given.diagnostics === true,
+    dpClip: (given['dp-clip'] as number | undefined) ?? null,
+    dpNoise: (given['dp-noise'] as number | undefined) ?? 1,
   };
 }

@@ -8,6 +8,7 @@ import { crossEntropy, slice } from '../ops/api.js';
 import type { Module, Sequential } from '../nn/index.js';
 import { setFeedback } from '../nn/linear.js';
 import * as optim from '../optim/index.js';
+import { dpGradients } from '../optim/dp.js';
 import { digits, fashionMnist, batches, batchCount, type Split } from '../data/index.js';
 import type { TrainArgs } from './args.js';
 import { buildModel, describeModel } from './models.js';
@@ -71,6 +72,14 @@ function epoch(model: Module, opt: optim.Optimizer, data: Split, args: TrainArgs
   const first = (e - 1) * batchCount(data.xTrain.shape[0], args.batch);
   for (const b of batches(data.xTrain, data.yTrain, { batchSize: args.batch, seed: args.seed * 1000 + e })) {
     lossSum += tidy(() => {
+      if (args.dpClip !== null) {
+        // DP-SGD: per-example gradients (vmap), clipped, summed, noised; each step its own noise seed.
+        const loss = dpGradients(model, b.x, b.y, 10, { clip: args.dpClip, noise: args.dpNoise, seed: args.seed * 1_000_003 + first + steps });
+        hooks.afterBackward?.(model, first + steps, b);
+        opt.step();
+        opt.zeroGrad();
+        return loss;
+      }
       const loss = crossEntropy(model.forward(b.x), b.y);
       loss.backward();
       hooks.afterBackward?.(model, first + steps, b);
@@ -94,6 +103,7 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
   out.write(`model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}\n`);
+  if (args.dpClip !== null) out.write(`DP-SGD: per-example gradients clipped to norm ${args.dpClip}, Gaussian noise σ = ${args.dpNoise} (std ${args.dpNoise * args.dpClip})\n`);
   let trainAccuracy = 0, testAccuracy = 0;
   const history: EpochRecord[] = [];
   hooks.begin?.(model, data, steps);

@@ -2,9 +2,9 @@
 // carry the tangent along (forward mode), and record a node with exactly what the rule says
 // it saves (reverse mode).
 import { OutOfMemoryError } from '../errors.js';
-import { type Tensor } from './tensor.js';
+import { type Tensor, isTensor } from './tensor.js';
 import { Storage } from '../tensor/tensor.js';
-import { exempt } from '../tensor/scope.js';
+import { exempt, runScoped } from '../tensor/scope.js';
 import { originOf } from '../tensor/lifetime.js';
 import { rules, type Prim, type ParamsOf } from './table.js';
 import type { Rule, Saved } from './rule.js';
@@ -12,6 +12,7 @@ import { broadcastTo } from './api.js';
 import { Node } from './node.js';
 import { modes, withMode } from './modes.js';
 import { checkFinite } from './anomaly.js';
+import { batching, levelOf, unwrap, wrap, type Dim } from './batch.js';
 import { intArithmetic } from '../tensor/dtype.js';
 
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
@@ -34,18 +35,22 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   const rule = rules[name] as unknown as Rule<ParamsOf<K>>;
   if (rule.int32 !== true) for (let i = 0; i < xs.length; i++) if (xs[i].dtype === 'int32') throw intArithmetic(name, xs[i].shape);
   let y: Tensor;
-  Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
-  try {
-    y = rule.forward(xs, p);
-  } catch (e) {
-    throw e instanceof OutOfMemoryError ? e.in(name) : e;
-  } finally {
-    Storage.reading--;
+  const level = batching.level > 0 ? levelOf(xs) : 0;
+  if (level > 0) y = batched(name, rule, xs, p, level);
+  else {
+    Storage.reading++; // a forward only reads its inputs: lazy copies of them can stay lazy (Tensor.ptr)
+    try {
+      y = rule.forward(xs, p);
+    } catch (e) {
+      throw e instanceof OutOfMemoryError ? e.in(name) : e;
+    } finally {
+      Storage.reading--;
+    }
+    if (modes.anomaly) checkFinite(name, y, xs);
   }
   y.storage.charge(originOf(name));
   // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
   if (y.dtype === 'int32') return y;
-  if (modes.anomaly) checkFinite(name, y, xs);
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
   if (modes.record && anyRequiresGrad(xs)) {
     y.requiresGrad = true;
@@ -67,6 +72,26 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     }
   }
   return y;
+}
+
+/**
+ * A primitive inside vmap: its batching rule runs on the physical tensors of the innermost level
+ * (as ordinary primitives, so outer transforms see them) and the result is that level's batched
+ * tensor. Tangents and the tape of this level are then carried on the batched handles as usual.
+ */
+function batched<K extends Prim>(name: K, rule: Rule<ParamsOf<K>>, xs: readonly Tensor[], p: ParamsOf<K>, level: number): Tensor {
+  const phys: Tensor[] = [], dims: Dim[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    const [t, d] = unwrap(xs[i], level);
+    phys.push(t);
+    dims.push(d);
+  }
+  const self = (ys: readonly Tensor[], q: ParamsOf<K> = p): Tensor => apply(name, ys, q);
+  const [out, d] = runScoped(() => {
+    const [o, dd] = rule.batch(phys, dims, p, self);
+    return [phys.includes(o) ? o.share() : o, dd] as [Tensor, number];
+  }, isTensor);
+  return wrap(out, d, level);
 }
 
 // Plain loops: every op asks these, and `xs.some(arrow)` allocates a closure per call.

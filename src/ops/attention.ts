@@ -15,6 +15,7 @@ import { writeArgs, kernel } from '../wasm/module.js';
 import { perCall } from '../wasm/hooks.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
+import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
 import { add, sub, mul, sum, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
 
 /** Where a head n reads its mask rows: block ⌊n / div⌋ mod mod, `stride` elements apart; rows `row` apart (0: one row). */
@@ -211,6 +212,28 @@ function attentionGradJvp(ts: readonly (Tensor | null)[], x: readonly Tensor[], 
   return concat([reshape(dq, [-1]), reshape(dk, [-1]), reshape(dv, [-1])], 0);
 }
 
+/**
+ * Mapped attention without a mask or dropout: the examples' heads fold into N (one launch), and
+ * attentionGrad's packed [dq, dk, dv] is regrouped per example. With a mask (its layout is tied
+ * to the caller's leading axes) or dropout: the per-example loop.
+ */
+function attentionBatch(grad: boolean) {
+  return (xs: readonly Tensor[], dims: readonly Dim[], p: AttentionParams, self: Self<AttentionParams>): [Tensor, number] => {
+    if (p.mask !== null || p.dropoutP > 0 || xs.length > (grad ? 5 : 3)) return loopBatch(xs, dims, self, p);
+    const [y, d] = foldBatch(xs, dims, p, self, xs.map(() => true));
+    if (!grad) return [y, d];
+    const B = y.shape[0], flat = reshape(y, [B * y.size / B]);
+    const sizes = [0, 1, 2].map((i) => xs[i].size / (dims[i] === null ? 1 : xs[i].shape[dims[i]!]));
+    let at = 0;
+    const parts = sizes.map((n) => {
+      const part = reshape(slice(flat, [at], [B * n]), [B, n]);
+      at += B * n;
+      return part;
+    });
+    return [concat(parts, 1), 0];
+  };
+}
+
 export const attentionRules = {
   attention: {
     saves: { inputs: 'all', output: true },
@@ -224,11 +247,13 @@ export const attentionRules = {
       return [needs[0] ? dq : null, needs[1] ? dk : null, needs[2] ? dv : null, dm].slice(0, s.x.length);
     },
     jvp: (ts, xs, _y, p) => attentionJvp(ts, xs, p),
+    batch: attentionBatch(false),
   } satisfies Rule<AttentionParams>,
   attentionGrad: {
     saves: { inputs: 'all', output: false },
     forward: backward,
     vjp: (G, s, p, needs) => attentionGradVjp(G, s.x as Tensor[], p, needs).slice(0, s.x.length),
     jvp: (ts, xs, _y, p) => attentionGradJvp(ts, xs, p),
+    batch: attentionBatch(true),
   } satisfies Rule<AttentionParams>,
 };

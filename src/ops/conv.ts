@@ -12,6 +12,7 @@ import { kernel, writeArgs } from '../wasm/module.js';
 import type { Rule } from './rule.js';
 import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
+import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
 import {
   conv2dRaw, conv2dInputGrad, conv2dFilterGrad, maxPool2dGrad, maxPool2dGather, avgPool2dRaw, avgPool2dGrad,
   type Pair, type ConvParams, type PoolParams,
@@ -176,8 +177,9 @@ const spatial = (shape: readonly number[]): Pair => [shape[2], shape[3]];
 type Op2<P> = (a: Tensor, b: Tensor, p: P) => Tensor;
 
 /** A bilinear primitive f(a, b): JVP f(ta, b) + f(a, tb); the VJPs are given per argument. */
-function bilinear<P>(op: Op2<P>, vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor): Rule<P> {
+function bilinear<P>(op: Op2<P>, vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, batch: Rule<P>['batch']): Rule<P> {
   return {
+    batch,
     saves: SAVE_BOTH,
     forward: ([a, b], p) => op(a, b, p),
     vjp: (g, s, p, needs) => [needs[0] ? vjpA(g, s.x[0]!, s.x[1]!, p) : null, needs[1] ? vjpB(g, s.x[0]!, s.x[1]!, p) : null],
@@ -188,6 +190,7 @@ function bilinear<P>(op: Op2<P>, vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) =
 /** A primitive f(x, v) linear in v once x fixes the argmax (x only selects: zero derivative). */
 function selected<P>(forward: Op2<P>, op: Op2<P>, transpose: Op2<P>): Rule<P> {
   return {
+    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, [true, true]),
     saves: SAVE_X,
     forward: ([x, v], p) => forward(x, v, p),
     vjp: (u, s, p) => [null, transpose(s.x[0]!, u, p)],
@@ -198,6 +201,7 @@ function selected<P>(forward: Op2<P>, op: Op2<P>, transpose: Op2<P>): Rule<P> {
 /** A linear primitive: its JVP is the op itself, its VJP the transpose (JAX's deflinear). */
 function linear<P>(forward: (x: Tensor, p: P) => Tensor, op: (t: Tensor, p: P) => Tensor, transpose: (g: Tensor, p: P, xShape: readonly number[]) => Tensor): Rule<P> {
   return {
+    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, [true]),
     saves: NONE,
     forward: ([x], p) => forward(x, p),
     vjp: (g, s, p) => [transpose(g, p, s.shapes[0])],
@@ -205,22 +209,31 @@ function linear<P>(forward: (x: Tensor, p: P) => Tensor, op: (t: Tensor, p: P) =
   };
 }
 
+/**
+ * Mapped convolution: images batched, filter shared — the batch folds into N (one launch). A mapped
+ * filter (per-example filter gradients, ensembles) has no grouped kernel: the per-example loop.
+ */
+function imagesBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number] {
+  return dims[1] === null ? foldBatch(xs, dims, p, self, [true, false]) : loopBatch(xs, dims, self, p);
+}
+
 export const convRules = {
   conv2d: bilinear<ConvParams>(conv2dForward,
     (g, x, w, p) => conv2dInputGrad(g, w, p, spatial(x.shape)),
-    (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape))),
+    (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape)), imagesBatch),
   conv2dInputGrad: bilinear<ConvInputGradParams>(inputGradForward,
     (v, _g, w, p) => conv2dRaw(v, w, p),
-    (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape))),
+    (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape)), imagesBatch),
   conv2dFilterGrad: bilinear<ConvFilterGradParams>(filterGradForward,
     (u, x, g, p) => conv2dInputGrad(g, u, p, spatial(x.shape)),
-    (u, x, _g, p) => conv2dRaw(x, u, p)),
+    (u, x, _g, p) => conv2dRaw(x, u, p), (xs, dims, p, self) => loopBatch(xs, dims, self, p)),
 
   maxPool2d: {
     saves: SAVE_X,
     forward: ([x], p) => maxPoolForward(x, x, p),
     vjp: (g, s, p) => [maxPool2dGrad(s.x[0]!, g, p)],
     jvp: ([t], [x], _y, p) => maxPool2dGather(x, t!, p),
+    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, [true]),
   } satisfies Rule<PoolParams>,
   /** dx = g scattered to the argmax of each window of x. */
   maxPool2dGrad: selected<PoolParams>(maxPoolGradForward, maxPool2dGrad, maxPool2dGather),

@@ -4,6 +4,8 @@ import { ArgumentError, GradError } from '../errors.js';
 import { isTensor, type Tensor } from './tensor.js';
 import type { Rule, Saved } from './rule.js';
 import { withMode } from './modes.js';
+import { batchedOf, loopBatch } from './batch.js';
+import { reshape } from './api.js';
 import { describe } from '../args.js';
 
 export interface CustomParams {
@@ -54,11 +56,20 @@ export const customRules = {
     jvp: (_ts, _xs, _y, p) => {
       throw new GradError(`customVjp(${p.name}): forward mode (jvp) is not defined for a function with a custom VJP`);
     },
+    // The user's forward is written per example: run once per example.
+    batch: (xs, dims, p, self) => loopBatch(xs, dims, self, p),
   } satisfies Rule<CustomParams>,
   checkpoint: {
     saves: { inputs: 'all', output: false },
     forward: (xs, p) => p.forward(xs),
     vjp: (g, s, p, needs) => p.vjp(g, s, needs),
     jvp: (_ts, _xs, y, p) => p.jvp(y),
+    // The first run already ran on the batched arguments: its output is batched; the node only wraps it.
+    batch: (xs, dims, p, self) => {
+      const y = p.forward(xs), b = batchedOf(y);
+      if (b !== null) return [reshape(b[0], b[0].shape), b[1]];
+      y.dispose();
+      return loopBatch(xs, dims, self, p);
+    },
   } satisfies Rule<CheckpointParams>,
 };

@@ -19,6 +19,8 @@ import { gemm, splitRun } from '../wasm/split.js';
 import { sizeOf } from './launch.js';
 import { matmulT, reshape, sum, add, tensorArg } from './api.js';
 import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
+import { front, frontAll, isBatched, type Dim, type Self } from './batch.js';
+import { relu, tanh, sigmoid } from './api.js';
 import { describe } from '../args.js';
 
 export type Activation = 'none' | 'relu' | 'tanh' | 'sigmoid';
@@ -65,7 +67,7 @@ function actGrad(act: Activation, y: Tensor, g: Tensor): Tensor {
 function gradAndBiasSum(act: Activation, y: Tensor, g: Tensor): [Tensor, Tensor] {
   const N = y.shape[y.shape.length - 1], R = sizeOf(y.shape.slice(0, -1));
   const differentiated = modes.record && (y.requiresGrad || g.requiresGrad); // a recording sweep (second order)
-  if (differentiated || (modes.forward && (y.tangent !== null || g.tangent !== null))) {
+  if (differentiated || (modes.forward && (y.tangent !== null || g.tangent !== null)) || isBatched(y) || isBatched(g)) {
     const gz = actGrad(act, y, g);
     return [gz, sum(reshape(gz, [R, N]), 0)];
   }
@@ -111,7 +113,22 @@ function denseRule(savesOutput: boolean): Rule<DenseParams> {
       const dz = terms.reduce((u, v) => add(u, v));
       return actGrad(act, y, dz);
     },
+    batch: denseBatch,
   };
+}
+
+const ACT: Record<Activation, (z: Tensor) => Tensor> = { none: (z) => z, relu: (z) => relu(z), tanh: (z) => tanh(z), sigmoid: (z) => sigmoid(z) };
+
+/**
+ * Mapped dense: with shared W and b the examples are more rows of the one fused GEMM; with mapped
+ * W or b it is a batched matmul ([B, R, in]·[B, out, in]ᵀ), the bias add and the activation.
+ */
+function denseBatch([x, w, b]: readonly Tensor[], [dx, dw, db]: readonly Dim[], p: DenseParams, self: Self<DenseParams>): [Tensor, number] {
+  if (dw === null && db === null) return [self([front(x, dx), w, b], p), 0];
+  const [fx, fw, fb] = frontAll([x, w, b], [dx, dw, db]);
+  const B = fx.shape[0], K = fx.shape[fx.shape.length - 1], N = fw.shape[1];
+  const z = add(matmulT(reshape(fx, [B, fx.size / Math.max(1, B * K), K]), fw, false, true), reshape(fb, [B, 1, N]));
+  return [reshape(ACT[p.act](z), [...fx.shape.slice(0, -1), N]), 0];
 }
 
 export const denseRules = {

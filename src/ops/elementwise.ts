@@ -7,6 +7,7 @@ import type { CostClass, Element, Rule, Saves } from './rule.js';
 import { launchUnary, launchBinary } from './launch.js';
 import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside, pow, log, exp, ge, recip, zerosLike } from './api.js';
 import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
+import { elementwiseBatch } from './batch.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
 // Forwards index xs rather than destructure it: they run on every op, and destructuring an
@@ -28,12 +29,13 @@ function unary<P = Record<string, never>>(element: Element, save: 'x' | 'y', d: 
     forward: (xs, p) => launchWith(element, xs[0], args(p)),
     vjp: (g, s, p) => [mul(g, d(s.x[0]!, s.y!, p))],
     jvp: ([t], [x], y, p) => mul(t!, d(x, y, p)),
+    batch: elementwiseBatch,
   };
 }
 
 /** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (nn.ts); the JVP is grad(y, t). */
 function fusedUnary(element: Element, grad: (y: Tensor, g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { element, saves: SAVE_Y, forward: (xs) => launchUnary(element, xs[0]), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!) };
+  return { element, saves: SAVE_Y, forward: (xs) => launchUnary(element, xs[0]), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!), batch: elementwiseBatch };
 }
 
 /** A unary primitive with derivative zero everywhere it is defined (masks, sign). */
@@ -44,12 +46,13 @@ function constant<P>(element: Element, args: (p: P) => [number, number]): Rule<P
     forward: (xs, p) => launchWith(element, xs[0], args(p)),
     vjp: () => [null],
     jvp: (_ts, _xs, y) => zerosLike(y),
+    batch: elementwiseBatch,
   };
 }
 
 /** A linear unary primitive: its JVP is the op itself and its VJP the adjoint op. */
 function linear1(element: Element, op: (t: Tensor) => Tensor, adjoint: (g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { element, saves: SAVE_NONE, forward: (xs) => launchUnary(element, xs[0]), vjp: (g) => [adjoint(g)], jvp: ([t]) => op(t!) };
+  return { element, saves: SAVE_NONE, forward: (xs) => launchUnary(element, xs[0]), vjp: (g) => [adjoint(g)], jvp: ([t]) => op(t!), batch: elementwiseBatch };
 }
 
 type Partials = (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needs: readonly boolean[]) => (Tensor | null)[];
@@ -62,6 +65,7 @@ function binary(element: Element, save: Saves, partials: Partials, tangent: (ta:
     forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]),
     vjp: (g, s, _p, needs) => partials(g, s.x[0]!, s.x[1]!, s.y!, needs),
     jvp: ([ta, tb], [a, b], y) => tangent(ta, tb, a, b, y),
+    batch: elementwiseBatch,
   };
 }
 
@@ -115,7 +119,7 @@ export const binaryRules = {
 
 /** Comparison: a 0/1 mask, with zero derivative; int32 operands too (an _i32 kernel each). */
 function cmp(element: Element): Rule<Record<string, never>> {
-  return { element, saves: SAVE_NONE, int32: true, forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y) };
+  return { element, saves: SAVE_NONE, int32: true, forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y), batch: elementwiseBatch };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {

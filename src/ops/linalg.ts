@@ -7,6 +7,46 @@ import type { Rule, Rule0 } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';
+import { front, frontRank, loopBatch, type Dim, type Self } from './batch.js';
+import { reshape, transpose, mul } from './api.js';
+
+/**
+ * Mapped matmul, as one launch in each case: a batched A against a shared 2-D B folds every
+ * example's rows into one GEMM ([B·M, K]·B, examples out along axis 0); a shared 2-D A against a
+ * batched B puts the examples side by side as columns (A·[K, B·N], out along axis 1; for one
+ * vector per example, [B, K]·op(A)ᵀ without moving any data); an inner
+ * dimension of 1 (the per-example outer products of a weight gradient) is the broadcast product,
+ * exact as the one-term sums are. Otherwise both go to the front, rank-matched, and the kernel's
+ * batch axes pair them (one GEMM per example, no per-example dispatch in JS).
+ */
+function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: MatmulParams, self: Self<MatmulParams>): [Tensor, number] {
+  if (db === null && b.shape.length === 2 && !p.ta) {
+    const f = front(a, da), K = f.shape[f.shape.length - 1];
+    const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
+    return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
+  }
+  if (da === null && a.shape.length === 2 && b.shape.length === 3 && !p.tb && b.shape[2] === 1 && db !== 2) {
+    // Matrix-vector per example: the examples' vectors are the rows of [B, K], and Y = [B, K]·op(A)ᵀ (no copy).
+    const f = front(b, db), B = f.shape[0];
+    const y = self([reshape(f, [B, f.shape[1]]), a], { ta: false, tb: !p.ta });
+    return [reshape(y, [B, y.shape[1], 1]), 0];
+  }
+  if (da === null && a.shape.length === 2 && b.shape.length === 3) {
+    const f = front(b, db), [B, r, c] = f.shape;
+    // tb: each example's [N, K] rows stack into [B·N, K] as they lie; else [K, B·N] needs one transpose.
+    const cols = p.tb ? reshape(f, [B * r, c]) : reshape(transpose(f, [1, 0, 2]), [r, B * c]);
+    const y = self([a, cols], p);
+    return [reshape(y, [y.shape[0], B, y.shape[1] / Math.max(1, B)]), 1];
+  }
+  const rank = Math.max(a.shape.length - (da === null ? 0 : 1), b.shape.length - (db === null ? 0 : 1));
+  const fa = frontRank(a, da, rank), fb = frontRank(b, db, rank);
+  const [M, K, N] = matmulDims(fa.shape, fb.shape, p);
+  if (K === 1) {
+    const col = reshape(fa, [...fa.shape.slice(0, -2), M, 1]), row = reshape(fb, [...fb.shape.slice(0, -2), 1, N]);
+    return [mul(col, row), 0];
+  }
+  return [self([fa, fb], p), 0];
+}
 
 export interface MatmulParams {
   /** Use the stored A as transposed (A is [..., K, M]) / B likewise ([..., N, K]). */
@@ -78,6 +118,7 @@ export const linalgRules = {
       const u = ta_ && matmulT(ta_, b, ta, tb), v = tb_ && matmulT(a, tb_, ta, tb);
       return u === null ? v! : v === null ? u : add(u, v);
     },
+    batch: matmulBatch,
   } satisfies Rule<MatmulParams>,
   // Feedback alignment (Lillicrap et al. 2016): the forward is x·Wᵀ, but the adjoint sent to x
   // goes through a fixed matrix B ([out, in], like W) instead of W. W's gradient gᵀ·x is the
@@ -99,6 +140,13 @@ export const linalgRules = {
       const u = tx && matmulT(tx, w, false, true), v = tw && matmulT(x, tw, false, true);
       // Only B carrying a tangent gives zero: x·Wᵀ does not depend on B.
       return u === null ? (v ?? filled(y.shape, y.dtype, 0)) : v === null ? u : add(u, v);
+    },
+    // Shared weights: the examples' rows fold into one GEMM. Mapped weights: the per-example loop.
+    batch: ([x, w, b], [dx, dw, db], p, self) => {
+      if (dw !== null || db !== null) return loopBatch([x, w, b], [dx, dw, db], self, p);
+      const f = front(x, dx), K = f.shape[f.shape.length - 1];
+      const y = self([reshape(f, [f.size / Math.max(1, K), K]), w, b], p);
+      return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
     },
   } satisfies Rule0,
 };

@@ -14,6 +14,7 @@ import { apply } from './apply.js';
 import { hooks } from '../wasm/hooks.js';
 import { filled } from './launch.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';
+import { front, frontAll, rowsBatch, sameShapeBatch, type Dim, type Self } from './batch.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
 const softmaxJ = (y: Tensor, v: Tensor): Tensor => mul(y, sub(v, sum(mul(v, y), [y.shape.length - 1], true)));
@@ -30,6 +31,7 @@ const softmax = {
   },
   vjp: (g, s) => [softmaxJ(s.y!, g)],
   jvp: ([t], _x, y) => softmaxJ(y, t!),
+  batch: rowsBatch,
 } satisfies Rule<Record<string, never>>;
 
 const same = (a: Tensor, b: Tensor): boolean =>
@@ -56,6 +58,7 @@ function elementGrad(kernel: string, self: (y: Tensor, g: Tensor) => Tensor, dy:
     },
     vjp: (G, s, _p, needs) => [needs[0] && dy !== null ? mul(G, dy(s.x[0]!, s.x[1]!)) : null, needs[1] ? self(s.x[0]!, G) : null],
     jvp: ([ty, tg], [y, g]) => plus(ty && dy && mul(ty, dy(y, g)), tg && self(y, tg), () => zerosLike(y)),
+    batch: sameShapeBatch,
   };
 }
 
@@ -112,6 +115,21 @@ function layerNormGradTerms(x: Tensor, g: Tensor, dx: Tensor, eps: number): { vj
     },
   };
 }
+/** The labels repeated once per example (the examples' rows are stacked). */
+function tiled(labels: Int32Array, B: number): Int32Array {
+  const out = new Int32Array(labels.length * B);
+  for (let b = 0; b < B; b++) out.set(labels, b * labels.length);
+  return out;
+}
+/** Mapped cross-entropy (and its VJP): the examples' rows stack into one [B·n, c] launch, labels tiled. */
+function xentBatch(xs: readonly Tensor[], dims: readonly Dim[], p: Labels, self: Self<Labels>): [Tensor, number] {
+  const fs = xs.length === 1 ? [front(xs[0], dims[0])] : frontAll(xs, dims);
+  const [B, n, c] = fs[0].shape;
+  const rows = fs.map((f, i) => reshape(f, i === 0 ? [B * n, c] : [B * n]));
+  const y = self(rows, { labels: tiled(p.labels, B) });
+  return [reshape(y, [B, n, ...y.shape.slice(1)]), 0];
+}
+
 const lastDim = (x: Tensor) => x.shape[x.shape.length - 1];
 const asRows = (x: Tensor) => [x.size / Math.max(1, lastDim(x)), lastDim(x)];
 
@@ -130,6 +148,7 @@ export const nnRules = {
     },
     vjp: (g, s, p) => [xentGrad(s.x[0]!, g, p.labels)],
     jvp: ([t], [x], _y, p) => sum(mul(t!, xentDir(x, p.labels)), 1),
+    batch: xentBatch,
   } satisfies Rule<Labels>,
   // dx = diag(g)·(P − Y): ∂x applies each row's (symmetric) softmax Jacobian to g·G; ∂g = Σ_j G ⊙ (P − Y).
   softmaxCrossEntropyGrad: {
@@ -146,6 +165,7 @@ export const nnRules = {
     },
     jvp: ([tx, tg], [x, g], y, p) =>
       plus(tx && mul(column(g), softmaxJ(softmaxOf(x), tx)), tg && xentGrad(x, tg, p.labels), () => zerosLike(y)),
+    batch: xentBatch,
   } satisfies Rule<Labels>,
   layerNorm: {
     saves: { inputs: [0], output: false },
@@ -156,6 +176,7 @@ export const nnRules = {
     },
     vjp: (g, s, p) => [layerNormGrad(s.x[0]!, g, p.eps)],
     jvp: ([t], [x], _y, p) => layerNormGrad(x, t!, p.eps),
+    batch: rowsBatch,
   } satisfies Rule<Eps>,
   layerNormGrad: {
     saves: { inputs: [0, 1], output: true },
@@ -169,5 +190,6 @@ export const nnRules = {
       needs[1] ? layerNormGrad(s.x[0]!, G, p.eps) : null,
     ],
     jvp: ([u, tg], [x, g], dx, p) => plus(u && layerNormGradTerms(x, g, dx, p.eps).jvp(u), tg && layerNormGrad(x, tg, p.eps), () => zerosLike(dx)),
+    batch: sameShapeBatch,
   } satisfies Rule<Eps>,
 };

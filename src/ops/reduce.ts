@@ -4,6 +4,7 @@ import type { Tensor } from './tensor.js';
 import type { Rule } from './rule.js';
 import { launchReduce } from './launch.js';
 import { linearJvp } from './linear.js';
+import { front, type Dim, type Self } from './batch.js';
 import { sum, mul, div, eq, reshape, broadcastTo } from './api.js';
 
 /** Axes sorted, distinct and non-negative (the API layer normalises them). */
@@ -32,17 +33,24 @@ function argmaxWeights(x: Tensor, y: Tensor, p: ReduceParams): Tensor {
   return div(mask, sum(mask, p.axes, true));
 }
 
+/** Reductions shift their axes past the batch axis, moved to the front. */
+function reduceBatch([x]: readonly Tensor[], [d]: readonly Dim[], p: ReduceParams, self: Self<ReduceParams>): [Tensor, number] {
+  return [self([front(x, d)], { axes: p.axes.map((a) => a + 1), keepdims: p.keepdims }), 0];
+}
+
 export const reduceRules = {
   sum: {
     saves: { inputs: [], output: false },
     forward: ([x], p) => launchReduce('sum', x, p.axes, reducedShape(x.shape, p)),
     vjp: (g, s, p) => [spread(g, s.shapes[0], p.axes)],
     jvp: linearJvp('sum'),
+    batch: reduceBatch,
   } satisfies Rule<ReduceParams>,
   max: {
     saves: { inputs: [0], output: true },
     forward: ([x], p) => launchReduce('max', x, p.axes, reducedShape(x.shape, p)),
     vjp: (g, s, p) => [mul(argmaxWeights(s.x[0]!, s.y!, p), spread(g, s.shapes[0], p.axes))],
     jvp: ([t], [x], y, p) => sum(mul(argmaxWeights(x, y, p), t!), p.axes, p.keepdims),
+    batch: reduceBatch,
   } satisfies Rule<ReduceParams>,
 };

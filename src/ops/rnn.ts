@@ -14,6 +14,7 @@ import type { Rule } from './rule.js';
 import { kernel } from '../wasm/module.js';
 import { apply } from './apply.js';
 import { filled } from './launch.js';
+import { foldBatch } from './batch.js';
 import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, reshape, zerosLike, composite } from './api.js';
 
 /** A value and its tangent (null: zero). */
@@ -116,6 +117,7 @@ function cellRule(kind: 'lstm' | 'gru'): Rule<Record<string, never>> {
       return unslot(kind, parts(d, SLOTS[kind], H) as Tensor[]).map((t, i) => (needs[i] ? t : null));
     },
     jvp: (ts, xs) => cat(cell.phi(slots(kind, xs, ts)).map((o) => o.t), xs[2]),
+    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, xs.map(() => true)), // rows are independent: the examples' rows stack
   };
 }
 
@@ -124,6 +126,7 @@ function cellGradRule(kind: 'lstm' | 'gru'): Rule<Record<string, never>> {
   return {
     saves: { inputs: 'all', output: false },
     forward: (xs) => launch(`${kind}_cell_vjp`, xs, n),
+    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, xs.map(() => true)),
     vjp: (G, s, _p, needs) => {
       const [xg, hg, st, g] = s.x as Tensor[], H = st.shape[1], Gs = parts(G, n, H) as Tensor[];
       const x = slots(kind, [xg, hg, st], [null, null, null]), gs = parts(g, OUTS[kind], H).map((v) => ({ v: v!, t: null }));

@@ -1,7 +1,8 @@
 // The shape of a primitive's definition. Every primitive is one Rule: its forward kernel
 // launch, what it saves for the backward pass, its VJP and its JVP. The rule tables are
-// checked against this type, so a primitive without a VJP or JVP rule does not compile.
+// checked against this type, so a primitive without a VJP, JVP or batching rule does not compile.
 import type { Tensor } from './tensor.js';
+import type { Dim, Self } from './batch.js';
 
 /** What a primitive keeps for its VJP: input positions, and whether the output. */
 export interface Saves {
@@ -54,6 +55,12 @@ export interface Rule<P> {
   vjp(g: Tensor, s: Saved, p: P, needs: readonly boolean[]): (Tensor | null)[];
   /** The output's tangent given the inputs' tangents (null is zero), with inputs and output at hand. */
   jvp(ts: readonly (Tensor | null)[], xs: readonly Tensor[], y: Tensor, p: P): Tensor;
+  /**
+   * vmap: the output for physical inputs that hold every example, the examples of input i running
+   * along axis dims[i] (null: not mapped, shared by all), and the axis they run along in the
+   * output. `self` runs this primitive on physical tensors (src/ops/batch.ts).
+   */
+  batch(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number];
 }
 
 /** A rule with no parameters. */

@@ -9,6 +9,7 @@ import type { Rule } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { linearJvp } from './linear.js';
 import { zerosLike } from './composite.js';
+import { elementwiseBatch, front } from './batch.js';
 
 const NONE = { inputs: [], output: false } as const;
 
@@ -75,6 +76,7 @@ export const selectRules = {
     forward: ([c, a, b]) => whereForward(c, a, b),
     vjp: (g, s, _p, needs) => [null, needs[1] ? selectOr(s.x[0]!, g, null) : null, needs[2] ? selectOr(s.x[0]!, null, g) : null],
     jvp: ([, ta, tb], [c]) => selectOr(c, ta, tb),
+    batch: elementwiseBatch,
   } satisfies Rule<Record<string, never>>,
   tri: {
     saves: NONE,
@@ -82,6 +84,7 @@ export const selectRules = {
     forward: ([x], p) => triForward(x, p),
     vjp: (g, _s, p) => [triOf(g, p)],
     jvp: linearJvp('tri'),
+    batch: ([x], [d], p, self) => [self([front(x, d)], p), 0], // the trailing matrices stay trailing
   } satisfies Rule<TriParams>,
   argmax: {
     saves: NONE,
@@ -89,5 +92,6 @@ export const selectRules = {
     forward: ([x], p) => argmaxForward(x, p),
     vjp: () => [null],
     jvp: (_t, _x, y) => zerosLike(y), // never called: an int32 output carries no tangent
+    batch: ([x], [d], p, self) => [self([front(x, d)], { axis: p.axis + 1, keepdims: p.keepdims }), 0],
   } satisfies Rule<ArgmaxParams>,
 };

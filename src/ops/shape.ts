@@ -10,6 +10,7 @@ import type { Rule } from './rule.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
 import { linearJvp } from './linear.js';
+import { front, frontAll, frontRank, elementwiseBatch } from './batch.js';
 
 const NONE = { inputs: [], output: false } as const;
 
@@ -154,6 +155,10 @@ export const shapeRules = {
     forward: ([x], p) => x.share(p.shape),
     vjp: (g, s) => [reshape(g, s.shapes[0])],
     jvp: linearJvp('reshape'),
+    batch: ([x], [d], p, self) => {
+      const f = front(x, d);
+      return [self([f], { shape: [f.shape[0], ...p.shape] }), 0];
+    },
   } satisfies Rule<{ shape: readonly number[] }>,
   transpose: {
     saves: NONE,
@@ -161,6 +166,7 @@ export const shapeRules = {
     forward: ([x], { perm }) => transposeForward(x, perm),
     vjp: (g, _s, p) => [transpose(g, invertPerm(p.perm))],
     jvp: linearJvp('transpose'),
+    batch: ([x], [d], p, self) => [self([front(x, d)], { perm: [0, ...p.perm.map((a) => a + 1)] }), 0],
   } satisfies Rule<{ perm: readonly number[] }>,
   broadcastTo: {
     saves: NONE,
@@ -173,6 +179,10 @@ export const shapeRules = {
     },
     vjp: (g, s) => [sumTo(g, s.shapes[0])],
     jvp: linearJvp('broadcastTo'),
+    batch: ([x], [d], p, self) => {
+      const f = frontRank(x, d, p.shape.length);
+      return [self([f], { shape: [f.shape[0], ...p.shape] }), 0];
+    },
   } satisfies Rule<{ shape: readonly number[] }>,
   slice: {
     saves: NONE,
@@ -180,6 +190,10 @@ export const shapeRules = {
     forward: ([x], p) => sliceForward(x, p.begin, p.size),
     vjp: (g, s, p) => [pad(g, p.begin, s.shapes[0])],
     jvp: linearJvp('slice'),
+    batch: ([x], [d], p, self) => {
+      const f = front(x, d);
+      return [self([f], { begin: [0, ...p.begin], size: [f.shape[0], ...p.size] }), 0];
+    },
   } satisfies Rule<{ begin: readonly number[]; size: readonly number[] }>,
   pad: {
     saves: NONE,
@@ -187,6 +201,10 @@ export const shapeRules = {
     forward: ([x], p) => padForward(x, p.begin, p.shape),
     vjp: (g, s, p) => [slice(g, p.begin, s.shapes[0])],
     jvp: linearJvp('pad'),
+    batch: ([x], [d], p, self) => {
+      const f = front(x, d);
+      return [self([f], { begin: [0, ...p.begin], shape: [f.shape[0], ...p.shape] }), 0];
+    },
   } satisfies Rule<{ begin: readonly number[]; shape: readonly number[] }>,
   concat: {
     saves: NONE,
@@ -212,6 +230,7 @@ export const shapeRules = {
       });
     },
     jvp: linearJvp('concat'),
+    batch: (xs, dims, p, self) => [self(frontAll(xs, dims), { axis: p.axis + 1 }), 0],
   } satisfies Rule<{ axis: number }>,
   gather: {
     saves: NONE,
@@ -219,12 +238,17 @@ export const shapeRules = {
     forward: ([x], p) => gatherForward(x, p.indices, p.axis),
     vjp: (g, s, p) => [scatterAdd(g, p.indices, p.axis, s.shapes[0])],
     jvp: linearJvp('gather'),
+    batch: ([x], [d], p, self) => [self([front(x, d)], { indices: p.indices, axis: p.axis + 1 }), 0],
   } satisfies Rule<{ indices: Int32Array; axis: number }>,
   scatterAdd: {
     saves: NONE,
     forward: ([g], p) => scatterAddForward(g, p.indices, p.axis, p.shape),
     vjp: (g, _s, p) => [gather(g, p.indices, p.axis)],
     jvp: linearJvp('scatterAdd'),
+    batch: ([g], [d], p, self) => {
+      const f = front(g, d);
+      return [self([f], { indices: p.indices, axis: p.axis + 1, shape: [f.shape[0], ...p.shape] }), 0];
+    },
   } satisfies Rule<{ indices: Int32Array; axis: number; shape: readonly number[] }>,
   cast: {
     saves: NONE,
@@ -232,5 +256,6 @@ export const shapeRules = {
     forward: ([x], p) => castForward(x, p.dtype),
     vjp: (g, _s, p) => [cast(g, p.from)],
     jvp: linearJvp('cast'),
+    batch: elementwiseBatch,
   } satisfies Rule<{ dtype: DType; from: DType }>,
 };

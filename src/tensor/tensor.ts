@@ -18,6 +18,8 @@ export interface Pending {
   fill(ptr: number): void;
   /** Lets go of what fill would read; called once, after the fill or when the block dies unfilled. */
   drop(): void;
+  /** Never filled (a batched tensor's block inside vmap, src/ops/batch.ts): it holds no memory of its own. */
+  readonly virtual?: boolean;
 }
 
 /** A block of wasm memory shared by every tensor that views it. */
@@ -115,7 +117,7 @@ export class Storage {
     } else runtime().arena.free(this.at, this.bytes, this.gradient);
   }
   markGradient(): void {
-    if (this.gradient || this.refs === 0) return;
+    if (this.gradient || this.refs === 0 || this.pending?.virtual === true) return;
     if (this.pending !== null) this.fill(); // gradient bytes are counted as allocated ones
     this.gradient = true;
     runtime().arena.markGradient(this.bytes);

@@ -1,0 +1,117 @@
+// vmap(f, { inAxes, outAxes }), JAX's semantics: f is written for one example; the mapped
+// arguments carry every example along their in-axis; f runs once, on batched tensors (per-example
+// shapes, src/ops/batch.ts), and each primitive's batching rule runs its batched kernel. Outputs
+// come back with the examples along their out-axis (an unmapped output is broadcast there).
+// Arguments and results may be pytrees: tensors in arrays and plain objects, nested.
+import { ArgumentError } from '../errors.js';
+import { type Tensor, isTensor } from '../ops/tensor.js';
+import { runScoped } from '../tensor/scope.js';
+import { batching, unwrap, wrap } from '../ops/batch.js';
+import { reshape, transpose, broadcastTo } from '../ops/api.js';
+
+/** An axis per leaf: a number (negative counts from the end) or null (not mapped), or a tree matching the arguments' structure. */
+export type AxisSpec = number | null | readonly AxisSpec[] | { readonly [key: string]: AxisSpec };
+
+export interface VmapOptions {
+  /** Per argument (an array, one entry per argument) or one spec for all; default 0. */
+  inAxes?: AxisSpec;
+  /** For the result (a tree matching it, or one spec for every leaf); default 0. */
+  outAxes?: AxisSpec;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
+
+/** Maps every tensor leaf of `tree` (arrays and plain objects) with its axis from the spec prefix. */
+function mapTree(tree: unknown, spec: AxisSpec, path: string, f: (t: Tensor, axis: number | null, path: string) => unknown, what: string): unknown {
+  if (isTensor(tree)) {
+    if (spec !== null && typeof spec !== 'number') throw new ArgumentError(`vmap: ${what} for ${path} must be a number or null at a tensor, got ${Array.isArray(spec) ? 'an array' : typeof spec}`);
+    return f(tree, spec, path);
+  }
+  const sub = (key: string | number): AxisSpec => {
+    if (spec === null || typeof spec === 'number') return spec;
+    const v = (spec as Record<string, AxisSpec>)[key];
+    if (v === undefined) throw new ArgumentError(`vmap: ${what} has no entry for ${path}${typeof key === 'number' ? `[${key}]` : `.${key}`}`);
+    return v;
+  };
+  if (Array.isArray(tree)) {
+    if (Array.isArray(spec) && spec.length !== tree.length) throw new ArgumentError(`vmap: ${what} for ${path} has ${spec.length} entries for an array of ${tree.length}`);
+    return tree.map((v, i) => mapTree(v, sub(i), `${path}[${i}]`, f, what));
+  }
+  if (isPlainObject(tree)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(tree)) out[k] = mapTree(v, sub(k), `${path}.${k}`, f, what);
+    return out;
+  }
+  if (typeof spec === 'number' && what === 'inAxes') throw new ArgumentError(`vmap: ${path} is mapped (axis ${spec}) but is not a tensor (${typeof tree})`);
+  return tree;
+}
+
+/** The axis in [0, rank), or an ArgumentError naming the leaf. */
+function checkAxis(axis: number, rank: number, path: string, what: string): number {
+  if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
+    throw new ArgumentError(`vmap: ${what} ${axis} is out of range for ${path} of rank ${rank - (what === 'outAxes' ? 1 : 0)}`);
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+function fnArg(f: unknown): void {
+  if (typeof f !== 'function') throw new ArgumentError(`vmap: f must be a function, got ${typeof f}`);
+}
+
+/** f mapped over an axis of its arguments (see the file comment). */
+export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions = {}): (...args: Parameters<F>) => ReturnType<F> {
+  fnArg(f);
+  const { inAxes = 0, outAxes = 0 } = opts;
+  return (...args: unknown[]) => {
+    if (Array.isArray(inAxes) && inAxes.length !== args.length) {
+      throw new ArgumentError(`vmap: inAxes has ${inAxes.length} entries for ${args.length} argument(s)`);
+    }
+    const spec: AxisSpec = Array.isArray(inAxes) ? inAxes : args.map(() => inAxes as AxisSpec);
+    // First pass: check axes and sizes before anything runs.
+    const mapped: { path: string; size: number; axis: number }[] = [];
+    mapTree(args, spec, 'args', (t, axis, path) => {
+      t.check('vmap');
+      if (axis !== null) {
+        const a = checkAxis(axis, t.shape.length, path, 'inAxes');
+        mapped.push({ path, size: t.shape[a], axis: a });
+      }
+      return t;
+    }, 'inAxes');
+    if (mapped.length === 0) throw new ArgumentError('vmap: no argument is mapped (every inAxes entry is null); map at least one tensor');
+    if (mapped.some((m) => m.size !== mapped[0].size)) {
+      throw new ArgumentError(`vmap: mapped axes have different sizes: ${mapped.map((m) => `${m.path} has ${m.size} along axis ${m.axis}`).join(', ')}`);
+    }
+    const B = mapped[0].size;
+    const level = ++batching.level;
+    try {
+      return runScoped(() => {
+        // An identity op (reshape to the same shape) gives each mapped argument a handle the batched one owns, carrying its tape and tangent.
+        const inner = mapTree(args, spec, 'args', (t, axis) => (axis === null ? t : wrap(reshape(t, t.shape), axis < 0 ? axis + t.shape.length : axis, level)), 'inAxes') as unknown[];
+        const out: unknown = f(...inner);
+        return mapTree(out, outAxes, 'output', (t, axis, path) => unbatch(t, axis, path, level, B), 'outAxes');
+      }, isTensor) as ReturnType<F>;
+    } finally {
+      batching.level--;
+    }
+  };
+}
+
+/** The result leaf with its examples along `axis` (an unmapped value broadcast there). */
+function unbatch(t: Tensor, axis: number | null, path: string, level: number, B: number): Tensor {
+  const [phys, d] = unwrap(t, level);
+  if (axis === null) {
+    if (d !== null) throw new ArgumentError(`vmap: outAxes is null for ${path}, but it depends on the mapped arguments (give it an axis)`);
+    return reshape(phys, phys.shape);
+  }
+  const a = checkAxis(axis, phys.shape.length + (d === null ? 1 : 0), path, 'outAxes');
+  let src = phys, from = d;
+  if (d === null) {
+    src = broadcastTo(reshape(phys, [1, ...phys.shape]), [B, ...phys.shape]);
+    from = 0;
+  }
+  if (from === a) return reshape(src, src.shape);
+  const rest = src.shape.map((_, i) => i).filter((i) => i !== from);
+  rest.splice(a, 0, from!);
+  return transpose(src, rest);
+}
