@@ -12,6 +12,7 @@ import { reshape, transpose, broadcastTo } from '../ops/api.js';
 /** An axis per leaf: a number (negative counts from the end) or null (not mapped), or a tree matching the arguments' structure. */
 export type AxisSpec = number | null | readonly AxisSpec[] | { readonly [key: string]: AxisSpec };
 
+/** Which axis of each argument (`inAxes`) and of each output (`outAxes`) is mapped; `null` = not mapped. */
 export interface VmapOptions {
   /** Per argument (an array, one entry per argument) or one spec for all; default 0. */
   inAxes?: AxisSpec;

@@ -5,6 +5,7 @@
 // GEMMs (with W_ih and W_hh, biases in their epilogues) and one fused gate primitive
 // (src/ops/rnn.ts): backpropagation through time is many small kernels, so each step is kept to
 // those few launches, and every tensor a step reads is its own (no slices of the whole sequence).
+import { optionsArg } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -91,6 +92,7 @@ export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
   constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    opts = optionsArg('LSTMCell', opts, ['bias', 'dtype', 'seed']);
     super('LSTMCell', opts.dtype);
     count('LSTMCell', 'inputSize', inputSize);
     count('LSTMCell', 'hiddenSize', hiddenSize);
@@ -110,6 +112,7 @@ export class GRUCell extends RecurrentBase<Tensor> {
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
   constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    opts = optionsArg('GRUCell', opts, ['bias', 'dtype', 'seed']);
     super('GRUCell', opts.dtype);
     count('GRUCell', 'inputSize', inputSize);
     count('GRUCell', 'hiddenSize', hiddenSize);

@@ -13,6 +13,7 @@ import { vmap } from '../autodiff/vmap.js';
 import { functionalCall } from '../nn/functional.js';
 import { Module } from '../nn/module.js';
 
+/** DP-SGD settings: per-example clipping norm C, Gaussian noise multiplier σ and the noise seed. */
 export interface DpOptions {
   /** C: each example's gradient is scaled to L2 norm at most C. */
   clip: number;
