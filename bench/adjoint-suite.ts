@@ -5,10 +5,7 @@
 import * as adj from '../src/index.js';
 import { Tensor } from '../src/ops/tensor.js';
 import { kernel, runtime } from '../src/wasm/module.js';
-import {
-  CNN, DEEP, MLP, cnnData, deepData, mlpData, OP_CHAIN,
-  type Layer, type Made, type Suite, type Workload,
-} from './workloads.js';
+import { CNN, DEEP, MLP, cnnData, deepData, mlpData, OP_CHAIN, type Layer, type Made, type Suite, type Workload } from './workloads.js';
 
 const { tensor, matmul, transpose, add, sub, mul, tanh, relu, tidy, noGrad, crossEntropy, mseLoss, reshape } = adj;
 type T = adj.Tensor;
@@ -66,7 +63,12 @@ function trainer(ps: T[], lr: number, loss: (ps: T[]) => T): { run: () => void; 
 
 function forwardRunner(loss: () => T): { run: () => void; loss: () => number } {
   return {
-    run: () => noGrad(() => tidy(() => { loss().item(); })),
+    run: () =>
+      noGrad(() =>
+        tidy(() => {
+          loss().item();
+        }),
+      ),
     loss: () => noGrad(() => tidy(() => loss().item())),
   };
 }
@@ -81,28 +83,36 @@ function mlpForward(x: T, ps: T[], act: (t: T) => T, actLast: boolean): T {
 }
 
 function gemmApi(n: number, dtype: adj.DType, ta: boolean, tb: boolean): Made {
-  const a = adj.randn([n, n], { seed: 11, dtype }), b = adj.randn([n, n], { seed: 12, dtype });
+  const a = adj.randn([n, n], { seed: 11, dtype }),
+    b = adj.randn([n, n], { seed: 12, dtype });
   // matmul(transpose(a), b): what a user writes for Aᵀ·B through the public API.
   return {
-    run: () => tidy(() => { matmul(ta ? transpose(a) : a, tb ? transpose(b) : b); }),
+    run: () =>
+      tidy(() => {
+        matmul(ta ? transpose(a) : a, tb ? transpose(b) : b);
+      }),
     dispose: () => disposeAll([a, b]),
   };
 }
 
 function gemmKernel(n: number, dtype: adj.DType, ta: boolean, tb: boolean): Made {
   const gemm = kernel(dtype === 'float32' ? 'gemm_f32' : 'gemm_f64');
-  const a = adj.randn([n, n], { seed: 11, dtype }), b = adj.randn([n, n], { seed: 12, dtype });
+  const a = adj.randn([n, n], { seed: 11, dtype }),
+    b = adj.randn([n, n], { seed: 12, dtype });
   const c = Tensor.empty([n, n], dtype);
   // Packing scratch, if this build of the kernels has it; unregistered again on dispose so the
   // op-layer measurements see the library exactly as it configures itself.
   const r = runtime();
-  let scratch = -1, scratchBytes = 0;
+  let scratch = -1,
+    scratchBytes = 0;
   if (typeof r.exports.gemm_set_scratch === 'function' && typeof r.exports.gemm_scratch_bytes === 'function') {
     scratchBytes = r.exports.gemm_scratch_bytes(n, n, n, dtype === 'float32' ? 4 : 8);
     scratch = r.arena.alloc(scratchBytes);
   }
   const [pa, pb, pc] = [a.ptr, b.ptr, c.ptr];
-  const set = () => { if (scratch >= 0) r.exports.gemm_set_scratch(scratch, scratchBytes); };
+  const set = () => {
+    if (scratch >= 0) r.exports.gemm_set_scratch(scratch, scratchBytes);
+  };
   return {
     run: () => {
       set();
@@ -119,16 +129,35 @@ function gemmKernel(n: number, dtype: adj.DType, ta: boolean, tb: boolean): Made
 }
 
 function perOp(op: Extract<Workload, { kind: 'op' }>['op']): Made {
-  const a = tensor([0.1, 0.2, 0.3, 0.4]), b = tensor([0.01, 0.01, 0.01, 0.01]);
-  const m = tensor(Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1), { shape: [4, 4] });
+  const a = tensor([0.1, 0.2, 0.3, 0.4]),
+    b = tensor([0.01, 0.01, 0.01, 0.01]);
+  const m = tensor(
+    Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1),
+    { shape: [4, 4] },
+  );
   const base = { perCall: OP_CHAIN, dispose: () => disposeAll([a, b, m]) };
   switch (op) {
     case 'add':
-      return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) add(a, b).dispose(); } };
+      return {
+        ...base,
+        run: () => {
+          for (let i = 0; i < OP_CHAIN; i++) add(a, b).dispose();
+        },
+      };
     case 'tanh':
-      return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) tanh(a).dispose(); } };
+      return {
+        ...base,
+        run: () => {
+          for (let i = 0; i < OP_CHAIN; i++) tanh(a).dispose();
+        },
+      };
     case 'matmul4':
-      return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) matmul(m, m).dispose(); } };
+      return {
+        ...base,
+        run: () => {
+          for (let i = 0; i < OP_CHAIN; i++) matmul(m, m).dispose();
+        },
+      };
     case 'addChain':
       return {
         ...base,
@@ -147,18 +176,23 @@ function perOp(op: Extract<Workload, { kind: 'op' }>['op']): Made {
       const g = tensor([0.1, 0.2, 0.3, 0.4], { requiresGrad: true });
       return {
         ...base,
-        run: () => { for (let i = 0; i < OP_CHAIN; i++) add(g, b).dispose(); },
+        run: () => {
+          for (let i = 0; i < OP_CHAIN; i++) add(g, b).dispose();
+        },
         dispose: () => disposeAll([a, b, m, g]),
       };
     }
     case 'addJit': {
       disposeAll([a, b, m]);
       if (typeof lib.compile !== 'function') return 'no compile() export yet';
-      const a2 = tensor([0.1, 0.2, 0.3, 0.4]), b2 = tensor([0.01, 0.01, 0.01, 0.01]);
+      const a2 = tensor([0.1, 0.2, 0.3, 0.4]),
+        b2 = tensor([0.01, 0.01, 0.01, 0.01]);
       const f = lib.compile((x: T, y: T) => add(x, y));
       return {
         perCall: OP_CHAIN,
-        run: () => { for (let i = 0; i < OP_CHAIN; i++) f(a2, b2).dispose(); },
+        run: () => {
+          for (let i = 0; i < OP_CHAIN; i++) f(a2, b2).dispose();
+        },
         dispose: () => disposeAll([a2, b2]),
       };
     }
@@ -172,7 +206,13 @@ function mlp(mode: 'step' | 'forward'): Made {
   const loss = (p: T[]) => crossEntropy(mlpForward(x, p, relu, false), d.labels);
   if (mode === 'forward') return { ...forwardRunner(() => loss(ps)), dispose: () => disposeAll([x, ...ps]) };
   const t = trainer(ps, MLP.lr, loss);
-  return { run: t.run, dispose: () => { t.dispose(); x.dispose(); } };
+  return {
+    run: t.run,
+    dispose: () => {
+      t.dispose();
+      x.dispose();
+    },
+  };
 }
 
 function deep(mode: 'step' | 'forward'): Made {
@@ -183,7 +223,13 @@ function deep(mode: 'step' | 'forward'): Made {
   const loss = (p: T[]) => mseLoss(mlpForward(x, p, tanh, true), target);
   if (mode === 'forward') return { ...forwardRunner(() => loss(ps)), dispose: () => disposeAll([x, target, ...ps]) };
   const t = trainer(ps, DEEP.lr, loss);
-  return { run: t.run, dispose: () => { t.dispose(); disposeAll([x, target]); } };
+  return {
+    run: t.run,
+    dispose: () => {
+      t.dispose();
+      disposeAll([x, target]);
+    },
+  };
 }
 
 function cnn(mode: 'step' | 'forward'): Made {
@@ -193,9 +239,12 @@ function cnn(mode: 'step' | 'forward'): Made {
   const { batch, hw, c1, c2, k, stride, pad } = CNN;
   const x = tensor(d.x, { shape: [batch, 1, hw, hw] });
   const ps = [
-    tensor(d.w1, { shape: [c1, 1, k, k], requiresGrad: true }), tensor(d.b1, { shape: [c1], requiresGrad: true }),
-    tensor(d.w2, { shape: [c2, c1, k, k], requiresGrad: true }), tensor(d.b2, { shape: [c2], requiresGrad: true }),
-    tensor(d.fc.w, { shape: [d.fc.fanIn, d.fc.fanOut], requiresGrad: true }), tensor(d.fc.b, { shape: [d.fc.fanOut], requiresGrad: true }),
+    tensor(d.w1, { shape: [c1, 1, k, k], requiresGrad: true }),
+    tensor(d.b1, { shape: [c1], requiresGrad: true }),
+    tensor(d.w2, { shape: [c2, c1, k, k], requiresGrad: true }),
+    tensor(d.b2, { shape: [c2], requiresGrad: true }),
+    tensor(d.fc.w, { shape: [d.fc.fanIn, d.fc.fanOut], requiresGrad: true }),
+    tensor(d.fc.b, { shape: [d.fc.fanOut], requiresGrad: true }),
   ];
   const loss = (p: T[]) => {
     let h = relu(conv2d(x, p[0], p[1], { stride, padding: pad }));
@@ -204,7 +253,13 @@ function cnn(mode: 'step' | 'forward'): Made {
   };
   if (mode === 'forward') return { ...forwardRunner(() => loss(ps)), dispose: () => disposeAll([x, ...ps]) };
   const t = trainer(ps, CNN.lr, loss);
-  return { run: t.run, dispose: () => { t.dispose(); x.dispose(); } };
+  return {
+    run: t.run,
+    dispose: () => {
+      t.dispose();
+      x.dispose();
+    },
+  };
 }
 
 /** `init`: more init() options (bench/relaxed.ts loads a copy of this suite with { relaxedSimd: true }). */
@@ -217,11 +272,16 @@ export async function adjointSuite(version: string, init: adj.InitOptions = {}):
     version,
     make: (w) => {
       switch (w.kind) {
-        case 'gemm': return w.level === 'kernel' ? gemmKernel(w.n, w.dtype, w.ta, w.tb) : gemmApi(w.n, w.dtype, w.ta, w.tb);
-        case 'op': return perOp(w.op);
-        case 'mlp': return mlp(w.mode);
-        case 'deep': return deep(w.mode);
-        case 'cnn': return cnn(w.mode);
+        case 'gemm':
+          return w.level === 'kernel' ? gemmKernel(w.n, w.dtype, w.ta, w.tb) : gemmApi(w.n, w.dtype, w.ta, w.tb);
+        case 'op':
+          return perOp(w.op);
+        case 'mlp':
+          return mlp(w.mode);
+        case 'deep':
+          return deep(w.mode);
+        case 'cnn':
+          return cnn(w.mode);
       }
     },
   };

@@ -60,9 +60,11 @@ export function anomalyCost(batch: number, widths: readonly number[], rounds = 2
   const stepOn = () => A.withAnomalyDetection(step);
   const [o0, e0] = [checked.outputs, checked.elements];
   stepOn();
-  const outputs = checked.outputs - o0, elements = checked.elements - e0;
+  const outputs = checked.outputs - o0,
+    elements = checked.elements - e0;
   // Interleave the two so both see the same machine state.
-  let offMs = Infinity, onMs = Infinity;
+  let offMs = Infinity,
+    onMs = Infinity;
   for (let r = 0; r < rounds; r++) {
     offMs = Math.min(offMs, fastest(step, 1));
     onMs = Math.min(onMs, fastest(stepOn, 1));
@@ -73,7 +75,11 @@ export function anomalyCost(batch: number, widths: readonly number[], rounds = 2
 
 export function printAnomalyCost(): void {
   console.log('anomaly mode cost per MLP training step (forward + backward, float32):');
-  for (const [batch, widths] of [[32, [64, 128, 10]], [64, [784, 256, 128, 10]], [256, [784, 512, 512, 10]]] as const) {
+  for (const [batch, widths] of [
+    [32, [64, 128, 10]],
+    [64, [784, 256, 128, 10]],
+    [256, [784, 512, 512, 10]],
+  ] as const) {
     const c = anomalyCost(batch, widths);
     const pct = (v: number) => `${((v / c.offMs) * 100).toFixed(1)}%`;
     console.log(

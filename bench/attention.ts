@@ -35,33 +35,42 @@ function causalBias(T: number): A.Tensor {
   return A.keep(A.tensor(a, { shape: [T, T] }));
 }
 
-interface Row { name: string; ms: number; peakMB: number }
+interface Row {
+  name: string;
+  ms: number;
+  peakMB: number;
+}
 const rows: Row[] = [];
 
 /** One fwd+bwd step of f on fresh leaves q, k, v (made outside the timed region) and its peak bytes. */
 function attentionRows(T: number, causal: boolean): void {
   const [B, H, d] = [12, 4, 32];
   const mk = (seed: number) => A.keep(A.randn([B, H, T, d], { seed }));
-  const q = mk(1), k = mk(2), v = mk(3), w = mk(4);
+  const q = mk(1),
+    k = mk(2),
+    v = mk(3),
+    w = mk(4);
   for (const x of [q, k, v]) x.requiresGrad = true;
   const bias = causal ? causalBias(T) : null;
   const fused = () => A.scaledDotProductAttention(q, k, v, { causal });
   const comp = () => composed(q, k, v, bias);
-  const step = (f: () => A.Tensor) => () => A.tidy(() => {
-    A.sum(A.mul(f(), w)).backward();
-    for (const x of [q, k, v]) {
-      x.grad!.toArray().length; // force
-      x.grad!.dispose();
-      x.grad = null;
-    }
-  });
+  const step = (f: () => A.Tensor) => () =>
+    A.tidy(() => {
+      A.sum(A.mul(f(), w)).backward();
+      for (const x of [q, k, v]) {
+        x.grad!.toArray().length; // force
+        x.grad!.dispose();
+        x.grad = null;
+      }
+    });
   const peak = (f: () => void): number => {
     A.resetPeak();
     const before = A.memory().bytesInUse;
     f();
     return (A.memory().peakBytes - before) / 2 ** 20;
   };
-  const pf = peak(step(fused)), pc = peak(step(comp));
+  const pf = peak(step(fused)),
+    pc = peak(step(comp));
   const times = { fused: [] as number[], comp: [] as number[] };
   for (let round = 0; round < (quick ? 2 : 4); round++) {
     times.fused.push(timeSync(step(fused), budget).cpuMedian * 1e3);
@@ -69,7 +78,10 @@ function attentionRows(T: number, causal: boolean): void {
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   const label = `attention fwd+bwd B=${B} H=${H} T=${T} d=${d}${causal ? ' causal' : ''}`;
-  rows.push({ name: `${label}: fused`, ms: med(times.fused), peakMB: pf }, { name: `${label}: matmul+softmax`, ms: med(times.comp), peakMB: pc });
+  rows.push(
+    { name: `${label}: fused`, ms: med(times.fused), peakMB: pf },
+    { name: `${label}: matmul+softmax`, ms: med(times.comp), peakMB: pc },
+  );
   for (const x of [q, k, v, w, bias]) x?.dispose();
 }
 
@@ -78,14 +90,15 @@ function rnnRow(kind: 'LSTM' | 'GRU'): void {
   const [T, Bt, I, Hd] = [50, 16, 128, 128];
   const net = kind === 'LSTM' ? new A.nn.LSTM(I, Hd, { seed: 1 }) : new A.nn.GRU(I, Hd, { seed: 1 });
   const x = A.keep(A.randn([T, Bt, I], { seed: 2 }));
-  const step = () => A.tidy(() => {
-    const [out] = net.forward(x);
-    A.sum(out).backward();
-    for (const p of net.parameters()) {
-      p.grad!.dispose();
-      p.grad = null;
-    }
-  });
+  const step = () =>
+    A.tidy(() => {
+      const [out] = net.forward(x);
+      A.sum(out).backward();
+      for (const p of net.parameters()) {
+        p.grad!.dispose();
+        p.grad = null;
+      }
+    });
   const pk = (() => {
     A.resetPeak();
     const before = A.memory().bytesInUse;
@@ -111,5 +124,7 @@ console.log('|---|---:|---:|');
 for (const r of rows) console.log(`| ${r.name} | ${r.ms.toFixed(2)} | ${r.peakMB.toFixed(2)} |`);
 for (let i = 0; i + 1 < rows.length; i += 2) {
   if (!rows[i].name.endsWith('fused')) continue;
-  console.log(`${rows[i].name.replace(/: fused$/, '')}: fused is ${(rows[i + 1].ms / rows[i].ms).toFixed(2)}× faster, ${(rows[i + 1].peakMB / rows[i].peakMB).toFixed(1)}× less peak memory`);
+  console.log(
+    `${rows[i].name.replace(/: fused$/, '')}: fused is ${(rows[i + 1].ms / rows[i].ms).toFixed(2)}× faster, ${(rows[i + 1].peakMB / rows[i].peakMB).toFixed(1)}× less peak memory`,
+  );
 }

@@ -21,7 +21,9 @@ const opt = (name: string): string | undefined => {
 };
 const quick = argv.includes('--quick');
 const depths = (opt('depths') ?? '16,64,256').split(',').map(Number);
-const B = 64, WIDTH = 256, BYTES = 4;
+const B = 64,
+  WIDTH = 256,
+  BYTES = 4;
 
 await A.init();
 
@@ -61,7 +63,8 @@ const mb = (bytes: number): string => (bytes / 2 ** 20).toFixed(2);
 function bench(L: number): void {
   const { layers, params } = mlp(L);
   const sgd = new A.optim.SGD(params, { lr: 1e-3 });
-  const x = A.keep(A.randn([B, WIDTH], { seed: 1 })), target = A.keep(A.randn([B, WIDTH], { seed: 2 }));
+  const x = A.keep(A.randn([B, WIDTH], { seed: 1 })),
+    target = A.keep(A.randn([B, WIDTH], { seed: 2 }));
   const layerBytes = new Array<number>(L).fill(B * WIDTH * BYTES);
   const estimate = layerBytes.reduce((s, v) => s + v, 0); // B·Σd_l·bytes
   // Budgets: a quarter and a half of the uncheckpointed estimate (at least the least feasible budget).
@@ -110,8 +113,12 @@ function bench(L: number): void {
         `  ${(peaks[0] / peaks[j]).toFixed(2).padStart(9)}x  ${t.toFixed(0).padStart(7)}  ${ratio.toFixed(2).padStart(9)}x`,
     );
   });
-  console.log('  (measured = memory().activationPeakBytes after resetPeak(): planned + the backward\'s transient buffers (a cotangent, the tanh VJP\'s three));');
-  console.log('  (planned for "none" is the B·Σd_l·bytes estimate; time ratio = median over rounds of step CPU time / the same round\'s uncheckpointed step)');
+  console.log(
+    "  (measured = memory().activationPeakBytes after resetPeak(): planned + the backward's transient buffers (a cotangent, the tanh VJP's three));",
+  );
+  console.log(
+    '  (planned for "none" is the B·Σd_l·bytes estimate; time ratio = median over rounds of step CPU time / the same round\'s uncheckpointed step)',
+  );
   for (const p of params) p.dispose();
   x.dispose();
   target.dispose();

@@ -21,36 +21,54 @@ await A.init(argv.includes('--threads') ? { threads: flag('--threads', 1) } : {}
 const reps = flag('--reps', 200);
 
 type Net = (h: Tensor) => Tensor;
-interface Workload { name: string; x: Tensor; model: A.nn.Sequential; act: Net; loss: (out: Tensor) => Tensor }
+interface Workload {
+  name: string;
+  x: Tensor;
+  model: A.nn.Sequential;
+  act: Net;
+  loss: (out: Tensor) => Tensor;
+}
 
 /** The three ways to run a Sequential of Linear → act pairs (the last Linear may stand alone). */
 function variantsOf(w: Workload): Record<string, Net> {
   const linears = w.model.layers.filter((m): m is A.nn.Linear => m instanceof A.nn.Linear);
   const actAfter = linears.map((l) => w.model.layers[w.model.layers.indexOf(l) + 1] !== undefined);
   return {
-    ops: (h) => linears.reduce((t, l, i) => {
-      const z = A.add(matmulT(t, l.weight, false, true), l.bias!);
-      return actAfter[i] ? w.act(z) : z;
-    }, h),
+    ops: (h) =>
+      linears.reduce((t, l, i) => {
+        const z = A.add(matmulT(t, l.weight, false, true), l.bias!);
+        return actAfter[i] ? w.act(z) : z;
+      }, h),
     modules: (h) => w.model.layers.reduce((t, m) => m.forward(t), h),
     sequential: (h) => w.model.forward(h),
   };
 }
 
 function mlp(): Workload {
-  const d = mlpData(), [i0, h1, h2, o] = MLP.layers;
+  const d = mlpData(),
+    [i0, h1, h2, o] = MLP.layers;
   return {
     name: `MLP ${MLP.layers.join('-')} relu, batch ${MLP.batch}`,
     x: A.keep(A.tensor(d.x, { shape: [MLP.batch, i0] })),
-    model: new A.nn.Sequential(new A.nn.Linear(i0, h1, { seed: 1 }), new A.nn.ReLU(), new A.nn.Linear(h1, h2, { seed: 2 }), new A.nn.ReLU(), new A.nn.Linear(h2, o, { seed: 3 })),
+    model: new A.nn.Sequential(
+      new A.nn.Linear(i0, h1, { seed: 1 }),
+      new A.nn.ReLU(),
+      new A.nn.Linear(h1, h2, { seed: 2 }),
+      new A.nn.ReLU(),
+      new A.nn.Linear(h2, o, { seed: 3 }),
+    ),
     act: A.relu,
     loss: (out) => A.crossEntropy(out, d.labels),
   };
 }
 
 function deep(): Workload {
-  const d = deepData(), target = A.keep(A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] }));
-  const layers = Array.from({ length: DEEP.depth }, (_, i) => [new A.nn.Linear(DEEP.width, DEEP.width, { seed: 10 + i }), new A.nn.Tanh()]).flat();
+  const d = deepData(),
+    target = A.keep(A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] }));
+  const layers = Array.from({ length: DEEP.depth }, (_, i) => [
+    new A.nn.Linear(DEEP.width, DEEP.width, { seed: 10 + i }),
+    new A.nn.Tanh(),
+  ]).flat();
   return {
     name: `deep tanh MLP ${DEEP.depth}×${DEEP.width}, batch ${DEEP.batch}`,
     x: A.keep(A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] })),
@@ -66,12 +84,15 @@ function cpuMs(): number {
 }
 
 function measure(kind: string, variants: Record<string, Net>, make: (f: Net) => () => void): void {
-  const names = Object.keys(variants), runs = names.map((n) => make(variants[n]));
-  const wall: number[][] = names.map(() => []), cpu: number[][] = names.map(() => []);
+  const names = Object.keys(variants),
+    runs = names.map((n) => make(variants[n]));
+  const wall: number[][] = names.map(() => []),
+    cpu: number[][] = names.map(() => []);
   for (let r = 0; r < 20; r++) runs.forEach((run) => run()); // warm-up: JIT, arena size classes
   for (let r = 0; r < reps; r++) {
     runs.forEach((run, i) => {
-      const t0 = performance.now(), c0 = cpuMs();
+      const t0 = performance.now(),
+        c0 = cpuMs();
       run();
       wall[i].push(performance.now() - t0);
       cpu[i].push(cpuMs() - c0);
@@ -81,18 +102,27 @@ function measure(kind: string, variants: Record<string, Net>, make: (f: Net) => 
   const base = med(cpu[0]);
   for (let i = 0; i < names.length; i++) {
     const c = med(cpu[i]);
-    console.log(`  ${kind.padEnd(8)} ${names[i].padEnd(11)} cpu ${c.toFixed(3)} ms (wall ${med(wall[i]).toFixed(3)} ms)  ${(base / c).toFixed(3)}× vs ops`);
+    console.log(
+      `  ${kind.padEnd(8)} ${names[i].padEnd(11)} cpu ${c.toFixed(3)} ms (wall ${med(wall[i]).toFixed(3)} ms)  ${(base / c).toFixed(3)}× vs ops`,
+    );
   }
 }
 
 for (const w of [mlp(), deep()]) {
-  const variants = variantsOf(w), adam = new A.optim.Adam(w.model.parameters(), { lr: 1e-4 });
-  const forward = (f: Net) => () => A.noGrad(() => A.tidy(() => { f(w.x).toArray(); }));
-  const step = (f: Net) => () => A.tidy(() => {
-    adam.zeroGrad();
-    w.loss(f(w.x)).backward();
-    adam.step();
-  });
+  const variants = variantsOf(w),
+    adam = new A.optim.Adam(w.model.parameters(), { lr: 1e-4 });
+  const forward = (f: Net) => () =>
+    A.noGrad(() =>
+      A.tidy(() => {
+        f(w.x).toArray();
+      }),
+    );
+  const step = (f: Net) => () =>
+    A.tidy(() => {
+      adam.zeroGrad();
+      w.loss(f(w.x)).backward();
+      adam.step();
+    });
   console.log(`${w.name}, float32, ${reps} interleaved reps, median CPU time per call`);
   measure('forward', variants, forward);
   measure('step', variants, step);

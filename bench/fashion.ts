@@ -31,24 +31,64 @@ type Kind = 'mlp' | 'cnn';
 type PeerId = 'tfjs-wasm' | 'tfjs-cpu';
 
 const require = createRequire(import.meta.url);
-const BATCH = 128, LR = 1e-3, CLASSES = 10;
+const BATCH = 128,
+  LR = 1e-3,
+  CLASSES = 10;
 
 // ---------------------------------------------------------------- arguments
 
 function parseArgs(argv: string[]) {
-  const o = { epochs: null as number | null, models: ['mlp', 'cnn'] as Kind[], peers: ['tfjs-wasm', 'tfjs-cpu'] as PeerId[], seed: 0, cap: 300, probe: 10, data: '/usr/share/datasets/fashion-mnist', out: 'bench/fashion-results.json' };
+  const o = {
+    epochs: null as number | null,
+    models: ['mlp', 'cnn'] as Kind[],
+    peers: ['tfjs-wasm', 'tfjs-cpu'] as PeerId[],
+    seed: 0,
+    cap: 300,
+    probe: 10,
+    data: '/usr/share/datasets/fashion-mnist',
+    out: 'bench/fashion-results.json',
+  };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i], v = () => { const x = argv[++i]; if (x === undefined) throw new Error(`${a} needs a value`); return x; };
+    const a = argv[i],
+      v = () => {
+        const x = argv[++i];
+        if (x === undefined) throw new Error(`${a} needs a value`);
+        return x;
+      };
     switch (a) {
-      case '--epochs': o.epochs = Number(v()); if (!(o.epochs >= 1)) throw new Error('--epochs must be ≥ 1'); break;
-      case '--model': { const m = v(); if (!['mlp', 'cnn', 'both'].includes(m)) throw new Error(`--model mlp|cnn|both, got ${m}`); o.models = m === 'both' ? ['mlp', 'cnn'] : [m as Kind]; break; }
-      case '--peers': { const p = v(); o.peers = p === '' || p === 'none' ? [] : p.split(',') as PeerId[]; for (const q of o.peers) if (q !== 'tfjs-wasm' && q !== 'tfjs-cpu') throw new Error(`unknown peer ${q}`); break; }
-      case '--seed': o.seed = Number(v()); break;
-      case '--cap': o.cap = Number(v()); break;
-      case '--probe': o.probe = Number(v()); break;
-      case '--data': o.data = v(); break;
-      case '--out': o.out = v(); break;
-      default: throw new Error(`unknown option ${a}`);
+      case '--epochs':
+        o.epochs = Number(v());
+        if (!(o.epochs >= 1)) throw new Error('--epochs must be ≥ 1');
+        break;
+      case '--model': {
+        const m = v();
+        if (!['mlp', 'cnn', 'both'].includes(m)) throw new Error(`--model mlp|cnn|both, got ${m}`);
+        o.models = m === 'both' ? ['mlp', 'cnn'] : [m as Kind];
+        break;
+      }
+      case '--peers': {
+        const p = v();
+        o.peers = p === '' || p === 'none' ? [] : (p.split(',') as PeerId[]);
+        for (const q of o.peers) if (q !== 'tfjs-wasm' && q !== 'tfjs-cpu') throw new Error(`unknown peer ${q}`);
+        break;
+      }
+      case '--seed':
+        o.seed = Number(v());
+        break;
+      case '--cap':
+        o.cap = Number(v());
+        break;
+      case '--probe':
+        o.probe = Number(v());
+        break;
+      case '--data':
+        o.data = v();
+        break;
+      case '--out':
+        o.out = v();
+        break;
+      default:
+        throw new Error(`unknown option ${a}`);
     }
   }
   return o;
@@ -71,7 +111,10 @@ interface Row {
   probe?: { steps: number; secPerStep: number; stepsPerEpoch: number };
 }
 
-const cpuNow = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 const epochOrder = (n: number, seed: number, e: number) => data.permutation(n, seed * 1000 + e);
 const stepsPerEpoch = (n: number) => Math.ceil(n / BATCH);
 
@@ -81,11 +124,14 @@ function capper(cap: number, probe: number, steps: number) {
   let tWarm = 0;
   return {
     afterStep(i: number, now: number, t0: number): { stop: boolean; secPerStep?: number } {
-      if (i === 0) { tWarm = now; return { stop: false }; }
+      if (i === 0) {
+        tWarm = now;
+        return { stop: false };
+      }
       const timed = i; // steps 1..i since the end of step 0
       const perStep = (now - tWarm) / 1000 / timed;
       // Enough probe steps, or (for very slow steps) at least 2 timed steps and a minute of timing.
-      if (perStep * steps > cap && (timed >= probe || (timed >= 2 && (now - tWarm) > 60_000))) return { stop: true, secPerStep: perStep };
+      if (perStep * steps > cap && (timed >= probe || (timed >= 2 && now - tWarm > 60_000))) return { stop: true, secPerStep: perStep };
       void t0;
       return { stop: false };
     },
@@ -94,7 +140,14 @@ function capper(cap: number, probe: number, steps: number) {
 
 // ---------------------------------------------------------------- adjoint
 
-interface Shared { xTrain: Float32Array; yTrain: Int32Array; xTest: Float32Array; yTest: Int32Array; nTrain: number; nTest: number }
+interface Shared {
+  xTrain: Float32Array;
+  yTrain: Int32Array;
+  xTest: Float32Array;
+  yTest: Int32Array;
+  nTrain: number;
+  nTest: number;
+}
 
 function adjointAccuracy(model: nn.Module, x: Tensor, y: Int32Array): number {
   const n = x.shape[0];
@@ -114,20 +167,29 @@ function adjointAccuracy(model: nn.Module, x: Tensor, y: Int32Array): number {
 function runAdjoint(kind: Kind, epochs: number, seed: number, split: data.Split, cap: number, probe: number): Row {
   const model = buildModel('fashion-mnist', kind, seed);
   const opt = new optim.Adam(model.parameters(), { lr: LR });
-  const n = split.xTrain.shape[0], steps = stepsPerEpoch(n);
+  const n = split.xTrain.shape[0],
+    steps = stepsPerEpoch(n);
   const row: Row = { library: 'adjoint', model: kind, status: 'ok', epochSec: [], epochCpuSec: [], testAccuracy: [], meanLoss: [] };
   // Initial loss on epoch 1's first batch: every library must print the same number.
   const idx0 = epochOrder(n, seed, 1).subarray(0, BATCH);
-  row.initialLoss = tidy(() => noGrad(() => {
-    const x = data.batches(split.xTrain, split.yTrain, { batchSize: BATCH, seed: seed * 1000 + 1 }).next().value!;
-    const l = crossEntropy(model.forward(x.x), Int32Array.from(idx0, (i) => split.yTrain[i])).item();
-    return l;
-  }));
+  row.initialLoss = tidy(() =>
+    noGrad(() => {
+      const x = data.batches(split.xTrain, split.yTrain, { batchSize: BATCH, seed: seed * 1000 + 1 }).next().value!;
+      const l = crossEntropy(
+        model.forward(x.x),
+        Int32Array.from(idx0, (i) => split.yTrain[i]),
+      ).item();
+      return l;
+    }),
+  );
   for (let e = 1; e <= epochs; e++) {
     model.train();
     const c = capper(cap, probe, steps);
-    const t0 = performance.now(), c0 = cpuNow();
-    let lossSum = 0, i = 0, stopped: number | undefined;
+    const t0 = performance.now(),
+      c0 = cpuNow();
+    let lossSum = 0,
+      i = 0,
+      stopped: number | undefined;
     for (const b of data.batches(split.xTrain, split.yTrain, { batchSize: BATCH, seed: seed * 1000 + e })) {
       lossSum += tidy(() => {
         const loss = crossEntropy(model.forward(b.x), b.y);
@@ -138,7 +200,10 @@ function runAdjoint(kind: Kind, epochs: number, seed: number, split: data.Split,
       });
       const r = c.afterStep(i, performance.now(), t0);
       i++;
-      if (r.stop) { stopped = r.secPerStep; break; }
+      if (r.stop) {
+        stopped = r.secPerStep;
+        break;
+      }
     }
     if (endEpoch(row, { t0, c0, i, lossSum, stopped, steps, cap })) break;
     model.eval();
@@ -154,13 +219,17 @@ function runAdjoint(kind: Kind, epochs: number, seed: number, split: data.Split,
  * Books an epoch's times and mean loss into the row, or — when the cap stopped it after i steps
  * at `stopped` s/step — the extrapolated epoch time and a note; true then (the run ends there).
  */
-function endEpoch(row: Row, e: { t0: number; c0: number; i: number; lossSum: number; stopped: number | undefined; steps: number; cap: number }): boolean {
-  const sec = (performance.now() - e.t0) / 1000, cpu = cpuNow() - e.c0;
+function endEpoch(
+  row: Row,
+  e: { t0: number; c0: number; i: number; lossSum: number; stopped: number | undefined; steps: number; cap: number },
+): boolean {
+  const sec = (performance.now() - e.t0) / 1000,
+    cpu = cpuNow() - e.c0;
   if (e.stopped !== undefined) {
     row.status = 'extrapolated';
     row.probe = { steps: e.i - 1, secPerStep: e.stopped, stepsPerEpoch: e.steps };
     row.epochSec.push(e.stopped * e.steps);
-    row.epochCpuSec.push(cpu / e.i * e.steps);
+    row.epochCpuSec.push((cpu / e.i) * e.steps);
     row.note = `timed ${e.i - 1} steps after 1 warm-up step (${e.stopped.toFixed(2)} s/step) × ${e.steps} steps; projected epoch > cap ${e.cap} s`;
     return true;
   }
@@ -208,8 +277,17 @@ function tfInitial(kind: Kind, model: nn.Sequential): { values: Float32Array; sh
   });
 }
 
-async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: number, seed: number, sh: Shared,
-  init0: { values: Float32Array; shape: number[] }[], cap: number, probe: number): Promise<Row> {
+async function runTf(
+  tf: any,
+  backend: 'wasm' | 'cpu',
+  kind: Kind,
+  epochs: number,
+  seed: number,
+  sh: Shared,
+  init0: { values: Float32Array; shape: number[] }[],
+  cap: number,
+  probe: number,
+): Promise<Row> {
   const library = `tfjs-${backend}`;
   const row: Row = { library, model: kind, status: 'ok', epochSec: [], epochCpuSec: [], testAccuracy: [], meanLoss: [] };
   if (process.env.FASHION_DEBUG) console.log(`  setBackend(${backend})…`);
@@ -229,9 +307,14 @@ async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: numbe
     return tf.add(tf.matMul(tf.reshape(h, [-1, 7 * 7 * 32]), vars[4]), vars[5]);
   };
   const batchOf = (order: Int32Array, start: number) => {
-    const idx = order.subarray(start, Math.min(order.length, start + BATCH)), m = idx.length;
-    const xb = new Float32Array(m * 784), yb = new Int32Array(m);
-    for (let r = 0; r < m; r++) { xb.set(sh.xTrain.subarray(idx[r] * 784, idx[r] * 784 + 784), r * 784); yb[r] = sh.yTrain[idx[r]]; }
+    const idx = order.subarray(start, Math.min(order.length, start + BATCH)),
+      m = idx.length;
+    const xb = new Float32Array(m * 784),
+      yb = new Int32Array(m);
+    for (let r = 0; r < m; r++) {
+      xb.set(sh.xTrain.subarray(idx[r] * 784, idx[r] * 784 + 784), r * 784);
+      yb[r] = sh.yTrain[idx[r]];
+    }
     return { x: tf.tensor2d(xb, [m, 784]), y: tf.tidy(() => tf.oneHot(tf.tensor1d(yb, 'int32'), CLASSES).toFloat()) };
   };
   const accuracy = () => {
@@ -246,24 +329,34 @@ async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: numbe
   const opt = tf.train.adam(LR, 0.9, 0.999, 1e-8);
   const steps = stepsPerEpoch(sh.nTrain);
   try {
-    { // initial loss on epoch 1's first batch
+    {
+      // initial loss on epoch 1's first batch
       const b = batchOf(epochOrder(sh.nTrain, seed, 1), 0);
       row.initialLoss = tf.tidy(() => tf.losses.softmaxCrossEntropy(b.y, forward(b.x)).dataSync()[0]);
-      b.x.dispose(); b.y.dispose();
+      b.x.dispose();
+      b.y.dispose();
     }
     for (let e = 1; e <= epochs; e++) {
       const order = epochOrder(sh.nTrain, seed, e);
       const c = capper(cap, probe, steps);
-      const t0 = performance.now(), c0 = cpuNow();
-      let lossSum = 0, i = 0, stopped: number | undefined;
+      const t0 = performance.now(),
+        c0 = cpuNow();
+      let lossSum = 0,
+        i = 0,
+        stopped: number | undefined;
       for (let s = 0; s < sh.nTrain; s += BATCH) {
         const b = batchOf(order, s);
         const cost = opt.minimize(() => tf.losses.softmaxCrossEntropy(b.y, forward(b.x)), true, vars);
         lossSum += cost.dataSync()[0];
-        cost.dispose(); b.x.dispose(); b.y.dispose();
+        cost.dispose();
+        b.x.dispose();
+        b.y.dispose();
         const r = c.afterStep(i, performance.now(), t0);
         i++;
-        if (r.stop) { stopped = r.secPerStep; break; }
+        if (r.stop) {
+          stopped = r.secPerStep;
+          break;
+        }
       }
       if (endEpoch(row, { t0, c0, i, lossSum, stopped, steps, cap })) break;
       row.testAccuracy.push(accuracy());
@@ -271,7 +364,9 @@ async function runTf(tf: any, backend: 'wasm' | 'cpu', kind: Kind, epochs: numbe
     }
   } catch (err) {
     row.status = backend === 'wasm' ? 'unsupported' : 'failed';
-    row.note = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 200);
+    row.note = String((err as Error)?.message ?? err)
+      .split('\n')[0]
+      .slice(0, 200);
     console.log(`  ${library} ${kind}: ${row.status}: ${row.note}`);
   } finally {
     opt.dispose();
@@ -287,25 +382,38 @@ const secs = (s: number) => (s >= 100 ? s.toFixed(0) : s >= 10 ? s.toFixed(1) : 
 
 function progress(row: Row, e: number, epochs: number) {
   const i = e - 1;
-  console.log(`  ${row.library} ${row.model} epoch ${e}/${epochs}: ${secs(row.epochSec[i])} s wall, ${secs(row.epochCpuSec[i])} s cpu, loss ${row.meanLoss[i].toFixed(4)}, test ${pct(row.testAccuracy[i])}`);
+  console.log(
+    `  ${row.library} ${row.model} epoch ${e}/${epochs}: ${secs(row.epochSec[i])} s wall, ${secs(row.epochCpuSec[i])} s cpu, loss ${row.meanLoss[i].toFixed(4)}, test ${pct(row.testAccuracy[i])}`,
+  );
 }
 
 function table(rows: Row[]): string {
   const head = ['library', 'model', 's/epoch (wall)', 'epoch times, s', 'test acc. epoch 1', 'test acc. epoch 5', 'note'];
   const body = rows.map((r) => {
     const mean = r.epochSec.length ? r.epochSec.reduce((a, b) => a + b, 0) / r.epochSec.length : NaN;
-    const status = r.status === 'extrapolated' ? `extrapolated: ${r.probe!.steps} steps × ${r.probe!.stepsPerEpoch}` : r.status === 'ok' ? '' : `${r.status}: ${r.note ?? ''}`;
+    const status =
+      r.status === 'extrapolated'
+        ? `extrapolated: ${r.probe!.steps} steps × ${r.probe!.stepsPerEpoch}`
+        : r.status === 'ok'
+          ? ''
+          : `${r.status}: ${r.note ?? ''}`;
     return [
-      r.library, r.model,
+      r.library,
+      r.model,
       Number.isFinite(mean) ? (r.status === 'extrapolated' ? `~${secs(mean)}` : secs(mean)) : '—',
       r.status === 'ok' ? r.epochSec.map(secs).join(', ') : '—',
-      pct(r.testAccuracy[0]), r.testAccuracy.length >= 5 ? pct(r.testAccuracy[4]) : '—',
+      pct(r.testAccuracy[0]),
+      r.testAccuracy.length >= 5 ? pct(r.testAccuracy[4]) : '—',
       status.slice(0, 90),
     ];
   });
   const w = head.map((h, j) => Math.max(h.length, ...body.map((b) => b[j].length)));
   const line = (cells: string[]) => `| ${cells.map((c, j) => (j >= 2 && j <= 5 ? c.padStart(w[j]) : c.padEnd(w[j]))).join(' | ')} |`;
-  return [line(head), `|${w.map((x, j) => (j >= 2 && j <= 5 ? `${'-'.repeat(x + 1)}:` : '-'.repeat(x + 2))).join('|')}|`, ...body.map(line)].join('\n');
+  return [
+    line(head),
+    `|${w.map((x, j) => (j >= 2 && j <= 5 ? `${'-'.repeat(x + 1)}:` : '-'.repeat(x + 2))).join('|')}|`,
+    ...body.map(line),
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------- main
@@ -316,15 +424,26 @@ async function main() {
   const load0 = os.loadavg();
   const split = await data.fashionMnist(args.data);
   const sh: Shared = {
-    xTrain: split.xTrain.toArray() as Float32Array, yTrain: split.yTrain,
-    xTest: split.xTest.toArray() as Float32Array, yTest: split.yTest,
-    nTrain: split.xTrain.shape[0], nTest: split.xTest.shape[0],
+    xTrain: split.xTrain.toArray() as Float32Array,
+    yTrain: split.yTrain,
+    xTest: split.xTest.toArray() as Float32Array,
+    yTest: split.yTest,
+    nTrain: split.xTrain.shape[0],
+    nTest: split.xTest.shape[0],
   };
-  console.log(`Fashion-MNIST: ${sh.nTrain} train / ${sh.nTest} test; Adam lr ${LR} (constant), batch ${BATCH}, seed ${args.seed}; load average ${load0.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `Fashion-MNIST: ${sh.nTrain} train / ${sh.nTest} test; Adam lr ${LR} (constant), batch ${BATCH}, seed ${args.seed}; load average ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  );
   let tf: any = null;
   const notes: string[] = [];
   if (args.peers.length) {
-    try { const t = await loadTf(args.peers); tf = t.tf; notes.push(...t.notes); } catch (e) { console.log(`TF.js failed to load: ${(e as Error).message}`); }
+    try {
+      const t = await loadTf(args.peers);
+      tf = t.tf;
+      notes.push(...t.notes);
+    } catch (e) {
+      console.log(`TF.js failed to load: ${(e as Error).message}`);
+    }
   }
   const rows: Row[] = [];
   for (const kind of args.models) {
@@ -350,11 +469,19 @@ async function main() {
   console.log('\ninitial loss on the first batch (must agree across libraries):');
   for (const r of rows) if (r.initialLoss !== undefined) console.log(`  ${r.library} ${r.model}: ${r.initialLoss.toFixed(6)}`);
   console.log(`\n${table(rows)}\n`);
-  console.log(`load average start ${load0.map((x) => x.toFixed(2)).join(' ')}, end ${load1.map((x) => x.toFixed(2)).join(' ')}; ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? '?'}`);
+  console.log(
+    `load average start ${load0.map((x) => x.toFixed(2)).join(' ')}, end ${load1.map((x) => x.toFixed(2)).join(' ')}; ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? '?'}`,
+  );
   const out = {
     date: new Date().toISOString(),
     config: { batch: BATCH, lr: LR, optimizer: 'adam (constant lr)', seed: args.seed, capSec: args.cap, probeSteps: args.probe },
-    versions: { node: process.version, v8: process.versions.v8, tfjs: versionOf('@tensorflow/tfjs'), tfjsWasm: versionOf('@tensorflow/tfjs-backend-wasm'), tfjsCpu: versionOf('@tensorflow/tfjs-backend-cpu') },
+    versions: {
+      node: process.version,
+      v8: process.versions.v8,
+      tfjs: versionOf('@tensorflow/tfjs'),
+      tfjsWasm: versionOf('@tensorflow/tfjs-backend-wasm'),
+      tfjsCpu: versionOf('@tensorflow/tfjs-backend-cpu'),
+    },
     machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadStart: load0, loadEnd: load1 },
     notes,
     reference: { pytorch1Thread: { mlp: { acc5: 0.875, secPerEpoch: 1.2 }, cnn: { acc5: 0.896, secPerEpoch: 11.9 } } },
@@ -362,7 +489,11 @@ async function main() {
   };
   writeFileSync(args.out, JSON.stringify(out, null, 2) + '\n');
   console.log(`wrote ${args.out}`);
-  split.xTrain.dispose(); split.xTest.dispose();
+  split.xTrain.dispose();
+  split.xTest.dispose();
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

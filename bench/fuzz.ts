@@ -22,7 +22,11 @@ function reasonOf(format: 'safetensors' | 'idx', bytes: Uint8Array): string {
     else A.data.loadIdx(bytes);
     return 'decoded';
   } catch (e) {
-    return (e as Error).message.replace(/"[^"]*"/g, '"…"').replace(/(?<![A-Za-z])-?\d[\d.e+]*/g, 'N').replace(/\[[^\]]*\]/g, '[…]').slice(0, 90);
+    return (e as Error).message
+      .replace(/"[^"]*"/g, '"…"')
+      .replace(/(?<![A-Za-z])-?\d[\d.e+]*/g, 'N')
+      .replace(/\[[^\]]*\]/g, '[…]')
+      .slice(0, 90);
   }
 }
 
@@ -54,7 +58,8 @@ const perFormat = Number(process.argv[2] ?? 60_000);
 const seed = Number(process.argv[3] ?? 1);
 const before = A.memory();
 const reports = [run('safetensors', perFormat, seed), run('idx', perFormat, seed + 1)];
-let total = 0, other = 0;
+let total = 0,
+  other = 0;
 console.log(`fuzz: ${perFormat} mutated files per format, seed ${seed}`);
 for (const r of reports) {
   const n = r.counts.decoded + r.counts.FormatError + r.counts.other;
@@ -70,5 +75,7 @@ for (const r of reports) {
   for (const p of r.problems) console.log(`    OTHER: ${p}`);
 }
 const after = A.memory();
-console.log(`total ${total} files, other ${other}; tensors ${before.tensors} → ${after.tensors}, bytesInUse ${before.bytesInUse} → ${after.bytesInUse}`);
+console.log(
+  `total ${total} files, other ${other}; tensors ${before.tensors} → ${after.tensors}, bytesInUse ${before.bytesInUse} → ${after.bytesInUse}`,
+);
 if (other > 0 || after.tensors !== before.tensors || after.bytesInUse !== before.bytesInUse) process.exit(1);

@@ -9,8 +9,18 @@ const useCpu = args[0] === '--cpu' && args.shift() !== undefined;
 const wasmPath = args[0] ?? new URL('../build/adjoint.wasm', import.meta.url);
 const sizes = (args[1] ?? '64,128,256,512,1024').split(',').map(Number);
 /** Milliseconds of wall time, or of CPU time (user + system) with --cpu. */
-const now = useCpu ? () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; } : () => performance.now();
-const combos = [[0, 0], [0, 1], [1, 0], [1, 1]];
+const now = useCpu
+  ? () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    }
+  : () => performance.now();
+const combos = [
+  [0, 0],
+  [0, 1],
+  [1, 0],
+  [1, 1],
+];
 
 const memory = new WebAssembly.Memory({ initial: 2048 });
 const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), { env: { memory } });
@@ -51,7 +61,10 @@ function time(fn) {
   return samples[samples.length >> 1];
 }
 
-for (const [name, Arr, gemm] of [['f32', Float32Array, k.gemm_f32], ['f64', Float64Array, k.gemm_f64]]) {
+for (const [name, Arr, gemm] of [
+  ['f32', Float32Array, k.gemm_f32],
+  ['f64', Float64Array, k.gemm_f64],
+]) {
   fill(Arr, pa, maxN * maxN);
   fill(Arr, pb, maxN * maxN);
   console.log(`\n${name} GFLOP/s (${useCpu ? 'CPU' : 'wall'} time, median of 7)  (rows: size n for n×n×n; columns: transA,transB)`);

@@ -13,7 +13,9 @@ import { fileURLToPath } from 'node:url';
 import * as A from '../src/index.js';
 import { GptRun } from '../src/cli/gpt-run.js';
 
-const STEP_GFLOP = 3.9, WASM_GFLOPS = 47, TOKENS = 12 * 64;
+const STEP_GFLOP = 3.9,
+  WASM_GFLOPS = 47,
+  TOKENS = 12 * 64;
 const argv = process.argv.slice(2);
 const opt = (name: string, d: string) => {
   const i = argv.indexOf(`--${name}`);
@@ -30,14 +32,29 @@ function repoRoot(): string {
 const root = repoRoot();
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
-interface Row { library: string; threads: number; msPerStep: number; cpuMsPerStep: number; tokensPerSec: number; tokensPerSecCpu: number; boundShare: number | null; note?: string }
+interface Row {
+  library: string;
+  threads: number;
+  msPerStep: number;
+  cpuMsPerStep: number;
+  tokensPerSec: number;
+  tokensPerSecCpu: number;
+  boundShare: number | null;
+  note?: string;
+}
 
 function row(library: string, threads: number, ms: number, cpuMs: number, note?: string): Row {
   // CPU time of a multi-threaded step adds the threads' time: per-core bound share uses wall ms there.
   const per = threads > 1 ? ms : cpuMs;
   return {
-    library, threads, msPerStep: +ms.toFixed(2), cpuMsPerStep: +cpuMs.toFixed(2), tokensPerSec: +(TOKENS / ms * 1000).toFixed(0),
-    tokensPerSecCpu: +(TOKENS / cpuMs * 1000).toFixed(0), boundShare: +((STEP_GFLOP / WASM_GFLOPS) * 1000 / per / threads).toFixed(3), note,
+    library,
+    threads,
+    msPerStep: +ms.toFixed(2),
+    cpuMsPerStep: +cpuMs.toFixed(2),
+    tokensPerSec: +((TOKENS / ms) * 1000).toFixed(0),
+    tokensPerSecCpu: +((TOKENS / cpuMs) * 1000).toFixed(0),
+    boundShare: +(((STEP_GFLOP / WASM_GFLOPS) * 1000) / per / threads).toFixed(3),
+    note,
   };
 }
 
@@ -45,9 +62,11 @@ async function adjointStep(text: string, threads: number, steps: number): Promis
   await A.init(threads > 1 ? { threads } : {});
   const run = new GptRun(text, { layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0 });
   for (let i = 0; i < 3; i++) run.trainStep(); // warm-up: wasm tier-up, first-touch memory
-  const wall: number[] = [], cpu: number[] = [];
+  const wall: number[] = [],
+    cpu: number[] = [];
   for (let i = 0; i < steps; i++) {
-    const t = performance.now(), c = process.cpuUsage();
+    const t = performance.now(),
+      c = process.cpuUsage();
     run.trainStep();
     wall.push(performance.now() - t);
     const d = process.cpuUsage(c);
@@ -72,13 +91,18 @@ function torchStep(steps: number): Row | { skipped: string } {
 }
 
 async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json'))): Promise<void> {
-  const steps = Number(opt('steps', '30')), torchSteps = Number(opt('torch-steps', '60'));
+  const steps = Number(opt('steps', '30')),
+    torchSteps = Number(opt('torch-steps', '60'));
   const text = await A.data.shakespeare(path.join(root, 'data/tinyshakespeare.txt.gz'));
   const load0 = os.loadavg()[0];
   const rows: Row[] = [];
   // One process per thread count: threads are fixed by the first init() of a process.
   for (const threads of [1, 2]) {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)], { cwd: root, encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)],
+      { cwd: root, encoding: 'utf8' },
+    );
     const line = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
     if (!line.startsWith('{')) throw new Error(`adjoint ${threads}-thread step failed: ${(r.stderr ?? '').trim()}`);
     rows.push(JSON.parse(line) as Row);
@@ -91,12 +115,36 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
   console.log('library   threads  ms/step  CPU ms/step  tokens/s  tokens/s (CPU)  wasm-bound share  vs PyTorch (CPU)');
   for (const r of rows) {
     const vs = pt && r !== pt ? `${(pt.cpuMsPerStep / (r.threads > 1 ? r.msPerStep : r.cpuMsPerStep)).toFixed(2)}×` : '';
-    console.log(`${r.library.padEnd(9)} ${String(r.threads).padStart(7)}  ${r.msPerStep.toFixed(1).padStart(7)}  ${r.cpuMsPerStep.toFixed(1).padStart(11)}  ${String(r.tokensPerSec).padStart(8)}  ${String(r.tokensPerSecCpu).padStart(14)}  ${r.library === 'adjoint' ? `${(r.boundShare! * 100).toFixed(0)} %` : ''}`.padEnd(100) + vs);
+    console.log(
+      `${r.library.padEnd(9)} ${String(r.threads).padStart(7)}  ${r.msPerStep.toFixed(1).padStart(7)}  ${r.cpuMsPerStep.toFixed(1).padStart(11)}  ${String(r.tokensPerSec).padStart(8)}  ${String(r.tokensPerSecCpu).padStart(14)}  ${r.library === 'adjoint' ? `${(r.boundShare! * 100).toFixed(0)} %` : ''}`.padEnd(
+        100,
+      ) + vs,
+    );
   }
   if (!('library' in torch)) console.log(`  PyTorch: skipped (${torch.skipped})`);
-  console.log(`  load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; on a loaded machine compare the CPU columns`);
-  const prev = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown> : {};
-  writeFileSync(out, JSON.stringify({ ...prev, step: { rows, steps, torchSteps, stepGflop: STEP_GFLOP, wasmGflops: WASM_GFLOPS, loadAvg: [load0, os.loadavg()[0]], date: new Date().toISOString() } }, null, 2) + '\n');
+  console.log(
+    `  load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; on a loaded machine compare the CPU columns`,
+  );
+  const prev = existsSync(out) ? (JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>) : {};
+  writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        ...prev,
+        step: {
+          rows,
+          steps,
+          torchSteps,
+          stepGflop: STEP_GFLOP,
+          wasmGflops: WASM_GFLOPS,
+          loadAvg: [load0, os.loadavg()[0]],
+          date: new Date().toISOString(),
+        },
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   console.log(`wrote ${out}`);
 }
 

@@ -41,10 +41,14 @@ function time(jac: (x: Tensor) => Tensor, x: Tensor): { ms: number; shape: reado
 }
 
 console.log(`jacfwd vs jacrev, f = W2·tanh(W1·x + b1) (hidden ${HIDDEN}), float32, median of ${RUNS} runs`);
-for (const [n, m] of [[1000, 1], [1, 1000]]) {
+for (const [n, m] of [
+  [1000, 1],
+  [1, 1000],
+]) {
   const f = mlp(n, m);
   const x = A.randn([n], { seed: 4 });
-  const fwd = time(A.jacfwd(f), x), rev = time(A.jacrev(f), x);
+  const fwd = time(A.jacfwd(f), x),
+    rev = time(A.jacrev(f), x);
   const diff = A.tidy(() => A.max(A.abs(A.sub(A.jacfwd(f)(x), A.jacrev(f)(x)))).item());
   console.log(
     `n=${String(n).padStart(4)} m=${String(m).padStart(4)}  jacobian [${fwd.shape}]  ` +

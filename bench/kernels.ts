@@ -28,16 +28,23 @@ const report = (name: string, value: string) => {
 function unaryKernel(name: string, dtype: A.DType, lo: number, hi: number): void {
   const k = rt.exports[name];
   if (typeof k !== 'function') return report(name, 'not in this build');
-  const x = A.tensor(Array.from({ length: N }, (_, i) => lo + ((hi - lo) * ((i * 7919) % N)) / N), { dtype, shape: [N] });
+  const x = A.tensor(
+    Array.from({ length: N }, (_, i) => lo + ((hi - lo) * ((i * 7919) % N)) / N),
+    { dtype, shape: [N] },
+  );
   const y = Tensor.empty([N], dtype);
   const t = timeSync(() => k(x.ptr, y.ptr, N, 0, 0), opts);
-  report(`${name} [${N}]`, `${((t.min * 1e9) / N).toFixed(2)} ns/elem  (min ${(t.min * 1e3).toFixed(4)} ms, median ${(t.median * 1e3).toFixed(4)}, cpu ${(t.cpuMedian * 1e3).toFixed(4)})`);
+  report(
+    `${name} [${N}]`,
+    `${((t.min * 1e9) / N).toFixed(2)} ns/elem  (min ${(t.min * 1e3).toFixed(4)} ms, median ${(t.median * 1e3).toFixed(4)}, cpu ${(t.cpuMedian * 1e3).toFixed(4)})`,
+  );
   x.dispose();
   y.dispose();
 }
 
 /** Minimum, median and CPU-median ms: the machine is shared, so the minimum is the steadiest figure. */
-const ms = (t: Timing) => `min ${(t.min * 1e3).toFixed(4)} ms, median ${(t.median * 1e3).toFixed(4)}, cpu ${(t.cpuMedian * 1e3).toFixed(4)}`;
+const ms = (t: Timing) =>
+  `min ${(t.min * 1e3).toFixed(4)} ms, median ${(t.median * 1e3).toFixed(4)}, cpu ${(t.cpuMedian * 1e3).toFixed(4)}`;
 function timed(name: string, fn: () => void): void {
   report(name, ms(timeSync(fn, opts)));
 }
@@ -54,19 +61,41 @@ for (const dtype of ['float32', 'float64'] as const) {
 // Op level: forward + backward of the pieces the fused kernels replace.
 const x = A.keep(A.randn([64, 256], { seed: 1 }));
 const w = A.keep(A.randn([64, 256], { seed: 2 }));
-const gamma = A.keep(A.randn([256], { seed: 3 })), beta = A.keep(A.randn([256], { seed: 4 }));
+const gamma = A.keep(A.randn([256], { seed: 3 })),
+  beta = A.keep(A.randn([256], { seed: 4 }));
 const logits = A.keep(A.randn([128, 10], { seed: 5 }));
 const labels = Array.from({ length: 128 }, (_, i) => (i * 7) % 10);
 // Kernels run synchronously: a result exists once the call returns, no read-back needed.
-const gradOf = (f: (x: A.Tensor) => A.Tensor) => () => A.tidy(() => { A.grad(f)(x); });
-timed('tanh forward+backward [64,256] (op level)', gradOf((v) => A.sum(A.mul(A.tanh(v), w))));
-timed('sigmoid forward+backward [64,256]', gradOf((v) => A.sum(A.mul(A.sigmoid(v), w))));
-timed('relu forward+backward [64,256]', gradOf((v) => A.sum(A.mul(A.relu(v), w))));
-timed('layerNorm forward [64,256]', () => A.tidy(() => { A.layerNorm(x, gamma, beta); }));
-timed('layerNorm forward+backward [64,256]', gradOf((v) => A.sum(A.mul(A.layerNorm(v, gamma, beta), w))));
-timed('crossEntropy forward+backward [128,10]', () => A.tidy(() => {
-  A.grad((l: A.Tensor) => A.crossEntropy(l, labels))(logits);
-}));
+const gradOf = (f: (x: A.Tensor) => A.Tensor) => () =>
+  A.tidy(() => {
+    A.grad(f)(x);
+  });
+timed(
+  'tanh forward+backward [64,256] (op level)',
+  gradOf((v) => A.sum(A.mul(A.tanh(v), w))),
+);
+timed(
+  'sigmoid forward+backward [64,256]',
+  gradOf((v) => A.sum(A.mul(A.sigmoid(v), w))),
+);
+timed(
+  'relu forward+backward [64,256]',
+  gradOf((v) => A.sum(A.mul(A.relu(v), w))),
+);
+timed('layerNorm forward [64,256]', () =>
+  A.tidy(() => {
+    A.layerNorm(x, gamma, beta);
+  }),
+);
+timed(
+  'layerNorm forward+backward [64,256]',
+  gradOf((v) => A.sum(A.mul(A.layerNorm(v, gamma, beta), w))),
+);
+timed('crossEntropy forward+backward [128,10]', () =>
+  A.tidy(() => {
+    A.grad((l: A.Tensor) => A.crossEntropy(l, labels))(logits);
+  }),
+);
 
 // Whole steps, from the benchmark suite (same workloads as npm run bench).
 const suite = await adjointSuite('local');

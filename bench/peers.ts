@@ -10,9 +10,21 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { randomValues } from './timing.js';
 import {
-  CNN, DEEP, MLP, cnnData, deepData, mlpData, OP_CHAIN, cnnOut2,
-  nchwToNhwc, oihwToHwio, fcRowsNchwToNhwc,
-  type Layer, type Made, type Suite, type Workload,
+  CNN,
+  DEEP,
+  MLP,
+  cnnData,
+  deepData,
+  mlpData,
+  OP_CHAIN,
+  cnnOut2,
+  nchwToNhwc,
+  oihwToHwio,
+  fcRowsNchwToNhwc,
+  type Layer,
+  type Made,
+  type Suite,
+  type Workload,
 } from './workloads.js';
 
 const require = createRequire(import.meta.url);
@@ -22,7 +34,9 @@ const require = createRequire(import.meta.url);
 export function versionOf(pkg: string): string {
   try {
     return (require(`${pkg}/package.json`) as { version: string }).version;
-  } catch { /* not exported: walk up */ }
+  } catch {
+    /* not exported: walk up */
+  }
   try {
     let dir = path.dirname(require.resolve(pkg));
     for (let i = 0; i < 5; i++, dir = path.dirname(dir)) {
@@ -31,7 +45,9 @@ export function versionOf(pkg: string): string {
       const json = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
       if (json.name === pkg) return json.version ?? '?';
     }
-  } catch { /* unresolvable */ }
+  } catch {
+    /* unresolvable */
+  }
   return '?';
 }
 
@@ -57,10 +73,8 @@ function tfSuite(tf: TF, backend: 'wasm' | 'cpu', pkg: string): Suite {
   // tidy: the initial-value tensors go, the variables (never tracked by tidy) stay.
   const variable = (make: () => any) => tf.tidy(() => tf.variable(make()));
   const oneHot = (labels: Int32Array, classes: number) => tf.tidy(() => tf.oneHot(tf.tensor1d(labels, 'int32'), classes).toFloat());
-  const vars = (layers: Layer[]) => layers.flatMap((l) => [
-    variable(() => tf.tensor2d(l.w, [l.fanIn, l.fanOut])),
-    variable(() => tf.tensor1d(l.b)),
-  ]);
+  const vars = (layers: Layer[]) =>
+    layers.flatMap((l) => [variable(() => tf.tensor2d(l.w, [l.fanIn, l.fanOut])), variable(() => tf.tensor1d(l.b))]);
   const dense = (x: any, ps: any[], act: (t: any) => any, actLast: boolean) => {
     let h = x;
     for (let i = 0; i < ps.length; i += 2) {
@@ -73,10 +87,21 @@ function tfSuite(tf: TF, backend: 'wasm' | 'cpu', pkg: string): Suite {
   const trainer = (ps: any[], lr: number, loss: () => any, extra: any[], mode: 'step' | 'forward'): Made => {
     const opt = tf.train.sgd(lr);
     return {
-      run: mode === 'step'
-        ? () => { const c = opt.minimize(loss, true, ps); c.dataSync(); c.dispose(); }
-        : () => tf.tidy(() => { loss().dataSync(); }),
-      dispose: () => { disposeAll([...ps, ...extra]); opt.dispose(); },
+      run:
+        mode === 'step'
+          ? () => {
+              const c = opt.minimize(loss, true, ps);
+              c.dataSync();
+              c.dispose();
+            }
+          : () =>
+              tf.tidy(() => {
+                loss().dataSync();
+              }),
+      dispose: () => {
+        disposeAll([...ps, ...extra]);
+        opt.dispose();
+      },
       loss: () => tf.tidy(() => loss().dataSync()[0]),
     };
   };
@@ -86,31 +111,64 @@ function tfSuite(tf: TF, backend: 'wasm' | 'cpu', pkg: string): Suite {
       case 'gemm': {
         if (w.dtype !== 'float32') return null; // TF.js has no float64
         if (w.level !== 'api') return null;
-        const a = tf.tensor2d(randomValues(w.n * w.n, 11), [w.n, w.n]), b = tf.tensor2d(randomValues(w.n * w.n, 12), [w.n, w.n]);
+        const a = tf.tensor2d(randomValues(w.n * w.n, 11), [w.n, w.n]),
+          b = tf.tensor2d(randomValues(w.n * w.n, 12), [w.n, w.n]);
         return {
-          run: () => { const c = tf.matMul(a, b, w.ta, w.tb); c.dataSync(); c.dispose(); },
+          run: () => {
+            const c = tf.matMul(a, b, w.ta, w.tb);
+            c.dataSync();
+            c.dispose();
+          },
           dispose: () => disposeAll([a, b]),
         };
       }
       case 'op': {
-        const a = tf.tensor1d([0.1, 0.2, 0.3, 0.4]), b = tf.tensor1d([0.01, 0.01, 0.01, 0.01]);
-        const m = tf.tensor2d(Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1), [4, 4]);
+        const a = tf.tensor1d([0.1, 0.2, 0.3, 0.4]),
+          b = tf.tensor1d([0.01, 0.01, 0.01, 0.01]);
+        const m = tf.tensor2d(
+          Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1),
+          [4, 4],
+        );
         const base = { perCall: OP_CHAIN, dispose: () => disposeAll([a, b, m]) };
         switch (w.op) {
-          case 'add': return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) tf.add(a, b).dispose(); } };
-          case 'tanh': return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) tf.tanh(a).dispose(); } };
-          case 'matmul4': return { ...base, run: () => { for (let i = 0; i < OP_CHAIN; i++) tf.matMul(m, m).dispose(); } };
+          case 'add':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < OP_CHAIN; i++) tf.add(a, b).dispose();
+              },
+            };
+          case 'tanh':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < OP_CHAIN; i++) tf.tanh(a).dispose();
+              },
+            };
+          case 'matmul4':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < OP_CHAIN; i++) tf.matMul(m, m).dispose();
+              },
+            };
           case 'addChain':
             return {
               ...base,
               run: () => {
                 let y = tf.add(a, b);
-                for (let i = 1; i < OP_CHAIN; i++) { const z = tf.add(y, b); y.dispose(); y = z; }
+                for (let i = 1; i < OP_CHAIN; i++) {
+                  const z = tf.add(y, b);
+                  y.dispose();
+                  y = z;
+                }
                 y.dataSync();
                 y.dispose();
               },
             };
-          default: base.dispose(); return null; // no recording outside tf.grad, no compiled functions
+          default:
+            base.dispose();
+            return null; // no recording outside tf.grad, no compiled functions
         }
       }
       case 'mlp': {
@@ -123,7 +181,8 @@ function tfSuite(tf: TF, backend: 'wasm' | 'cpu', pkg: string): Suite {
       }
       case 'deep': {
         const d = deepData();
-        const x = tf.tensor2d(d.x, [DEEP.batch, DEEP.width]), t = tf.tensor2d(d.target, [DEEP.batch, DEEP.width]);
+        const x = tf.tensor2d(d.x, [DEEP.batch, DEEP.width]),
+          t = tf.tensor2d(d.target, [DEEP.batch, DEEP.width]);
         const ps = vars(d.layers);
         const loss = () => tf.losses.meanSquaredError(t, dense(x, ps, tf.tanh, true));
         return trainer(ps, DEEP.lr, loss, [x, t], w.mode);
@@ -135,9 +194,12 @@ function tfSuite(tf: TF, backend: 'wasm' | 'cpu', pkg: string): Suite {
         const y = oneHot(d.labels, classes);
         const fcW = fcRowsNchwToNhwc(d.fc.w, c2, cnnOut2, cnnOut2, classes);
         const ps = [
-          variable(() => tf.tensor4d(oihwToHwio(d.w1, c1, 1, k, k), [k, k, 1, c1])), variable(() => tf.tensor1d(d.b1)),
-          variable(() => tf.tensor4d(oihwToHwio(d.w2, c2, c1, k, k), [k, k, c1, c2])), variable(() => tf.tensor1d(d.b2)),
-          variable(() => tf.tensor2d(fcW, [d.fc.fanIn, classes])), variable(() => tf.tensor1d(d.fc.b)),
+          variable(() => tf.tensor4d(oihwToHwio(d.w1, c1, 1, k, k), [k, k, 1, c1])),
+          variable(() => tf.tensor1d(d.b1)),
+          variable(() => tf.tensor4d(oihwToHwio(d.w2, c2, c1, k, k), [k, k, c1, c2])),
+          variable(() => tf.tensor1d(d.b2)),
+          variable(() => tf.tensor2d(fcW, [d.fc.fanIn, classes])),
+          variable(() => tf.tensor1d(d.fc.b)),
         ];
         const loss = () => {
           let h = tf.relu(tf.add(tf.conv2d(x, ps[0], stride, pad), ps[1]));
@@ -197,19 +259,25 @@ function jaxSuite(jax: any): Suite {
     const fwd = jit((ps: any[], ...dd: any[]) => loss(ps, ...dd));
     const dataRefs = () => data.map((t) => t.ref);
     return {
-      run: mode === 'step'
-        ? async () => {
-          const [l, next] = step(p, ...dataRefs());
-          p = next;
-          await jax.blockUntilReady([l, p]);
-          l.dispose();
-        }
-        : async () => {
-          const l = fwd(tree.ref(p), ...dataRefs());
-          await l.blockUntilReady();
-          l.dispose();
-        },
-      dispose: () => { tree.dispose(p); data.forEach((t) => t.dispose()); step.dispose?.(); fwd.dispose?.(); },
+      run:
+        mode === 'step'
+          ? async () => {
+              const [l, next] = step(p, ...dataRefs());
+              p = next;
+              await jax.blockUntilReady([l, p]);
+              l.dispose();
+            }
+          : async () => {
+              const l = fwd(tree.ref(p), ...dataRefs());
+              await l.blockUntilReady();
+              l.dispose();
+            },
+      dispose: () => {
+        tree.dispose(p);
+        data.forEach((t) => t.dispose());
+        step.dispose?.();
+        fwd.dispose?.();
+      },
       loss: () => fwd(tree.ref(p), ...dataRefs()).dataSync()[0],
     };
   };
@@ -219,23 +287,61 @@ function jaxSuite(jax: any): Suite {
       case 'gemm': {
         if (w.level !== 'api') return null;
         const dt = w.dtype === 'float64' ? np.float64 : np.float32;
-        const a = arr(randomValues(w.n * w.n, 11), [w.n, w.n], dt), b = arr(randomValues(w.n * w.n, 12), [w.n, w.n], dt);
+        const a = arr(randomValues(w.n * w.n, 11), [w.n, w.n], dt),
+          b = arr(randomValues(w.n * w.n, 12), [w.n, w.n], dt);
         const f = jit((x: any, y: any) => np.matmul(w.ta ? np.transpose(x) : x, w.tb ? np.transpose(y) : y));
         return {
-          run: async () => { const c = f(a.ref, b.ref); await c.blockUntilReady(); c.dispose(); },
-          dispose: () => { a.dispose(); b.dispose(); f.dispose?.(); },
+          run: async () => {
+            const c = f(a.ref, b.ref);
+            await c.blockUntilReady();
+            c.dispose();
+          },
+          dispose: () => {
+            a.dispose();
+            b.dispose();
+            f.dispose?.();
+          },
         };
       }
       case 'op': {
-        const a = arr(new Float32Array([0.1, 0.2, 0.3, 0.4]), [4]), b = arr(new Float32Array([0.01, 0.01, 0.01, 0.01]), [4]);
-        const m = arr(Float32Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1), [4, 4]);
+        const a = arr(new Float32Array([0.1, 0.2, 0.3, 0.4]), [4]),
+          b = arr(new Float32Array([0.01, 0.01, 0.01, 0.01]), [4]);
+        const m = arr(
+          Float32Array.from({ length: 16 }, (_, i) => (i % 5) * 0.1),
+          [4, 4],
+        );
         const n = JAX_OP_CHAIN;
-        const base = { perCall: n, dispose: () => { a.dispose(); b.dispose(); m.dispose(); } };
+        const base = {
+          perCall: n,
+          dispose: () => {
+            a.dispose();
+            b.dispose();
+            m.dispose();
+          },
+        };
         // Eager ops are lazy: dataSync() forces each result (and consumes it).
         switch (w.op) {
-          case 'add': return { ...base, run: () => { for (let i = 0; i < n; i++) np.add(a.ref, b.ref).dataSync(); } };
-          case 'tanh': return { ...base, run: () => { for (let i = 0; i < n; i++) np.tanh(a.ref).dataSync(); } };
-          case 'matmul4': return { ...base, run: () => { for (let i = 0; i < n; i++) np.matmul(m.ref, m.ref).dataSync(); } };
+          case 'add':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < n; i++) np.add(a.ref, b.ref).dataSync();
+              },
+            };
+          case 'tanh':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < n; i++) np.tanh(a.ref).dataSync();
+              },
+            };
+          case 'matmul4':
+            return {
+              ...base,
+              run: () => {
+                for (let i = 0; i < n; i++) np.matmul(m.ref, m.ref).dataSync();
+              },
+            };
           case 'addChain':
             return {
               ...base,
@@ -249,11 +355,18 @@ function jaxSuite(jax: any): Suite {
             const f = jit((x: any, y: any) => np.add(x, y));
             return {
               ...base,
-              run: () => { for (let i = 0; i < n; i++) f(a.ref, b.ref).dataSync(); },
-              dispose: () => { base.dispose(); f.dispose?.(); },
+              run: () => {
+                for (let i = 0; i < n; i++) f(a.ref, b.ref).dataSync();
+              },
+              dispose: () => {
+                base.dispose();
+                f.dispose?.();
+              },
             };
           }
-          default: base.dispose(); return null;
+          default:
+            base.dispose();
+            return null;
         }
       }
       case 'mlp': {
@@ -266,7 +379,8 @@ function jaxSuite(jax: any): Suite {
       }
       case 'deep': {
         const d = deepData();
-        const x = arr(d.x, [DEEP.batch, DEEP.width]), t = arr(d.target, [DEEP.batch, DEEP.width]);
+        const x = arr(d.x, [DEEP.batch, DEEP.width]),
+          t = arr(d.target, [DEEP.batch, DEEP.width]);
         const loss = (p: any[], xx: any, tt: any) => mse(dense(xx, p, np.tanh, true), tt);
         return trainer(params(d.layers), DEEP.lr, loss, [x, t], w.mode);
       }
@@ -276,10 +390,17 @@ function jaxSuite(jax: any): Suite {
         const x = arr(d.x, [batch, 1, hw, hw]);
         const y = nn.oneHot(np.array(d.labels, { dtype: np.int32 }), classes).astype(np.float32);
         const p = [
-          arr(d.w1, [c1, 1, k, k]), arr(d.b1, [1, c1, 1, 1]), arr(d.w2, [c2, c1, k, k]), arr(d.b2, [1, c2, 1, 1]),
-          arr(d.fc.w, [d.fc.fanIn, classes]), arr(d.fc.b, [classes]),
+          arr(d.w1, [c1, 1, k, k]),
+          arr(d.b1, [1, c1, 1, 1]),
+          arr(d.w2, [c2, c1, k, k]),
+          arr(d.b2, [1, c2, 1, 1]),
+          arr(d.fc.w, [d.fc.fanIn, classes]),
+          arr(d.fc.b, [classes]),
         ];
-        const padding = [[pad, pad], [pad, pad]];
+        const padding = [
+          [pad, pad],
+          [pad, pad],
+        ];
         const loss = (q: any[], xx: any, yy: any) => {
           let h = nn.relu(np.add(lax.conv(xx, q[0], [stride, stride], padding), q[1]));
           h = nn.relu(np.add(lax.conv(h, q[2], [stride, stride], padding), q[3]));
@@ -337,7 +458,10 @@ export async function loadPeers(): Promise<Loaded> {
     jax.defaultDevice('wasm');
     suites.push(jaxSuite(jax));
     const threaded = typeof SharedArrayBuffer !== 'undefined' && typeof (globalThis as any).Worker !== 'undefined';
-    notes.push({ id: 'jax-js', note: `device wasm, ${threaded ? 'multi-threaded (Worker available)' : 'single-threaded (no Web Worker global in Node)'}; jit for GEMM/MLP/CNN, eager for per-op rows` });
+    notes.push({
+      id: 'jax-js',
+      note: `device wasm, ${threaded ? 'multi-threaded (Worker available)' : 'single-threaded (no Web Worker global in Node)'}; jit for GEMM/MLP/CNN, eager for per-op rows`,
+    });
   } catch (e) {
     fail('jax-js', e);
   }

@@ -28,9 +28,21 @@ export interface RelaxedResult {
 }
 
 const ROWS: { name: string; w: Workload; flops?: number }[] = [
-  { name: 'gemm f32 512³ A·B (kernel)', w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'kernel' }, flops: 2 * 512 ** 3 },
-  { name: 'gemm f32 512³ A·B (matmul)', w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'api' }, flops: 2 * 512 ** 3 },
-  { name: 'gemm f64 512³ A·B (kernel)', w: { kind: 'gemm', n: 512, dtype: 'float64', ta: false, tb: false, level: 'kernel' }, flops: 2 * 512 ** 3 },
+  {
+    name: 'gemm f32 512³ A·B (kernel)',
+    w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'kernel' },
+    flops: 2 * 512 ** 3,
+  },
+  {
+    name: 'gemm f32 512³ A·B (matmul)',
+    w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'api' },
+    flops: 2 * 512 ** 3,
+  },
+  {
+    name: 'gemm f64 512³ A·B (kernel)',
+    w: { kind: 'gemm', n: 512, dtype: 'float64', ta: false, tb: false, level: 'kernel' },
+    flops: 2 * 512 ** 3,
+  },
   { name: 'MLP 784-256-256-10 b128 train step', w: { kind: 'mlp', mode: 'step' } },
   { name: 'deep MLP 32×256 tanh b64 train step', w: { kind: 'deep', mode: 'step' } },
   { name: 'CNN 2×conv3×3/2 + fc, b32 28×28 train step', w: { kind: 'cnn', mode: 'step' } },
@@ -46,7 +58,16 @@ async function copies(): Promise<[SuiteModule, SuiteModule]> {
   while (!root.endsWith('build') && path.dirname(root) !== root) root = path.dirname(root);
   const src = path.join(path.dirname(root), 'bench', 'adjoint-suite.ts');
   const out = path.join(root, 'run', 'adjoint-suite-lib.mjs');
-  await build({ entryPoints: [src], outfile: out, bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'error' });
+  await build({
+    entryPoints: [src],
+    outfile: out,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'error',
+  });
   const url = pathToFileURL(out).href;
   return [await import(`${url}?kernels=default`), await import(`${url}?kernels=relaxed`)];
 }
@@ -57,7 +78,8 @@ const cpuSec = (): number => {
 };
 
 async function batch(r: Runner, n: number, clock: 'cpu' | 'wall'): Promise<number> {
-  const c0 = cpuSec(), t0 = performance.now();
+  const c0 = cpuSec(),
+    t0 = performance.now();
   for (let i = 0; i < n; i++) await r.run();
   return (clock === 'cpu' ? cpuSec() - c0 : (performance.now() - t0) / 1000) / n;
 }
@@ -73,18 +95,29 @@ async function pair(suites: [Suite, Suite], row: (typeof ROWS)[number], quick: b
     // Warm-up (TurboFan tier-up of both copies' kernels and JS), then batches of ~30 ms.
     const warmEnd = performance.now() + (quick ? 150 : 400);
     let one = 0;
-    do one = Math.max(await batch(d, 1, 'wall'), await batch(r, 1, 'wall')); while (performance.now() < warmEnd);
+    do one = Math.max(await batch(d, 1, 'wall'), await batch(r, 1, 'wall'));
+    while (performance.now() < warmEnd);
     const n = Math.max(1, Math.round(0.03 / one));
-    const ds: number[] = [], rs: number[] = [], q: number[] = [];
+    const ds: number[] = [],
+      rs: number[] = [],
+      q: number[] = [];
     for (let i = 0; i < (quick ? 7 : 21); i++) {
-      const a = await batch(d, n, clock), b = await batch(r, n, clock);
+      const a = await batch(d, n, clock),
+        b = await batch(r, n, clock);
       ds.push(a);
       rs.push(b);
       q.push(a / b);
     }
     const per = d.perCall ?? 1;
     const value = (sec: number) => (row.flops !== undefined ? row.flops / (sec / per) / 1e9 : (sec / per) * 1e3);
-    return { name: row.name, unit: row.flops !== undefined ? 'GFLOP/s' : 'ms', default: value(median(ds)), relaxed: value(median(rs)), ratio: median(q), rounds: q.length };
+    return {
+      name: row.name,
+      unit: row.flops !== undefined ? 'GFLOP/s' : 'ms',
+      default: value(median(ds)),
+      relaxed: value(median(rs)),
+      ratio: median(q),
+      rounds: q.length,
+    };
   } finally {
     d.dispose?.();
     r.dispose?.();
@@ -92,7 +125,11 @@ async function pair(suites: [Suite, Suite], row: (typeof ROWS)[number], quick: b
 }
 
 /** The relaxed/default comparison; `only` limits the rows (by name substring). */
-export async function relaxedComparison({ quick = false, clock = 'wall' as 'cpu' | 'wall', only = [] as string[] } = {}): Promise<RelaxedResult> {
+export async function relaxedComparison({
+  quick = false,
+  clock = 'wall' as 'cpu' | 'wall',
+  only = [] as string[],
+} = {}): Promise<RelaxedResult> {
   v8.setFlagsFromString('--experimental-wasm-relaxed-simd'); // no-op where relaxed SIMD is on by default
   const [a, b] = await copies();
   const suites: [Suite, Suite] = [await a.adjointSuite('default'), await b.adjointSuite('relaxed', { relaxedSimd: true })];
@@ -110,7 +147,8 @@ export async function relaxedComparison({ quick = false, clock = 'wall' as 'cpu'
 
 /** The table printed by npm run bench. */
 export function relaxedTable(res: RelaxedResult): string {
-  const head = '\n### Relaxed SIMD: init({ relaxedSimd: true }) against the default kernels (one process, interleaved rounds; speed ratio = default time / relaxed time, above 1 the relaxed kernels are faster)\n';
+  const head =
+    '\n### Relaxed SIMD: init({ relaxedSimd: true }) against the default kernels (one process, interleaved rounds; speed ratio = default time / relaxed time, above 1 the relaxed kernels are faster)\n';
   if (res.rows.length === 0) return `${head}\n${res.note ?? 'no rows'}`;
   const f = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
   const lines = ['| workload | unit | default | relaxed | speed ratio |', '|---|---|--:|--:|--:|'];
@@ -120,6 +158,10 @@ export function relaxedTable(res: RelaxedResult): string {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const argv = process.argv.slice(2);
-  const res = await relaxedComparison({ quick: argv.includes('--quick'), clock: argv.includes('--cpu') ? 'cpu' : 'wall', only: argv.filter((a) => !a.startsWith('--')) });
+  const res = await relaxedComparison({
+    quick: argv.includes('--quick'),
+    clock: argv.includes('--cpu') ? 'cpu' : 'wall',
+    only: argv.filter((a) => !a.startsWith('--')),
+  });
   console.log(relaxedTable(res));
 }

@@ -101,7 +101,12 @@ interface Row {
   cells: Record<string, Cell>;
 }
 
-const combos: [boolean, boolean, string][] = [[false, false, 'A·B'], [true, false, 'Aᵀ·B'], [false, true, 'A·Bᵀ'], [true, true, 'Aᵀ·Bᵀ']];
+const combos: [boolean, boolean, string][] = [
+  [false, false, 'A·B'],
+  [true, false, 'Aᵀ·B'],
+  [false, true, 'A·Bᵀ'],
+  [true, true, 'Aᵀ·Bᵀ'],
+];
 
 /** Rows in measuring order: GEMM, per-op overhead, then the training workloads. */
 function specs(): RowSpec[] {
@@ -112,8 +117,11 @@ function specs(): RowSpec[] {
         // f64: every transpose combination at 512³, A·B at every size.
         if (dtype === 'float64' && (ta || tb) && n !== 512) continue;
         out.push({
-          group: 'gemm', name: `gemm ${dtype === 'float32' ? 'f32' : 'f64'} ${n}³ ${label}`, unit: 'GFLOP/s',
-          w: { kind: 'gemm', n, dtype, ta, tb, level: 'api' }, flops: 2 * n ** 3,
+          group: 'gemm',
+          name: `gemm ${dtype === 'float32' ? 'f32' : 'f64'} ${n}³ ${label}`,
+          unit: 'GFLOP/s',
+          w: { kind: 'gemm', n, dtype, ta, tb, level: 'api' },
+          flops: 2 * n ** 3,
         });
       }
     }
@@ -165,7 +173,9 @@ const collectGarbage: () => void = (() => {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as (() => void) | undefined;
     if (typeof gc === 'function') return gc;
-  } catch { /* not available: measure without */ }
+  } catch {
+    /* not available: measure without */
+  }
   return () => {};
 })();
 
@@ -206,18 +216,33 @@ async function measureRunner(col: Column, spec: RowSpec, w: Workload): Promise<C
     if (first instanceof Promise) await first;
     t = await time(runner.run, opts);
   } catch (e) {
-    try { runner.dispose?.(); } catch { /* already broken */ }
+    try {
+      runner.dispose?.();
+    } catch {
+      /* already broken */
+    }
     return { note: `failed: ${(e as Error).message}`.slice(0, 200) };
   }
   let loss: number | undefined;
   try {
     if (runner.loss && spec.w.kind !== 'gemm' && spec.w.kind !== 'op' && spec.w.mode === 'forward') loss = await runner.loss();
-  } catch { /* the timing stands without the check */ }
+  } catch {
+    /* the timing stands without the check */
+  }
   runner.dispose?.();
   const per = runner.perCall ?? 1;
   const sec = (clock === 'cpu' ? t.cpuMedian : t.median) / per;
   const value = spec.unit === 'GFLOP/s' ? spec.flops! / sec / 1e9 : spec.unit === 'µs/op' ? sec * 1e6 : sec * 1e3;
-  const cell: Cell = { value, loss, medianSec: t.median / per, cpuSec: t.cpuMedian / per, minSec: t.min / per, maxSec: t.max / per, samples: t.samples, reps: t.reps };
+  const cell: Cell = {
+    value,
+    loss,
+    medianSec: t.median / per,
+    cpuSec: t.cpuMedian / per,
+    minSec: t.min / per,
+    maxSec: t.max / per,
+    samples: t.samples,
+    reps: t.reps,
+  };
   if (before !== null) {
     const after = adjointMemory();
     if (after.tensors !== before.tensors) cell.leakedTensors = after.tensors - before.tensors;
@@ -236,14 +261,17 @@ async function pairedRatio(col: Column, stepRow: Row, fwdRow: Row): Promise<numb
   const slowest = Math.max(stepRow.cells[col.id]?.minSec ?? 1, fwdRow.cells[col.id]?.minSec ?? 1);
   if (slowest > 0.25) return null;
   await col.suite.activate?.();
-  const made = await Promise.all([specOf(stepRow), specOf(fwdRow)].map(async (sp) => {
-    const w = col.map(sp.w);
-    return w === null ? null : col.suite.make(w);
-  }));
+  const made = await Promise.all(
+    [specOf(stepRow), specOf(fwdRow)].map(async (sp) => {
+      const w = col.map(sp.w);
+      return w === null ? null : col.suite.make(w);
+    }),
+  );
   const [step, fwd] = made;
   if (!step || !fwd || typeof step === 'string' || typeof fwd === 'string') return null;
   const batch = async (r: Exclude<Made, null | string>, n: number): Promise<number> => {
-    const c0 = process.cpuUsage(), t0 = performance.now();
+    const c0 = process.cpuUsage(),
+      t0 = performance.now();
     for (let i = 0; i < n; i++) await r.run();
     const c = process.cpuUsage(c0);
     return clock === 'cpu' ? (c.user + c.system) / 1e6 : (performance.now() - t0) / 1000;
@@ -297,18 +325,30 @@ async function main(): Promise<void> {
   // The GPT step (bench/gpt.ts) runs in its own process: it trains a real model and calls PyTorch.
   if (only?.includes('gpt')) {
     const passOn = ['steps', 'torch-steps'].flatMap((n) => (opt(n) === undefined ? [] : [`--${n}`, opt(n)!]));
-    spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/gpt.ts', ...passOn], { stdio: 'inherit', cwd: repoRoot() });
+    spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/gpt.ts', ...passOn], {
+      stdio: 'inherit',
+      cwd: repoRoot(),
+    });
     if (only.every((g) => g === 'gpt')) return;
   }
   const t0 = performance.now();
   const cpus = os.cpus();
   const machine = {
-    node: process.version, v8: process.versions.v8, platform: `${os.platform()} ${os.release()}`, arch: os.arch(),
-    cpu: cpus[0]?.model ?? '?', cores: cpus.length, totalMemGB: +(os.totalmem() / 2 ** 30).toFixed(1),
-    loadavgStart: os.loadavg().map((x) => +x.toFixed(2)), date: new Date().toISOString(), pinnedCore: pinned,
+    node: process.version,
+    v8: process.versions.v8,
+    platform: `${os.platform()} ${os.release()}`,
+    arch: os.arch(),
+    cpu: cpus[0]?.model ?? '?',
+    cores: cpus.length,
+    totalMemGB: +(os.totalmem() / 2 ** 30).toFixed(1),
+    loadavgStart: os.loadavg().map((x) => +x.toFixed(2)),
+    date: new Date().toISOString(),
+    pinnedCore: pinned,
   };
   console.log(`adjoint bench — node ${machine.node}, ${machine.cpu} (${machine.cores} cores), load ${machine.loadavgStart.join(' ')}`);
-  console.log(`  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}; ${pinned !== null ? `main thread pinned to core ${pinned} (ADJOINT_PIN=off to run unpinned)` : 'not pinned'}`);
+  console.log(
+    `  clock: ${clock === 'cpu' ? 'process CPU time (machine oversubscribed or --clock cpu)' : 'wall time'}; ${pinned !== null ? `main thread pinned to core ${pinned} (ADJOINT_PIN=off to run unpinned)` : 'not pinned'}`,
+  );
 
   const own = JSON.parse(readFileSync(path.join(repoRoot(), 'package.json'), 'utf8')) as { version?: string };
   const adjoint = await adjointSuite(own.version ?? '?');
@@ -320,7 +360,9 @@ async function main(): Promise<void> {
     { id: 'adjoint-kernel', suite: adjoint, map: (w) => (w.kind === 'gemm' ? { ...w, level: 'kernel' } : null) },
     ...peers.map((s) => ({ id: s.id, suite: s, map: (w: Workload) => w })),
   ];
-  const labels: Record<string, string> = Object.fromEntries(columns.map((c) => [c.id, c.id === 'adjoint-kernel' ? 'adjoint kernel' : c.suite.label]));
+  const labels: Record<string, string> = Object.fromEntries(
+    columns.map((c) => [c.id, c.id === 'adjoint-kernel' ? 'adjoint kernel' : c.suite.label]),
+  );
 
   // Process warm-up: V8 compiles wasm with its baseline compiler first and tiers hot functions
   // up to TurboFan on a background thread (slow when cores are busy), so the first row measured
@@ -341,9 +383,12 @@ async function main(): Promise<void> {
         const r = await col.suite.make(w);
         if (r === null || typeof r === 'string') continue;
         const end = performance.now() + (quick ? 60 : 150);
-        do await r.run(); while (performance.now() < end);
+        do await r.run();
+        while (performance.now() < end);
         r.dispose?.();
-      } catch { /* reported when the row itself runs */ }
+      } catch {
+        /* reported when the row itself runs */
+      }
     }
   }
   process.stderr.write(`  ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s  warm-up pass\n`);
@@ -371,7 +416,8 @@ async function main(): Promise<void> {
     if (!step || !fwd) return null;
     const cells: Record<string, Cell> = {};
     for (const id of Object.keys(step.cells)) {
-      const s = step.cells[id]?.value, f = fwd.cells[id]?.value;
+      const s = step.cells[id]?.value,
+        f = fwd.cells[id]?.value;
       if (s === undefined || f === undefined) {
         cells[id] = { note: 'n/a' };
         continue;
@@ -385,9 +431,22 @@ async function main(): Promise<void> {
 
   const peerIds = peers.map((p) => p.id);
   const out: string[] = [];
-  out.push(printTable('GEMM (GFLOP/s, higher is better; "adjoint" = public matmul/transpose, "adjoint kernel" = raw gemm kernel with packing scratch)',
-    rows.filter((r) => r.group === 'gemm'), ['adjoint', 'adjoint-kernel', ...peerIds], labels));
-  out.push(printTable('Eager per-op overhead (µs per op, lower is better)', rows.filter((r) => r.group === 'op'), ['adjoint', ...peerIds], labels));
+  out.push(
+    printTable(
+      'GEMM (GFLOP/s, higher is better; "adjoint" = public matmul/transpose, "adjoint kernel" = raw gemm kernel with packing scratch)',
+      rows.filter((r) => r.group === 'gemm'),
+      ['adjoint', 'adjoint-kernel', ...peerIds],
+      labels,
+    ),
+  );
+  out.push(
+    printTable(
+      'Eager per-op overhead (µs per op, lower is better)',
+      rows.filter((r) => r.group === 'op'),
+      ['adjoint', ...peerIds],
+      labels,
+    ),
+  );
   const trainRows = rows.filter((r) => ['mlp', 'deep', 'cnn'].includes(r.group));
   const derived: Row[] = [];
   for (const g of ['mlp', 'deep', 'cnn'] as const) {
@@ -398,19 +457,29 @@ async function main(): Promise<void> {
     const d = derived.find((x) => x.group === r.group && r.name.endsWith('forward+loss'));
     return d ? [r, { ...d, unit: '×' as Unit }] : [r];
   });
-  out.push(printTable('Training (ms per call, lower is better; step = forward + backward + SGD update)', trainTable, ['adjoint', ...peerIds], labels));
-  console.log('\n(×N) after a peer\'s number = peer time / adjoint time: above 1 adjoint is faster, below 1 the peer is.');
+  out.push(
+    printTable(
+      'Training (ms per call, lower is better; step = forward + backward + SGD update)',
+      trainTable,
+      ['adjoint', ...peerIds],
+      labels,
+    ),
+  );
+  console.log("\n(×N) after a peer's number = peer time / adjoint time: above 1 adjoint is faster, below 1 the peer is.");
   for (const r of rows) {
-    for (const [id, c] of Object.entries(r.cells)) if (c.note && !c.note.startsWith('skipped: run time')) console.log(`  note: ${r.name} / ${labels[id]}: ${c.note}`);
+    for (const [id, c] of Object.entries(r.cells))
+      if (c.note && !c.note.startsWith('skipped: run time')) console.log(`  note: ${r.name} / ${labels[id]}: ${c.note}`);
   }
 
   // Same computation? The forward loss at the shared initial parameters should agree.
   for (const r of rows.filter((x) => x.name.endsWith('forward+loss'))) {
     const ref = r.cells.adjoint?.loss;
-    const parts = Object.entries(r.cells).filter(([, c]) => c.loss !== undefined).map(([id, c]) => {
-      const off = ref === undefined ? '' : Math.abs(c.loss! - ref) > 1e-3 * Math.max(1, Math.abs(ref)) ? ' MISMATCH' : '';
-      return `${labels[id]} ${c.loss!.toPrecision(6)}${off}`;
-    });
+    const parts = Object.entries(r.cells)
+      .filter(([, c]) => c.loss !== undefined)
+      .map(([id, c]) => {
+        const off = ref === undefined ? '' : Math.abs(c.loss! - ref) > 1e-3 * Math.max(1, Math.abs(ref)) ? ' MISMATCH' : '';
+        return `${labels[id]} ${c.loss!.toPrecision(6)}${off}`;
+      });
     if (parts.length) console.log(`  loss check, ${r.name}: ${parts.join(', ')}`);
   }
 

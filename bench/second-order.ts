@@ -14,11 +14,15 @@ import type { Tensor } from '../src/index.js';
 
 await A.init();
 const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 5 : 15, REPS = quick ? 3 : 5, B = 128;
+const ROUNDS = quick ? 5 : 15,
+  REPS = quick ? 3 : 5,
+  B = 128;
 
 const model = new A.nn.Sequential(
-  new A.nn.Linear(784, 256, { seed: 1 }), new A.nn.ReLU(),
-  new A.nn.Linear(256, 256, { seed: 2 }), new A.nn.ReLU(),
+  new A.nn.Linear(784, 256, { seed: 1 }),
+  new A.nn.ReLU(),
+  new A.nn.Linear(256, 256, { seed: 2 }),
+  new A.nn.ReLU(),
   new A.nn.Linear(256, 10, { seed: 3 }),
 );
 const x = A.keep(A.rand([B, 784], { seed: 4 }));
@@ -56,11 +60,14 @@ const timeOf = (f: () => void): number => {
 };
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
-for (let i = 0; i < 3; i++) (firstOrder(), secondOrder()); // warm-up
+for (let i = 0; i < 3; i++) firstOrder(), secondOrder(); // warm-up
 const live = A.memory().tensors;
-const first: number[] = [], second: number[] = [], ratio: number[] = [];
+const first: number[] = [],
+  second: number[] = [],
+  ratio: number[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const a = timeOf(firstOrder), b = timeOf(secondOrder);
+  const a = timeOf(firstOrder),
+    b = timeOf(secondOrder);
   first.push(a);
   second.push(b);
   ratio.push(b / a);

@@ -7,8 +7,20 @@ import { MLP, mlpData } from './workloads.js';
 export const SIZES = [256, 512, 1024];
 export type Lib = 'adjoint' | 'tfjs-wasm';
 /** Median seconds per call, and how it was sampled. */
-export interface Time { median: number; min: number; samples: number; reps: number }
-export interface Result { lib: Lib; threads: number; version: string; where: string; gemm: Record<number, Time>; mlp: Time }
+export interface Time {
+  median: number;
+  min: number;
+  samples: number;
+  reps: number;
+}
+export interface Result {
+  lib: Lib;
+  threads: number;
+  version: string;
+  where: string;
+  gemm: Record<number, Time>;
+  mlp: Time;
+}
 
 /** Warm up, batch calls into samples of ≥ 20 ms, and keep the median of up to 15 samples within `budgetMs`. */
 export function time(fn: () => void, budgetMs: number): Time {
@@ -40,7 +52,8 @@ function square(n: number, seed: number): Float32Array {
 export function benchAdjoint(A: typeof import('../src/index.js')): Pick<Result, 'gemm' | 'mlp'> {
   const gemm: Record<number, Time> = {};
   for (const n of SIZES) {
-    const a = A.tensor(square(n, 1), { shape: [n, n] }), b = A.tensor(square(n, 2), { shape: [n, n] });
+    const a = A.tensor(square(n, 1), { shape: [n, n] }),
+      b = A.tensor(square(n, 2), { shape: [n, n] });
     gemm[n] = time(() => A.matmul(a, b).dispose(), 600);
     a.dispose();
     b.dispose();
@@ -48,7 +61,8 @@ export function benchAdjoint(A: typeof import('../src/index.js')): Pick<Result, 
   const d = mlpData();
   const x = A.tensor(d.x, { shape: [MLP.batch, MLP.layers[0]] });
   const ps = d.layers.flatMap((l) => [
-    A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }), A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
+    A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }),
+    A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
   ]);
   const opt = new A.optim.SGD(ps, { lr: MLP.lr });
   const mlp = time(() => {
@@ -72,8 +86,13 @@ export function benchAdjoint(A: typeof import('../src/index.js')): Pick<Result, 
 export function benchTf(tf: any): Pick<Result, 'gemm' | 'mlp'> {
   const gemm: Record<number, Time> = {};
   for (const n of SIZES) {
-    const a = tf.tensor2d(square(n, 1), [n, n]), b = tf.tensor2d(square(n, 2), [n, n]);
-    gemm[n] = time(() => { const c = tf.matMul(a, b); c.dataSync(); c.dispose(); }, 600);
+    const a = tf.tensor2d(square(n, 1), [n, n]),
+      b = tf.tensor2d(square(n, 2), [n, n]);
+    gemm[n] = time(() => {
+      const c = tf.matMul(a, b);
+      c.dataSync();
+      c.dispose();
+    }, 600);
     a.dispose();
     b.dispose();
   }
@@ -90,6 +109,10 @@ export function benchTf(tf: any): Pick<Result, 'gemm' | 'mlp'> {
     }
     return tf.losses.softmaxCrossEntropy(y, h);
   };
-  const mlp = time(() => { const c = opt.minimize(loss, true, ps); c.dataSync(); c.dispose(); }, 1500);
+  const mlp = time(() => {
+    const c = opt.minimize(loss, true, ps);
+    c.dataSync();
+    c.dispose();
+  }, 1500);
   return { gemm, mlp };
 }

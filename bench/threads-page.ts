@@ -9,7 +9,8 @@ import * as tfwasm from '@tensorflow/tfjs-backend-wasm';
 import { benchAdjoint, benchTf, type Lib, type Result } from './threads-core.js';
 
 const q = new URLSearchParams(location.search);
-const lib = q.get('lib') as Lib, threads = Number(q.get('threads') ?? 1);
+const lib = q.get('lib') as Lib,
+  threads = Number(q.get('threads') ?? 1);
 const where = `${navigator.userAgent.match(/(Chrome|Firefox)\/[\d.]+/)?.[0] ?? 'browser'}, crossOriginIsolated=${crossOriginIsolated}`;
 
 async function run(): Promise<Result> {

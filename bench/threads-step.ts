@@ -16,14 +16,20 @@ import { Worker } from 'node:worker_threads';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
-const ROUNDS = opt('--rounds', 15), REPS = opt('--reps', 20);
-const BATCH = 128, SIZES = [784, 256, 256, 10];
+const ROUNDS = opt('--rounds', 15),
+  REPS = opt('--reps', 20);
+const BATCH = 128,
+  SIZES = [784, 256, 256, 10];
 
 await A.init({ threads: 2 });
 if (argv.includes('--claim-ms')) busy.claimMs = opt('--claim-ms', busy.claimMs);
 // Other knobs of the pool (read when a pool starts): --spin-ms, --calm-after, --pause-ms; split
 // thresholds as powers of two: --gemm-log2, --elementwise-log2.
-for (const [flag, key] of [['--spin-ms', 'spinMs'], ['--calm-after', 'calmAfter'], ['--pause-ms', 'pauseMs']] as const) {
+for (const [flag, key] of [
+  ['--spin-ms', 'spinMs'],
+  ['--calm-after', 'calmAfter'],
+  ['--pause-ms', 'pauseMs'],
+] as const) {
   if (argv.includes(flag)) busy[key] = opt(flag, busy[key]);
 }
 if (argv.includes('--gemm-log2')) thresholds.gemm = 2 ** opt('--gemm-log2', 17);
@@ -46,7 +52,8 @@ function runner(compiled: boolean): () => void {
   };
   const f = compiled ? A.compile(step) : (x: A.Tensor, y: Int32Array) => A.tidy(() => step(x, y));
   const data = [0, 1, 2, 3].map((s) => ({
-    x: A.tensor(randomValues(BATCH * SIZES[0], 100 + s), { shape: [BATCH, SIZES[0]] }), y: randomLabels(BATCH, 10, 200 + s),
+    x: A.tensor(randomValues(BATCH * SIZES[0], 100 + s), { shape: [BATCH, SIZES[0]] }),
+    y: randomLabels(BATCH, 10, 200 + s),
   }));
   let i = 0;
   return () => {
@@ -58,12 +65,21 @@ function runner(compiled: boolean): () => void {
 }
 
 const configs = [
-  { name: 'eager ×1', threads: 1, run: runner(false) }, { name: 'eager ×2', threads: 2, run: runner(false) },
-  { name: 'compiled ×1', threads: 1, run: runner(true) }, { name: 'compiled ×2', threads: 2, run: runner(true) },
+  { name: 'eager ×1', threads: 1, run: runner(false) },
+  { name: 'eager ×2', threads: 2, run: runner(false) },
+  { name: 'compiled ×1', threads: 1, run: runner(true) },
+  { name: 'compiled ×2', threads: 2, run: runner(true) },
 ];
 /** Work two threads of plain JS get done per unit of one thread's (the probe runs ≈ 3 × 15 ms). */
-const probe = new Worker(`const p = require('node:worker_threads').parentPort; p.on('message', (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; p.postMessage(x); });`, { eval: true });
-const spin = (n: number) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; return x; };
+const probe = new Worker(
+  `const p = require('node:worker_threads').parentPort; p.on('message', (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; p.postMessage(x); });`,
+  { eval: true },
+);
+const spin = (n: number) => {
+  let x = 0;
+  for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0;
+  return x;
+};
 async function capacity(n = 1e7): Promise<number> {
   const once = () => new Promise((r) => probe.once('message', r));
   let t = performance.now();
@@ -80,7 +96,11 @@ await capacity();
 const caps: number[] = [];
 const samples = new Map(configs.map((c) => [c.name, [] as number[]]));
 const split = new Map(configs.map((c) => [c.name, { own: 0, wait: 0, dispatches: 0, stolen: 0, steps: 0 }]));
-const uptime = async () => (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ');
+const uptime = async () =>
+  (await import('node:os'))
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 console.log(`load average before: ${await uptime()}`);
 for (let r = -2; r < ROUNDS; r++) {
   if (r >= 0) caps.push(await capacity());
@@ -104,17 +124,26 @@ for (let r = -2; r < ROUNDS; r++) {
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const min = (xs: number[]) => Math.min(...xs);
 for (const c of configs) {
-  const xs = samples.get(c.name)!, sp = split.get(c.name)!;
+  const xs = samples.get(c.name)!,
+    sp = split.get(c.name)!;
   const per = (v: number) => (v / sp.steps).toFixed(3);
-  console.log(`${c.name.padEnd(12)} median ${med(xs).toFixed(2)} ms, best ${min(xs).toFixed(2)} ms` +
-    (c.threads > 1 ? `; per step: ${per(sp.dispatches)} splits, ${per(sp.stolen)} stolen, own pieces ${per(sp.own)} ms, waits ${per(sp.wait)} ms` : ''));
+  console.log(
+    `${c.name.padEnd(12)} median ${med(xs).toFixed(2)} ms, best ${min(xs).toFixed(2)} ms` +
+      (c.threads > 1
+        ? `; per step: ${per(sp.dispatches)} splits, ${per(sp.stolen)} stolen, own pieces ${per(sp.own)} ms, waits ${per(sp.wait)} ms`
+        : ''),
+  );
 }
 for (const kind of ['eager', 'compiled']) {
-  const one = samples.get(`${kind} ×1`)!, two = samples.get(`${kind} ×2`)!;
+  const one = samples.get(`${kind} ×1`)!,
+    two = samples.get(`${kind} ×2`)!;
   // Per-round ratios: both measured within a second of each other, under the same load.
-  const ratios = one.map((x, i) => x / two[i]), calm = ratios.filter((_, i) => caps[i] >= 1.8);
-  console.log(`${kind}: 2 threads vs 1: median of per-round ratios ${med(ratios).toFixed(2)}× (${calm.length} rounds with capacity ≥ 1.8: ${calm.length ? med(calm).toFixed(2) + '×' : '—'}), ` +
-    `ratio of medians ${(med(one) / med(two)).toFixed(2)}×, ratio of bests ${(min(one) / min(two)).toFixed(2)}×`);
+  const ratios = one.map((x, i) => x / two[i]),
+    calm = ratios.filter((_, i) => caps[i] >= 1.8);
+  console.log(
+    `${kind}: 2 threads vs 1: median of per-round ratios ${med(ratios).toFixed(2)}× (${calm.length} rounds with capacity ≥ 1.8: ${calm.length ? med(calm).toFixed(2) + '×' : '—'}), ` +
+      `ratio of medians ${(med(one) / med(two)).toFixed(2)}×, ratio of bests ${(min(one) / min(two)).toFixed(2)}×`,
+  );
 }
 console.log(`second-core capacity per round: median ${med(caps).toFixed(2)}, max ${Math.max(...caps).toFixed(2)}`);
 console.log(`load average after: ${await uptime()}; pauses: ${threadStats.pauses}`);

@@ -102,11 +102,17 @@ async function serve(files: (p: string) => string | null): Promise<{ url: string
     let body: Buffer | null = null;
     try {
       body = file === null ? null : readFileSync(file);
-    } catch { /* 404 below */ }
-    if (body === null) { if (process.env.BENCH_LOGS) console.error('404', req.url); return void res.writeHead(404).end(); }
+    } catch {
+      /* 404 below */
+    }
+    if (body === null) {
+      if (process.env.BENCH_LOGS) console.error('404', req.url);
+      return void res.writeHead(404).end();
+    }
     res.writeHead(200, {
       'content-type': types[path.extname(file!)] ?? 'application/octet-stream',
-      'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp',
+      'cross-origin-opener-policy': 'same-origin',
+      'cross-origin-embedder-policy': 'require-corp',
     });
     res.end(body);
   });
@@ -120,11 +126,19 @@ async function runBrowser(counts: number[]): Promise<Result[]> {
   const { chromium } = await import('playwright-core');
   const dir = mkdtempSync(path.join(tmpdir(), 'adjoint-threads-bench-'));
   await build({
-    entryPoints: ['bench/threads-page.ts'], outfile: path.join(dir, 'page.js'), bundle: true, format: 'esm', platform: 'browser',
-    target: 'es2022', external: ['node:*'], logLevel: 'error',
+    entryPoints: ['bench/threads-page.ts'],
+    outfile: path.join(dir, 'page.js'),
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    external: ['node:*'],
+    logLevel: 'error',
   });
   writeFileSync(path.join(dir, 'index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="page.js"></script>\n');
-  const server = await serve((p) => (p.startsWith('/tfjs/') ? path.join(tfDist, path.basename(p)) : ['/index.html', '/page.js'].includes(p) ? path.join(dir, p) : null));
+  const server = await serve((p) =>
+    p.startsWith('/tfjs/') ? path.join(tfDist, path.basename(p)) : ['/index.html', '/page.js'].includes(p) ? path.join(dir, p) : null,
+  );
   const out: Result[] = [];
   try {
     for (const lib of LIBS) {
@@ -135,14 +149,20 @@ async function runBrowser(counts: number[]): Promise<Result[]> {
         try {
           const page = await browser.newPage();
           // TF.js's wasm backend runs at most hardwareConcurrency/2 threads whatever it is asked.
-          if (lib === 'tfjs-wasm') await page.addInitScript(`Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => ${2 * t} })`);
+          if (lib === 'tfjs-wasm')
+            await page.addInitScript(`Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => ${2 * t} })`);
           page.on('console', (m) => logs.push(`[${m.type()}] ${m.text()}`));
           page.on('pageerror', (e) => logs.push(`[pageerror] ${e.message}`));
           await page.goto(`${server.url}/index.html?lib=${lib}&threads=${t}&wasm=${encodeURIComponent(`${server.url}/tfjs/`)}`);
-          const value = await page.waitForFunction(() => (window as unknown as { __adjoint?: unknown }).__adjoint, null, { timeout: 600_000, polling: 250 })
-            .then((h) => h.jsonValue()) as Result & { error?: string };
+          const value = (await page
+            .waitForFunction(() => (window as unknown as { __adjoint?: unknown }).__adjoint, null, { timeout: 600_000, polling: 250 })
+            .then((h) => h.jsonValue())) as Result & { error?: string };
           if (value.error !== undefined) throw new Error(value.error);
-          out.push({ ...value, where: `chromium ${browser.version()}, ${value.where.replace(/^.*?, /, '')}`, version: value.version || version('package.json') });
+          out.push({
+            ...value,
+            where: `chromium ${browser.version()}, ${value.where.replace(/^.*?, /, '')}`,
+            version: value.version || version('package.json'),
+          });
         } catch (e) {
           console.error(`browser ${lib} ×${t}: failed: ${(e as Error).message.slice(0, 2000)}`);
         } finally {
@@ -166,13 +186,20 @@ function report(title: string, results: Result[]): void {
   const gf = (n: number, s: number) => ((2 * n ** 3) / s / 1e9).toFixed(1);
   console.log(`\n${title} (${results[0].where}; ${libs}); median / best`);
   console.log('GEMM f32, GFLOP/s'.padEnd(30) + head.map((h) => pad(h)).join(''));
-  for (const n of SIZES) console.log(`  ${n}³`.padEnd(30) + results.map((r) => pad(`${gf(n, r.gemm[n].median)} / ${gf(n, r.gemm[n].min)}`)).join(''));
-  console.log('MLP step (784-256-256-10), ms'.padEnd(30) + results.map((r) => pad(`${(r.mlp.median * 1e3).toFixed(2)} / ${(r.mlp.min * 1e3).toFixed(2)}`)).join(''));
+  for (const n of SIZES)
+    console.log(`  ${n}³`.padEnd(30) + results.map((r) => pad(`${gf(n, r.gemm[n].median)} / ${gf(n, r.gemm[n].min)}`)).join(''));
+  console.log(
+    'MLP step (784-256-256-10), ms'.padEnd(30) +
+      results.map((r) => pad(`${(r.mlp.median * 1e3).toFixed(2)} / ${(r.mlp.min * 1e3).toFixed(2)}`)).join(''),
+  );
   for (const lib of LIBS) {
-    const one = results.find((r) => r.lib === lib && r.threads === 1), two = results.find((r) => r.lib === lib && r.threads === 2);
+    const one = results.find((r) => r.lib === lib && r.threads === 1),
+      two = results.find((r) => r.lib === lib && r.threads === 2);
     if (one && two) {
       const x = (a: Time, b: Time) => `${(a.median / b.median).toFixed(2)}× / ${(a.min / b.min).toFixed(2)}×`;
-      console.log(`  ${lib}, 2 threads vs 1: GEMM ${SIZES.map((n) => `${n}³ ${x(one.gemm[n], two.gemm[n])}`).join(', ')}; MLP step ${x(one.mlp, two.mlp)}`);
+      console.log(
+        `  ${lib}, 2 threads vs 1: GEMM ${SIZES.map((n) => `${n}³ ${x(one.gemm[n], two.gemm[n])}`).join(', ')}; MLP step ${x(one.mlp, two.mlp)}`,
+      );
     }
   }
 }
@@ -185,7 +212,10 @@ function report(title: string, results: Result[]): void {
 async function parallelCapacity(): Promise<number> {
   const { Worker } = await import('node:worker_threads');
   const loop = 'let x = 0; for (let i = 0; i < 1e8; i++) x = (x * 1103515245 + 12345) | 0; x';
-  const w = new Worker(`require('node:worker_threads').parentPort.on('message', (m) => { eval(m); require('node:worker_threads').parentPort.postMessage(0); });`, { eval: true });
+  const w = new Worker(
+    `require('node:worker_threads').parentPort.on('message', (m) => { eval(m); require('node:worker_threads').parentPort.postMessage(0); });`,
+    { eval: true },
+  );
   const once = () => new Promise((r) => w.once('message', r));
   w.postMessage('0');
   await once();
@@ -210,10 +240,16 @@ if (argv[0] === '--child') {
 } else {
   const ti = argv.indexOf('--threads');
   const counts = (ti >= 0 ? argv[ti + 1] : '1,2').split(',').map(Number);
-  const browser = argv.includes('--browser'), node = argv.includes('--node') || !browser;
+  const browser = argv.includes('--browser'),
+    node = argv.includes('--node') || !browser;
   const results: Record<string, Result[]> = {};
-  const load = (await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ');
-  console.log(`machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores); load average ${load}`);
+  const load = (await import('node:os'))
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+  console.log(
+    `machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores); load average ${load}`,
+  );
   if (node) report('Node', (results.node = runNode(counts)));
   if (browser) report('Chromium', (results.browser = await runBrowser(counts)));
   if (argv.includes('--json')) console.log(JSON.stringify(results, null, 1));

@@ -39,7 +39,15 @@ export interface TimeOptions {
   slowMs?: number;
 }
 
-const DEFAULTS: Required<TimeOptions> = { budgetMs: 250, sampleMs: 15, minSamples: 5, maxSamples: 25, warmMs: 60, maxWarmMs: 1500, slowMs: 1000 };
+const DEFAULTS: Required<TimeOptions> = {
+  budgetMs: 250,
+  sampleMs: 15,
+  minSamples: 5,
+  maxSamples: 25,
+  warmMs: 60,
+  maxWarmMs: 1500,
+  slowMs: 1000,
+};
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -62,7 +70,8 @@ function* policy(options: TimeOptions): Generator<number, Timing, [number, numbe
   const [first, firstCpu] = yield 1;
   if (first * 1000 > o.slowMs) return single(first, firstCpu, 1);
   let reps = Math.max(1, Math.ceil(o.sampleMs / 1000 / Math.max(first, 1e-6)));
-  let best = first, stale = 0;
+  let best = first,
+    stale = 0;
   const w0 = performance.now();
   for (;;) {
     const [b, bc] = yield reps;
@@ -75,7 +84,8 @@ function* policy(options: TimeOptions): Generator<number, Timing, [number, numbe
   // Samples, each ≥ sampleMs (timer resolution, loop overhead).
   reps = Math.max(1, Math.ceil(o.sampleMs / 1000 / Math.max(best, 1e-6)));
   const minSamples = best * 1000 > o.budgetMs ? 1 : o.minSamples;
-  const wall: number[] = [], cpu: number[] = [];
+  const wall: number[] = [],
+    cpu: number[] = [];
   const t0 = performance.now();
   while (wall.length < minSamples || (wall.length < o.maxSamples && performance.now() - t0 < o.budgetMs)) {
     const [b, bc] = yield reps;
@@ -91,7 +101,8 @@ export function timeSync(fn: () => void, options: TimeOptions = {}): Timing {
   let step = p.next();
   while (!step.done) {
     const reps = step.value;
-    const t = performance.now(), c = cpuNow();
+    const t = performance.now(),
+      c = cpuNow();
     for (let i = 0; i < reps; i++) fn();
     step = p.next([(performance.now() - t) / 1000 / reps, (cpuNow() - c) / reps]);
   }
@@ -104,7 +115,8 @@ export async function time(fn: () => void | Promise<void>, options: TimeOptions 
   let step = p.next();
   while (!step.done) {
     const reps = step.value;
-    const t = performance.now(), c = cpuNow();
+    const t = performance.now(),
+      c = cpuNow();
     for (let i = 0; i < reps; i++) {
       const r = fn();
       if (r instanceof Promise) await r;
@@ -122,9 +134,11 @@ export function randomValues(n: number, seed: number, scale = 1): Float32Array {
   const out = new Float32Array(n);
   let s = (seed * 2654435761) >>> 0 || 1;
   for (let i = 0; i < n; i++) {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     out[i] = ((s / 4294967296) * 2 - 1) * scale;
   }
   return out;

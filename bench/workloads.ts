@@ -47,7 +47,12 @@ export const DEEP = { batch: 64, width: 256, depth: 32, lr: 0.001 };
 // → relu → conv 3×3/2 pad 1 → 16ch → relu → flatten 784 → linear 10 → cross-entropy, SGD.
 export const CNN = { batch: 32, hw: 28, c1: 8, c2: 16, k: 3, stride: 2, pad: 1, classes: 10, lr: 0.01 };
 
-export interface Layer { w: Float32Array; b: Float32Array; fanIn: number; fanOut: number }
+export interface Layer {
+  w: Float32Array;
+  b: Float32Array;
+  fanIn: number;
+  fanOut: number;
+}
 
 function layers(sizes: number[], seed: number): Layer[] {
   const out: Layer[] = [];
@@ -81,7 +86,15 @@ export function deepData() {
 
 export const cnnOut1 = Math.floor((CNN.hw + 2 * CNN.pad - CNN.k) / CNN.stride) + 1; // 14
 export const cnnOut2 = Math.floor((cnnOut1 + 2 * CNN.pad - CNN.k) / CNN.stride) + 1; // 7
-let cnnCache: { x: Float32Array; labels: Int32Array; w1: Float32Array; w2: Float32Array; b1: Float32Array; b2: Float32Array; fc: Layer } | null = null;
+let cnnCache: {
+  x: Float32Array;
+  labels: Int32Array;
+  w1: Float32Array;
+  w2: Float32Array;
+  b1: Float32Array;
+  b2: Float32Array;
+  fc: Layer;
+} | null = null;
 /** CNN data; conv filters are stored OIHW ([out, in, kh, kw]). */
 export function cnnData() {
   const { batch, hw, c1, c2, k, classes } = CNN;
@@ -100,24 +113,33 @@ export function cnnData() {
 /** Converts an NCHW array to NHWC, and OIHW filters to HWIO (TF.js layouts). */
 export function nchwToNhwc(x: Float32Array, n: number, c: number, h: number, w: number): Float32Array {
   const out = new Float32Array(x.length);
-  for (let a = 0; a < n; a++) for (let ch = 0; ch < c; ch++) for (let i = 0; i < h; i++) for (let j = 0; j < w; j++) {
-    out[((a * h + i) * w + j) * c + ch] = x[((a * c + ch) * h + i) * w + j];
-  }
+  for (let a = 0; a < n; a++)
+    for (let ch = 0; ch < c; ch++)
+      for (let i = 0; i < h; i++)
+        for (let j = 0; j < w; j++) {
+          out[((a * h + i) * w + j) * c + ch] = x[((a * c + ch) * h + i) * w + j];
+        }
   return out;
 }
 export function oihwToHwio(f: Float32Array, o: number, i: number, kh: number, kw: number): Float32Array {
   const out = new Float32Array(f.length);
-  for (let a = 0; a < o; a++) for (let b = 0; b < i; b++) for (let y = 0; y < kh; y++) for (let x = 0; x < kw; x++) {
-    out[((y * kw + x) * i + b) * o + a] = f[((a * i + b) * kh + y) * kw + x];
-  }
+  for (let a = 0; a < o; a++)
+    for (let b = 0; b < i; b++)
+      for (let y = 0; y < kh; y++)
+        for (let x = 0; x < kw; x++) {
+          out[((y * kw + x) * i + b) * o + a] = f[((a * i + b) * kh + y) * kw + x];
+        }
   return out;
 }
 /** The fc layer of the CNN sees NCHW-flattened features; for NHWC flattening permute its rows. */
 export function fcRowsNchwToNhwc(w: Float32Array, c: number, h: number, wd: number, out: number): Float32Array {
   const res = new Float32Array(w.length);
-  for (let ch = 0; ch < c; ch++) for (let i = 0; i < h; i++) for (let j = 0; j < wd; j++) {
-    const src = (ch * h + i) * wd + j, dst = (i * wd + j) * c + ch;
-    res.set(w.subarray(src * out, src * out + out), dst * out);
-  }
+  for (let ch = 0; ch < c; ch++)
+    for (let i = 0; i < h; i++)
+      for (let j = 0; j < wd; j++) {
+        const src = (ch * h + i) * wd + j,
+          dst = (i * wd + j) * c + ch;
+        res.set(w.subarray(src * out, src * out + out), dst * out);
+      }
   return res;
 }

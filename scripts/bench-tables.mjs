@@ -17,7 +17,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 export const FILES = ['README.md', 'docs/benchmarks.md'];
 
 const LABELS = {
-  adjoint: 'adjoint', 'adjoint-kernel': 'adjoint kernel', 'tfjs-wasm': 'tfjs-wasm', 'tfjs-cpu': 'tfjs-cpu', 'jax-js': 'jax-js',
+  adjoint: 'adjoint',
+  'adjoint-kernel': 'adjoint kernel',
+  'tfjs-wasm': 'tfjs-wasm',
+  'tfjs-cpu': 'tfjs-cpu',
+  'jax-js': 'jax-js',
 };
 const PEERS = ['tfjs-wasm', 'tfjs-cpu', 'jax-js'];
 
@@ -48,7 +52,11 @@ const unitOf = (row) => (row.unit === 'ratio' ? '×' : row.unit);
 
 function groupTable(results, rows, ids) {
   const header = ['workload', 'unit', ...ids.map((i) => LABELS[i] ?? i)];
-  return table(header, rows.map((r) => [r.name, unitOf(r), ...ids.map((i) => cellText(r, i))]), 2);
+  return table(
+    header,
+    rows.map((r) => [r.name, unitOf(r), ...ids.map((i) => cellText(r, i))]),
+    2,
+  );
 }
 
 const byName = (results, name) => {
@@ -73,14 +81,17 @@ function machineLine(results) {
   const o = results.options ?? {};
   const load = (l) => (l ? l[0] : '?');
   const pinned = m.pinnedCore ? `, main thread pinned to core ${m.pinnedCore}` : ', unpinned';
-  return `Written from \`bench/results.json\`: one \`npm run bench\` run of ${m.date.slice(0, 10)}` +
+  return (
+    `Written from \`bench/results.json\`: one \`npm run bench\` run of ${m.date.slice(0, 10)}` +
     `${o.quick ? ' (`--quick`)' : ''}, single thread, Node ${m.node} (V8 ${m.v8.split('-')[0]}), ${m.cpu}, ` +
     `${m.cores} cores, load average ${load(m.loadavgStart)} at start and ${load(m.loadavgEnd)} at the end, ` +
-    `${o.clock === 'cpu' ? 'process CPU time' : 'wall-clock time'}${pinned}; ${results.seconds} s in all.`;
+    `${o.clock === 'cpu' ? 'process CPU time' : 'wall-clock time'}${pinned}; ${results.seconds} s in all.`
+  );
 }
 
 const fmtRange = (xs) => {
-  const lo = Math.min(...xs), hi = Math.max(...xs);
+  const lo = Math.min(...xs),
+    hi = Math.max(...xs);
   return lo === hi ? fmt(lo) : `${fmt(lo)}–${fmt(hi)}`;
 };
 
@@ -91,7 +102,8 @@ function targetsTable(results) {
   const a = (n) => value(results, n);
   const ratio = (n, peer) => {
     const r = byName(results, n);
-    const p = r.cells[peer]?.value, v = r.cells.adjoint?.value;
+    const p = r.cells[peer]?.value,
+      v = r.cells.adjoint?.value;
     return typeof p === 'number' && typeof v === 'number' ? speedup(r.unit, v, p) : undefined;
   };
   const gemmRates = gemm512.map(a);
@@ -104,19 +116,36 @@ function targetsTable(results) {
     ['MLP train step against jax-js `jit`', '≥ 1.3×', `${fmt(ratio(mlpStep, 'jax-js'))}×`, ratio(mlpStep, 'jax-js') >= 1.3],
     ['MLP train step against TF.js wasm', '≥ 7×', `${fmt(ratio(mlpStep, 'tfjs-wasm'))}×`, ratio(mlpStep, 'tfjs-wasm') >= 7],
     ['MLP step / forward', '≤ 3.0', fmt(a('MLP step / forward (×)')), a('MLP step / forward (×)') <= 3],
-    ['deep MLP train step', '≤ 24 ms', `${fmt(a('deep MLP 32×256 tanh b64 train step'))} ms`, a('deep MLP 32×256 tanh b64 train step') <= 24],
+    [
+      'deep MLP train step',
+      '≤ 24 ms',
+      `${fmt(a('deep MLP 32×256 tanh b64 train step'))} ms`,
+      a('deep MLP 32×256 tanh b64 train step') <= 24,
+    ],
     ['eager op on a tiny tensor (`add`, `tanh`)', '≤ 1 µs', `${fmtRange(ops)} µs`, Math.max(...ops) <= 1],
   ];
-  return table(['target', 'bound', 'this run', ''], rows.map(([t, b, m, ok]) => [t, b, m, ok ? 'met' : 'missed']), 3);
+  return table(
+    ['target', 'bound', 'this run', ''],
+    rows.map(([t, b, m, ok]) => [t, b, m, ok ? 'met' : 'missed']),
+    3,
+  );
 }
 
 /** The README's few headline rows: adjoint and its peers on the workloads that matter most. */
 function headlineTable(results) {
   const names = [
-    'gemm f32 512³ A·B', 'gemm f32 512³ Aᵀ·B', 'add [4]+[4], result freed',
-    'MLP 784-256-256-10 b128 train step', 'deep MLP 32×256 tanh b64 train step', 'CNN 2×conv3×3/2 + fc, b32 28×28 train step',
+    'gemm f32 512³ A·B',
+    'gemm f32 512³ Aᵀ·B',
+    'add [4]+[4], result freed',
+    'MLP 784-256-256-10 b128 train step',
+    'deep MLP 32×256 tanh b64 train step',
+    'CNN 2×conv3×3/2 + fc, b32 28×28 train step',
   ];
-  return groupTable(results, names.map((n) => byName(results, n)), ['adjoint', ...PEERS]);
+  return groupTable(
+    results,
+    names.map((n) => byName(results, n)),
+    ['adjoint', ...PEERS],
+  );
 }
 
 const pct = (x) => `${(x * 100).toFixed(2)} %`;
@@ -129,11 +158,21 @@ function fashionTable(fashion) {
     const sec = r.epochSec ?? [];
     const acc = r.testAccuracy ?? [];
     const perEpoch = sec.length === 0 ? '—' : r.status === 'extrapolated' ? `~${fmt(mean(sec))} (extrapolated)` : fmt(mean(sec));
-    const times = r.status === 'unsupported' ? `unsupported: ${r.note}` : r.status === 'extrapolated'
-      ? `${fmt(r.probe.secPerStep)} s/step × ${r.probe.stepsPerEpoch} steps, from ${r.probe.steps} timed steps`
-      : sec.map(fmt).join(', ');
-    return [r.library + (r.extra ? ' (separate run)' : ''), model, String(sec.length || '—'), perEpoch, times,
-      acc.length ? pct(acc[0]) : '—', acc.length ? pct(acc[acc.length - 1]) : '—'];
+    const times =
+      r.status === 'unsupported'
+        ? `unsupported: ${r.note}`
+        : r.status === 'extrapolated'
+          ? `${fmt(r.probe.secPerStep)} s/step × ${r.probe.stepsPerEpoch} steps, from ${r.probe.steps} timed steps`
+          : sec.map(fmt).join(', ');
+    return [
+      r.library + (r.extra ? ' (separate run)' : ''),
+      model,
+      String(sec.length || '—'),
+      perEpoch,
+      times,
+      acc.length ? pct(acc[0]) : '—',
+      acc.length ? pct(acc[acc.length - 1]) : '—',
+    ];
   });
   for (const [model, ref] of Object.entries(fashion.reference?.pytorch1Thread ?? {})) {
     body.push(['PyTorch (reference, 1 thread)', model.toUpperCase(), '5', fmt(ref.secPerEpoch), '', '', pct(ref.acc5)]);
@@ -147,8 +186,16 @@ export function renderAll(results, fashion) {
   return {
     machine: machineLine(results),
     targets: targetsTable(results),
-    gemm: groupTable(results, results.rows.filter((r) => r.group === 'gemm'), ['adjoint', 'adjoint-kernel', ...PEERS]),
-    op: groupTable(results, results.rows.filter((r) => r.group === 'op'), ['adjoint', ...PEERS]),
+    gemm: groupTable(
+      results,
+      results.rows.filter((r) => r.group === 'gemm'),
+      ['adjoint', 'adjoint-kernel', ...PEERS],
+    ),
+    op: groupTable(
+      results,
+      results.rows.filter((r) => r.group === 'op'),
+      ['adjoint', ...PEERS],
+    ),
     train: groupTable(results, trainRows, ['adjoint', ...PEERS]),
     headline: headlineTable(results),
     fashion: fashionTable(fashion),
@@ -158,7 +205,9 @@ export function renderAll(results, fashion) {
 /** Replaces each `<!-- bench:NAME -->…<!-- /bench:NAME -->` region's body; throws on an unknown or unclosed one. */
 export function applyRegions(text, tables, file = 'file') {
   const open = /<!-- bench:([a-z]+) -->/g;
-  let out = '', last = 0, m;
+  let out = '',
+    last = 0,
+    m;
   while ((m = open.exec(text)) !== null) {
     const name = m[1];
     const close = `<!-- /bench:${name} -->`;
@@ -186,8 +235,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const before = readFileSync(path, 'utf8');
     const after = applyRegions(before, tables, f);
     if (after === before) continue;
-    if (check) { console.error(`bench-tables: ${f} is out of date (run npm run bench:tables)`); stale++; }
-    else { writeFileSync(path, after); console.log(`bench-tables: rewrote ${f}`); }
+    if (check) {
+      console.error(`bench-tables: ${f} is out of date (run npm run bench:tables)`);
+      stale++;
+    } else {
+      writeFileSync(path, after);
+      console.log(`bench-tables: rewrote ${f}`);
+    }
   }
   if (stale > 0) process.exit(1);
 }

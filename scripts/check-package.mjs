@@ -45,11 +45,21 @@ const [info] = JSON.parse(pack.stdout);
 const tarball = join(scratch, info.filename);
 const allowed = (p) => p.startsWith('dist/') || ['README.md', 'LICENSE', 'package.json'].includes(p);
 const stray = info.files.map((f) => f.path).filter((p) => !allowed(p));
-for (const must of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/adjoint.wasm', 'dist/data/digits.js']) {
+for (const must of [
+  'package.json',
+  'README.md',
+  'LICENSE',
+  'dist/index.js',
+  'dist/index.d.ts',
+  'dist/adjoint.wasm',
+  'dist/data/digits.js',
+]) {
   if (!info.files.some((f) => f.path === must)) failures.push(`npm pack: ${must} is missing from the tarball`);
 }
 if (stray.length > 0) failures.push(`npm pack: files outside dist/, README.md, LICENSE: ${stray.join(', ')}`);
-console.log(`   ${info.files.length} files, ${(info.size / 1024).toFixed(1)} KiB packed, ${(info.unpackedSize / 1024).toFixed(1)} KiB unpacked${stray.length ? `; stray: ${stray.join(', ')}` : ''}`);
+console.log(
+  `   ${info.files.length} files, ${(info.size / 1024).toFixed(1)} KiB packed, ${(info.unpackedSize / 1024).toFixed(1)} KiB unpacked${stray.length ? `; stray: ${stray.join(', ')}` : ''}`,
+);
 
 // ---- 2, 3. publint and attw on the tarball ----
 step('publint', bin('publint'), ['run', tarball, '--strict']);
@@ -77,8 +87,15 @@ async function bundleSize(name, source) {
   const entry = join(scratch, `${name}.mjs`);
   writeFileSync(entry, source);
   const out = await build({
-    entryPoints: [entry], bundle: true, minify: true, format: 'esm', platform: 'neutral', write: false,
-    external: ['node:*'], plugins: [selfResolve], logLevel: 'error',
+    entryPoints: [entry],
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'neutral',
+    write: false,
+    external: ['node:*'],
+    plugins: [selfResolve],
+    logLevel: 'error',
   });
   const code = out.outputFiles.map((f) => f.text).join('\n');
   return { gzip: gzipSync(code, { level: 9 }).length, raw: code.length, digits: code.includes('H4sI') };
@@ -86,17 +103,25 @@ async function bundleSize(name, source) {
 
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`;
 console.log('\n-- tree-shaking (esbuild, minified, gzip -9)');
-const oneOp = await bundleSize('one-op', "import { init, tensor, add } from 'adjoint';\nawait init();\nconsole.log(add(tensor([1]), tensor([2])).toArray());\n");
+const oneOp = await bundleSize(
+  'one-op',
+  "import { init, tensor, add } from 'adjoint';\nawait init();\nconsole.log(add(tensor([1]), tensor([2])).toArray());\n",
+);
 const whole = await bundleSize('whole', "import * as adjoint from 'adjoint';\nconsole.log(adjoint);\n");
 const digitsOnly = await bundleSize('digits', "import { DIGITS_COUNT } from 'adjoint/data/digits';\nconsole.log(DIGITS_COUNT);\n");
-console.log(`   import { init, tensor, add }: ${kb(oneOp.gzip)} gzip (${kb(oneOp.raw)} minified), digits data ${oneOp.digits ? 'INCLUDED' : 'not included'}`);
-console.log(`   import * as adjoint:          ${kb(whole.gzip)} gzip (${kb(whole.raw)} minified), digits data ${whole.digits ? 'included' : 'not included'}`);
+console.log(
+  `   import { init, tensor, add }: ${kb(oneOp.gzip)} gzip (${kb(oneOp.raw)} minified), digits data ${oneOp.digits ? 'INCLUDED' : 'not included'}`,
+);
+console.log(
+  `   import * as adjoint:          ${kb(whole.gzip)} gzip (${kb(whole.raw)} minified), digits data ${whole.digits ? 'included' : 'not included'}`,
+);
 console.log(`   adjoint/data/digits alone:    ${kb(digitsOnly.gzip)} gzip`);
 /** The one-op consumer: the embedded kernels (about 37 KiB of gzipped base64) plus the engine core. */
 const ONE_OP_BUDGET = 70 * 1024;
 if (oneOp.digits) failures.push('tree-shaking: a one-op consumer carries the digits data');
 if (oneOp.gzip > ONE_OP_BUDGET) failures.push(`tree-shaking: one-op consumer is ${kb(oneOp.gzip)}, budget ${kb(ONE_OP_BUDGET)}`);
-if (whole.gzip - oneOp.gzip < 20 * 1024) failures.push(`tree-shaking: one-op consumer (${kb(oneOp.gzip)}) is not much smaller than the whole library (${kb(whole.gzip)})`);
+if (whole.gzip - oneOp.gzip < 20 * 1024)
+  failures.push(`tree-shaking: one-op consumer (${kb(oneOp.gzip)}) is not much smaller than the whole library (${kb(whole.gzip)})`);
 
 rmSync(scratch, { recursive: true, force: true });
 if (failures.length > 0) {

@@ -11,12 +11,22 @@ const files = ['index.ts', ...[...index.matchAll(/export \* from '\.\/(\w+)'/g)]
 const masks = new Map();
 for (const f of files) {
   for (const m of readFileSync(new URL(f, dir), 'utf8').matchAll(/^export function (\w+)\s*\(([^)]*)\)/gm)) {
-    const types = m[2].split(',').map((p) => p.trim()).filter(Boolean).map((p) => p.split(':')[1].trim());
-    masks.set(m[1], types.reduce((mask, t, i) => (t === 'usize' ? mask | (1 << i) : mask), 0));
+    const types = m[2]
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .map((p) => p.split(':')[1].trim());
+    masks.set(
+      m[1],
+      types.reduce((mask, t, i) => (t === 'usize' ? mask | (1 << i) : mask), 0),
+    );
   }
 }
 const wasm = new WebAssembly.Module(readFileSync(new URL('../build/adjoint.wasm', import.meta.url)));
-const exported = WebAssembly.Module.exports(wasm).filter((e) => e.kind === 'function').map((e) => e.name).sort();
+const exported = WebAssembly.Module.exports(wasm)
+  .filter((e) => e.kind === 'function')
+  .map((e) => e.name)
+  .sort();
 const missing = exported.filter((n) => !masks.has(n));
 if (missing.length > 0) {
   console.error(`kernel-args: no \`export function\` line in assembly/ for ${missing.join(', ')} (write each export as one such line)`);

@@ -11,9 +11,15 @@ import { transformSync } from 'esbuild';
 const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
 const out = mkdtempSync(join(tmpdir(), 'adjoint-deps-'));
 try {
-  const walk = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
+  const walk = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
   for (const file of walk(join(root, 'src')).filter((f) => f.endsWith('.ts'))) {
-    const { code } = transformSync(readFileSync(file, 'utf8'), { loader: 'ts', format: 'esm', target: 'es2022', tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: false } } });
+    const { code } = transformSync(readFileSync(file, 'utf8'), {
+      loader: 'ts',
+      format: 'esm',
+      target: 'es2022',
+      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: false } },
+    });
     const dest = join(out, relative(root, file)).replace(/\.ts$/, '.js');
     mkdirSync(dirname(dest), { recursive: true });
     writeFileSync(dest, code);

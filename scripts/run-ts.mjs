@@ -12,8 +12,15 @@ if (!entry) {
 }
 const outfile = new URL(`../build/run/${basename(entry).replace(/\.ts$/, '')}.mjs`, import.meta.url);
 await build({
-  entryPoints: [entry], outfile: outfile.pathname, bundle: true, format: 'esm', platform: 'node',
-  target: 'node20', packages: 'external', sourcemap: 'inline', logLevel: 'error',
+  entryPoints: [entry],
+  outfile: outfile.pathname,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: 'inline',
+  logLevel: 'error',
 });
 process.argv = [process.argv[0], outfile.pathname, ...rest];
 await import(pathToFileURL(outfile.pathname).href);

@@ -12,8 +12,13 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const DEMO_DIR = join(ROOT, 'build/demo');
 
 const TYPES = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
-  '.wasm': 'application/wasm', '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
 };
 
 /** Runs the demo's rollup config; throws with rollup's message when the build fails. */
@@ -64,7 +69,10 @@ export async function serveDemo({ port = 8080, host = '127.0.0.1', tries = 20 } 
     try {
       await new Promise((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port === 0 ? 0 : port + attempt, host, () => { server.off('error', reject); resolve(); });
+        server.listen(port === 0 ? 0 : port + attempt, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
       break;
     } catch (e) {
@@ -77,7 +85,10 @@ export async function serveDemo({ port = 8080, host = '127.0.0.1', tries = 20 } 
 
 async function main() {
   const argv = process.argv.slice(2);
-  const value = (flag) => { const i = argv.indexOf(flag); return i >= 0 ? argv[i + 1] : undefined; };
+  const value = (flag) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
   const port = Number(value('--port') ?? process.env.PORT ?? 8080);
   const host = value('--host') ?? '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65535) {

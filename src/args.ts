@@ -11,13 +11,20 @@ import { ArgumentError } from './errors.js';
  */
 export function describe(v: unknown): string {
   switch (typeof v) {
-    case 'number': return `${v} (a number)`;
-    case 'string': return `${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)} (a string)`;
-    case 'bigint': return `${v}n (a BigInt)`;
-    case 'symbol': return `${v.toString()} (a Symbol)`;
-    case 'boolean': return `${v} (a boolean)`;
-    case 'undefined': return 'undefined';
-    case 'function': return 'a function';
+    case 'number':
+      return `${v} (a number)`;
+    case 'string':
+      return `${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)} (a string)`;
+    case 'bigint':
+      return `${v}n (a BigInt)`;
+    case 'symbol':
+      return `${v.toString()} (a Symbol)`;
+    case 'boolean':
+      return `${v} (a boolean)`;
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'a function';
     default: {
       if (v === null) return 'null';
       if (Array.isArray(v)) return `[${v.slice(0, 8).map(element).join(',')}${v.length > 8 ? `,… ${v.length} elements` : ''}] (an array)`;

@@ -19,7 +19,11 @@ export class OutOfMemoryError extends AdjointError {
    * @param bytesRequested - Size of the allocation that failed, in bytes (NaN when unknown).
    * @param bytesInUse - Bytes of tensor data in use when it failed (NaN when unknown).
    */
-  constructor(message: string, readonly bytesRequested = NaN, readonly bytesInUse = NaN) {
+  constructor(
+    message: string,
+    readonly bytesRequested = NaN,
+    readonly bytesInUse = NaN,
+  ) {
     super(message);
   }
   /** The same error with the op that was allocating named in front. */
@@ -37,6 +41,15 @@ export class ArgumentError extends AdjointError {}
 // Names set as strings on the prototypes, not taken from constructor.name: bundlers and
 // minifiers rename classes (esbuild turns a self-referencing OutOfMemoryError into _OutOfMemoryError).
 const names = {
-  AdjointError, ShapeError, DtypeError, DisposedError, GradError, OutOfMemoryError, AnomalyError, FormatError, ArgumentError,
+  AdjointError,
+  ShapeError,
+  DtypeError,
+  DisposedError,
+  GradError,
+  OutOfMemoryError,
+  AnomalyError,
+  FormatError,
+  ArgumentError,
 };
-for (const [name, cls] of Object.entries(names)) Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
+for (const [name, cls] of Object.entries(names))
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

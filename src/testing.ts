@@ -34,4 +34,3 @@ export function primitivesRun(fn: () => void): Set<Prim> {
   observingInputs((_xs, prim) => seen.add(prim), fn);
   return seen;
 }
-

@@ -69,7 +69,12 @@ describe('detectAnomaly', () => {
   });
 
   it('checks the ops of a custom VJP', () => {
-    const f = A.customVjp(function halve(t: A.Tensor) { return A.mul(t, 0.5); }, (g) => [A.div(g, 0)]);
+    const f = A.customVjp(
+      function halve(t: A.Tensor) {
+        return A.mul(t, 0.5);
+      },
+      (g) => [A.div(g, 0)],
+    );
     const x = A.ones([2], { requiresGrad: true });
     A.detectAnomaly(true);
     const e = caught(() => A.sum(f(x)).backward());
@@ -106,7 +111,8 @@ describe('after an anomaly', () => {
   function fit(anomaly: boolean): number[] {
     A.detectAnomaly(anomaly);
     let w = A.randn([3, 1], { seed: 3, requiresGrad: true });
-    const x = A.randn([8, 3], { seed: 4 }), t = A.randn([8, 1], { seed: 5 });
+    const x = A.randn([8, 3], { seed: 4 }),
+      t = A.randn([8, 1], { seed: 5 });
     const out: number[] = [];
     for (let i = 0; i < 30; i++) {
       w = A.tidy(() => {
@@ -148,7 +154,15 @@ describe('withAnomalyDetection', () => {
     const bad = () => A.tidy(() => void A.log(A.full([1], -1)));
     expect(() => A.withAnomalyDetection(bad)).toThrow(A.AnomalyError);
     expect(bad).not.toThrow();
-    expect(A.withAnomalyDetection(() => A.tidy(() => A.exp(A.ones([2])).sum().item()))).toBeCloseTo(2 * Math.E, 5);
+    expect(
+      A.withAnomalyDetection(() =>
+        A.tidy(() =>
+          A.exp(A.ones([2]))
+            .sum()
+            .item(),
+        ),
+      ),
+    ).toBeCloseTo(2 * Math.E, 5);
     expect(bad).not.toThrow();
     A.detectAnomaly(true);
     expect(() => A.withAnomalyDetection(() => 1)).not.toThrow();

@@ -60,35 +60,50 @@ function gradients(n: Net, run: (h: Tensor) => Tensor): Uint8Array[] {
 }
 
 /** Layers [from, to) applied in order. */
-const span = (n: Net, from: number, to: number) => (h: Tensor): Tensor => {
-  for (let i = from; i < to; i++) h = n.layer(h, i);
-  return h;
-};
+const span =
+  (n: Net, from: number, to: number) =>
+  (h: Tensor): Tensor => {
+    for (let i = from; i < to; i++) h = n.layer(h, i);
+    return h;
+  };
 
 /** Ways of running a 6-layer net; every one must give the plain run's gradients exactly. */
 const variants: [string, (n: Net) => (h: Tensor) => Tensor][] = [
-  ['one checkpoint per layer', (n) => (h) => {
-    for (let i = 0; i < 6; i++) h = A.checkpoint(span(n, i, i + 1))(h);
-    return h;
-  }],
-  ['segments of 2, parameters read through the closure', (n) => (h) => {
-    for (let i = 0; i < 6; i += 2) h = A.checkpoint(span(n, i, i + 2))(h);
-    return h;
-  }],
-  ['segments of 3, weights passed as arguments', (n) => (h) => {
-    const seg = (from: number) => A.checkpoint((z: Tensor, W0: Tensor, W1: Tensor, W2: Tensor) =>
-      [W0, W1, W2].reduce((acc, W, k) => n.layer(acc, from + k, W), z));
-    return seg(3)(seg(0)(h, n.Ws[0], n.Ws[1], n.Ws[2]), n.Ws[3], n.Ws[4], n.Ws[5]);
-  }],
+  [
+    'one checkpoint per layer',
+    (n) => (h) => {
+      for (let i = 0; i < 6; i++) h = A.checkpoint(span(n, i, i + 1))(h);
+      return h;
+    },
+  ],
+  [
+    'segments of 2, parameters read through the closure',
+    (n) => (h) => {
+      for (let i = 0; i < 6; i += 2) h = A.checkpoint(span(n, i, i + 2))(h);
+      return h;
+    },
+  ],
+  [
+    'segments of 3, weights passed as arguments',
+    (n) => (h) => {
+      const seg = (from: number) =>
+        A.checkpoint((z: Tensor, W0: Tensor, W1: Tensor, W2: Tensor) => [W0, W1, W2].reduce((acc, W, k) => n.layer(acc, from + k, W), z));
+      return seg(3)(seg(0)(h, n.Ws[0], n.Ws[1], n.Ws[2]), n.Ws[3], n.Ws[4], n.Ws[5]);
+    },
+  ],
   ['the whole net in one checkpoint', (n) => A.checkpoint(span(n, 0, 6))],
   ['a checkpoint in the middle only', (n) => (h) => span(n, 4, 6)(A.checkpoint(span(n, 1, 4))(span(n, 0, 1)(h)))],
-  ['nested: checkpointed pairs inside checkpointed halves', (n) => (h) => {
-    const half = (from: number) => A.checkpoint((z: Tensor) => {
-      z = A.checkpoint(span(n, from, from + 2))(z);
-      return A.checkpoint(span(n, from + 2, from + 3))(z);
-    });
-    return half(3)(half(0)(h));
-  }],
+  [
+    'nested: checkpointed pairs inside checkpointed halves',
+    (n) => (h) => {
+      const half = (from: number) =>
+        A.checkpoint((z: Tensor) => {
+          z = A.checkpoint(span(n, from, from + 2))(z);
+          return A.checkpoint(span(n, from + 2, from + 3))(z);
+        });
+      return half(3)(half(0)(h));
+    },
+  ],
   ...(['sqrt', 2, 3, 6, 'a budget of 4.5 layers'] as const).map((plan): [string, (n: Net) => (h: Tensor) => Tensor] => [
     `sequentialForward with ${JSON.stringify(plan)}`,
     (n) => {
@@ -116,20 +131,21 @@ describe('checkpointed gradients equal uncheckpointed ones bit for bit', () => {
 
   it('retainGraph: a second backward pass recomputes again and doubles the gradients exactly', () => {
     const n = net('float64');
-    const twice = (run: (h: Tensor) => Tensor) => A.tidy(() => {
-      const loss = A.mseLoss(run(n.x), n.target);
-      for (let k = 0; k < 2; k++) backward(loss, undefined, { retainGraph: true });
-      return n.Ws.map((W) => {
-        const g = bytesOf(W.grad!);
-        W.grad!.dispose();
-        W.grad = null;
-        return g;
+    const twice = (run: (h: Tensor) => Tensor) =>
+      A.tidy(() => {
+        const loss = A.mseLoss(run(n.x), n.target);
+        for (let k = 0; k < 2; k++) backward(loss, undefined, { retainGraph: true });
+        return n.Ws.map((W) => {
+          const g = bytesOf(W.grad!);
+          W.grad!.dispose();
+          W.grad = null;
+          return g;
+        });
       });
-    });
     const plain = twice(span(n, 0, 6));
     const ck = twice((h) => A.checkpoint(span(n, 3, 6))(A.checkpoint(span(n, 0, 3))(h)));
     expect(ck).toEqual(plain);
-    for (const t of [n.x, ...n.bs]) (t.grad?.dispose(), (t.grad = null));
+    for (const t of [n.x, ...n.bs]) t.grad?.dispose(), (t.grad = null);
     n.dispose();
   });
 
@@ -137,7 +153,8 @@ describe('checkpointed gradients equal uncheckpointed ones bit for bit', () => {
     const n = net('float64');
     const f = (run: (h: Tensor, W0: Tensor) => Tensor) => (W0: Tensor) => A.mseLoss(run(n.x, W0), n.target);
     const plainRun = (h: Tensor, W0: Tensor) => span(n, 1, 6)(A.tanh(A.add(A.matmul(h, W0), n.bs[0])));
-    const ckRun = (h: Tensor, W0: Tensor) => A.checkpoint(span(n, 3, 6))(A.checkpoint((z: Tensor) => span(n, 1, 3)(A.tanh(A.add(A.matmul(z, W0), n.bs[0]))))(h));
+    const ckRun = (h: Tensor, W0: Tensor) =>
+      A.checkpoint(span(n, 3, 6))(A.checkpoint((z: Tensor) => span(n, 1, 3)(A.tanh(A.add(A.matmul(z, W0), n.bs[0]))))(h));
     A.tidy(() => {
       expect(bytesOf(A.grad(f(ckRun))(n.Ws[0]) as Tensor)).toEqual(bytesOf(A.grad(f(plainRun))(n.Ws[0]) as Tensor));
       const [y1, back1] = A.vjp((h: Tensor) => plainRun(h, n.Ws[0]), n.x);
@@ -148,7 +165,7 @@ describe('checkpointed gradients equal uncheckpointed ones bit for bit', () => {
       back1.release();
       back2.release();
     });
-    for (const p of [...n.Ws, ...n.bs]) (p.grad?.dispose(), (p.grad = null));
+    for (const p of [...n.Ws, ...n.bs]) p.grad?.dispose(), (p.grad = null);
     n.dispose();
   });
 });
@@ -167,20 +184,24 @@ describe('random draws are replayed by the recomputation', () => {
   it('nn.Dropout in a checkpointed nn.Sequential: same masks, same gradients, same RNG stream afterwards', () => {
     const model = (checkpoint?: CheckpointPlan) => {
       const mods = [];
-      for (let i = 0; i < 6; i++) mods.push(new A.nn.Linear(10, 10, { seed: i, dtype: 'float64' }), new A.nn.Tanh(), new A.nn.Dropout(0.25, { seed: 50 + i }));
+      for (let i = 0; i < 6; i++)
+        mods.push(new A.nn.Linear(10, 10, { seed: i, dtype: 'float64' }), new A.nn.Tanh(), new A.nn.Dropout(0.25, { seed: 50 + i }));
       return checkpoint === undefined ? new A.nn.Sequential(...mods) : new A.nn.Sequential(...mods, { checkpoint });
     };
     const x = A.keep(A.randn([7, 10], { seed: 4, dtype: 'float64' }));
     const grads = (m: InstanceType<typeof A.nn.Sequential>) => {
       const steps: Uint8Array[][] = [];
-      for (let s = 0; s < 2; s++) { // two steps: the second draws fresh masks, in both models alike
+      for (let s = 0; s < 2; s++) {
+        // two steps: the second draws fresh masks, in both models alike
         A.tidy(() => A.sum(A.square(m.forward(x))).backward());
-        steps.push(m.parameters().map((p) => {
-          const g = bytesOf(p.grad!);
-          p.grad!.dispose();
-          p.grad = null;
-          return g;
-        }));
+        steps.push(
+          m.parameters().map((p) => {
+            const g = bytesOf(p.grad!);
+            p.grad!.dispose();
+            p.grad = null;
+            return g;
+          }),
+        );
       }
       return steps;
     };
@@ -194,7 +215,8 @@ describe('what a checkpoint keeps and frees', () => {
   it('the forward pass keeps the output and no interior; backward returns memory to the baseline plus gradients', () => {
     const n = net('float32', 6, 64, 32);
     const act = 32 * 64 * 4;
-    const before = A.memory().bytesInUse, gradsBefore = A.memory().gradBytes;
+    const before = A.memory().bytesInUse,
+      gradsBefore = A.memory().gradBytes;
     A.tidy(() => {
       const y = A.checkpoint(span(n, 0, 6))(n.x);
       expect(A.memory().bytesInUse - before).toBe(act); // just y; the saved input is a view of x
@@ -203,7 +225,7 @@ describe('what a checkpoint keeps and frees', () => {
     const grads = [...n.Ws, ...n.bs, n.x].reduce((s, p) => s + p.size * 4, 0);
     expect(A.memory().bytesInUse - before).toBe(grads);
     expect(A.memory().gradBytes - gradsBefore).toBe(grads);
-    for (const p of [...n.Ws, ...n.bs, n.x]) (p.grad!.dispose(), (p.grad = null));
+    for (const p of [...n.Ws, ...n.bs, n.x]) p.grad!.dispose(), (p.grad = null);
     n.dispose();
   });
 
@@ -230,7 +252,7 @@ describe('forward mode through a checkpoint', () => {
       expect([bytesOf(y2), bytesOf(t2)]).toEqual([bytesOf(y1), bytesOf(t1)]);
       expect(bytesOf(A.hvp(ck, n.x, v))).toEqual(bytesOf(A.hvp(plain, n.x, v)));
     });
-    for (const p of [...n.Ws, ...n.bs]) (p.grad?.dispose(), (p.grad = null));
+    for (const p of [...n.Ws, ...n.bs]) p.grad?.dispose(), (p.grad = null);
     n.dispose();
   });
 });
@@ -241,7 +263,11 @@ describe('bad input gives clear errors', () => {
     const x = A.ones([2]);
     expect(() => A.checkpoint((h: Tensor) => h)(3 as never)).toThrow(A.ArgumentError);
     expect(() => A.checkpoint((h: Tensor) => h)(3 as never)).toThrow(/argument 0 must be a Tensor/);
-    expect(() => A.checkpoint(function bad(_h: Tensor) { return 1 as never; })(x)).toThrow(/checkpoint\(bad\): the function must return a Tensor/);
+    expect(() =>
+      A.checkpoint(function bad(_h: Tensor) {
+        return 1 as never;
+      })(x),
+    ).toThrow(/checkpoint\(bad\): the function must return a Tensor/);
     x.dispose();
   });
 
@@ -250,7 +276,11 @@ describe('bad input gives clear errors', () => {
     const before = A.memory();
     A.tidy(() => {
       const h = A.tanh(w);
-      expect(() => A.checkpoint(function seg(x: Tensor) { return A.mul(x, h); })(A.ones([3]))).toThrow(
+      expect(() =>
+        A.checkpoint(function seg(x: Tensor) {
+          return A.mul(x, h);
+        })(A.ones([3])),
+      ).toThrow(
         /checkpoint\(seg\): the function reads a tensor of shape \[3\] that was computed outside it and requires grad; pass it as an argument/,
       );
     });
@@ -259,7 +289,9 @@ describe('bad input gives clear errors', () => {
     A.tidy(() => {
       const outer = A.checkpoint((x: Tensor) => {
         const h = A.tanh(x);
-        return A.checkpoint(function inner(z: Tensor) { return A.mul(z, h); })(x);
+        return A.checkpoint(function inner(z: Tensor) {
+          return A.mul(z, h);
+        })(x);
       });
       const y = outer(w);
       expect(() => A.sum(y).backward()).toThrow(/checkpoint\(inner\): the function reads a tensor/);
@@ -270,11 +302,17 @@ describe('bad input gives clear errors', () => {
 
   it('Sequential: bad checkpoint options at construction, a budget below the least feasible one at the first call', () => {
     for (const bad of ['log', 0, 2.5, -1, { maxBytes: 0 }, { maxBytes: 'x' }, null]) {
-      expect(() => new A.nn.Sequential(new A.nn.Tanh(), { checkpoint: bad as never })).toThrow(/Sequential: checkpoint must be 'sqrt', a positive integer/);
+      expect(() => new A.nn.Sequential(new A.nn.Tanh(), { checkpoint: bad as never })).toThrow(
+        /Sequential: checkpoint must be 'sqrt', a positive integer/,
+      );
     }
-    const m = new A.nn.Sequential(new A.nn.Linear(4, 4, { seed: 1 }), new A.nn.Tanh(), new A.nn.Linear(4, 4, { seed: 2 }), { checkpoint: { maxBytes: 10 } });
+    const m = new A.nn.Sequential(new A.nn.Linear(4, 4, { seed: 1 }), new A.nn.Tanh(), new A.nn.Linear(4, 4, { seed: 2 }), {
+      checkpoint: { maxBytes: 10 },
+    });
     A.tidy(() => {
-      expect(() => m.forward(A.ones([2, 4]))).toThrow(/maxBytes 10 is below the least activation budget these 3 layers fit in, 96 bytes \(the largest layer alone keeps 32 bytes\)/);
+      expect(() => m.forward(A.ones([2, 4]))).toThrow(
+        /maxBytes 10 is below the least activation budget these 3 layers fit in, 96 bytes \(the largest layer alone keeps 32 bytes\)/,
+      );
     });
   });
 });
@@ -316,8 +354,15 @@ describe('planSegments', () => {
         expect(got.recomputed).toBe(Math.min(...plans.filter((p) => p.peakBytes <= M).map((p) => p.recomputed)));
         expect(got).toEqual(planOf(bytes, got.segments)); // its numbers are its segments'
       }
-      expect(planSegments(bytes, { maxBytes: total })).toEqual({ segments: [{ start: 0, end: bytes.length, checkpoint: false }], peakBytes: total, recomputed: 0 });
-      if (least > 0) expect(() => planSegments(bytes, { maxBytes: least - 0.5 })).toThrow(new RegExp(`below the least activation budget these ${bytes.length} layers fit in, ${least} bytes`));
+      expect(planSegments(bytes, { maxBytes: total })).toEqual({
+        segments: [{ start: 0, end: bytes.length, checkpoint: false }],
+        peakBytes: total,
+        recomputed: 0,
+      });
+      if (least > 0)
+        expect(() => planSegments(bytes, { maxBytes: least - 0.5 })).toThrow(
+          new RegExp(`below the least activation budget these ${bytes.length} layers fit in, ${least} bytes`),
+        );
     });
 
     it(`${name}: k segments have the least peak of any k-segmentation, the last one stored`, () => {
@@ -327,7 +372,11 @@ describe('planSegments', () => {
         const count = Math.min(k, L);
         expect(got.segments.length).toBe(count);
         expect(got.segments.map((s) => s.checkpoint)).toEqual(Array.from({ length: count }, (_, j) => j < count - 1));
-        const best = Math.min(...[...allPlans(L)].filter((s) => s.length === count && s.every((x, j) => x.checkpoint === j < count - 1)).map((s) => planOf(bytes, s).peakBytes));
+        const best = Math.min(
+          ...[...allPlans(L)]
+            .filter((s) => s.length === count && s.every((x, j) => x.checkpoint === j < count - 1))
+            .map((s) => planOf(bytes, s).peakBytes),
+        );
         expect(got.peakBytes).toBe(best);
       }
       expect(planSegments(bytes, 'sqrt').segments.length).toBe(Math.ceil(Math.sqrt(L)));

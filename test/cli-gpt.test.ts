@@ -12,12 +12,14 @@ import { parseGptTrainArgs } from '../src/cli/gpt-args.js';
 import { GptRun, gptLr } from '../src/cli/gpt-run.js';
 
 async function run(argv: string[], isTTY = false) {
-  let out = '', err = '';
+  let out = '',
+    err = '';
   const code = await main(argv, { stdout: { write: (s: string) => (out += s), isTTY }, stderr: { write: (s: string) => (err += s) } });
   return { code, out, err };
 }
 
-let dir = '', text = '';
+let dir = '',
+  text = '';
 beforeAll(async () => {
   await A.init();
   dir = mkdtempSync(join(tmpdir(), 'adjoint-gpt-'));
@@ -31,13 +33,38 @@ const SMALL = ['--layers', '1', '--heads', '2', '--width', '16', '--context', '1
 describe('adjoint train --model gpt', () => {
   it('defaults to the published configuration', () => {
     expect(parseGptTrainArgs(['--dataset', 'shakespeare', '--model', 'gpt'])).toEqual({
-      layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0, threads: 1, data: null, save: null, evalEvery: 250,
+      layers: 4,
+      heads: 4,
+      width: 128,
+      context: 64,
+      batch: 12,
+      steps: 2000,
+      seed: 0,
+      threads: 1,
+      data: null,
+      save: null,
+      evalEvery: 250,
     });
   });
 
   it('trains a few steps, validates, saves, and the last line is the validation loss', async () => {
     const save = join(dir, 'g.safetensors');
-    const r = await run(['train', '--dataset', 'shakespeare', '--model', 'gpt', ...SMALL, '--steps', '4', '--eval-every', '2', '--data', join(dir, 'small.txt'), '--save', save]);
+    const r = await run([
+      'train',
+      '--dataset',
+      'shakespeare',
+      '--model',
+      'gpt',
+      ...SMALL,
+      '--steps',
+      '4',
+      '--eval-every',
+      '2',
+      '--data',
+      join(dir, 'small.txt'),
+      '--save',
+      save,
+    ]);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
@@ -60,7 +87,10 @@ describe('adjoint train --model gpt', () => {
   });
 
   it('redraws one progress line on a terminal', async () => {
-    const r = await run(['train', '--dataset', 'shakespeare', '--model', 'gpt', ...SMALL, '--steps', '3', '--data', join(dir, 'small.txt')], true);
+    const r = await run(
+      ['train', '--dataset', 'shakespeare', '--model', 'gpt', ...SMALL, '--steps', '3', '--data', join(dir, 'small.txt')],
+      true,
+    );
     expect(r.code).toBe(0);
     expect(r.out).toContain('\r\x1b[2Kstep 3/3  loss');
     expect(r.out.trimEnd().split('\n').at(-1)).toMatch(/^val loss: \d\.\d{4}$/);
@@ -84,7 +114,9 @@ describe('adjoint train --model gpt', () => {
 
 describe('GptRun', () => {
   it('schedules lr as the PyTorch reference: linear warm-up over 100 steps, cosine to 1e-4 at the last step', () => {
-    const steps = 2000, ref = (s: number) => (s < 100 ? 1e-3 * (s + 1) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / (steps - 101)))) * 9e-4);
+    const steps = 2000,
+      ref = (s: number) =>
+        s < 100 ? (1e-3 * (s + 1)) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / (steps - 101)))) * 9e-4;
     for (const s of [0, 1, 49, 99, 100, 101, 500, 1000, 1500, 1998, 1999]) expect(gptLr(s, steps)).toBeCloseTo(ref(s), 15);
     expect(gptLr(99, steps)).toBe(1e-3);
     expect(gptLr(1999, steps)).toBeCloseTo(1e-4, 15);
@@ -92,17 +124,26 @@ describe('GptRun', () => {
 
   it('the whole-split validation loss is the mean over consecutive non-overlapping windows', () => {
     const r = new GptRun(text, { layers: 1, heads: 1, width: 8, context: 16, batch: 2, steps: 1, seed: 1 });
-    const T = 16, n = Math.floor((r.val.length - 1) / T);
+    const T = 16,
+      n = Math.floor((r.val.length - 1) / T);
     let total = 0;
     A.noGrad(() => {
       for (let i = 0; i < n; i++) {
-        const x = r.val.subarray(i * T, (i + 1) * T), y = r.val.subarray(i * T + 1, (i + 1) * T + 1);
-        total += A.tidy(() => A.crossEntropy(A.reshape(r.model.forward({ ids: x, shape: [1, T] }), [T, -1]), y, { reduction: 'sum' }).item());
+        const x = r.val.subarray(i * T, (i + 1) * T),
+          y = r.val.subarray(i * T + 1, (i + 1) * T + 1);
+        total += A.tidy(() =>
+          A.crossEntropy(A.reshape(r.model.forward({ ids: x, shape: [1, T] }), [T, -1]), y, { reduction: 'sum' }).item(),
+        );
       }
     });
     expect(r.evalFull(50)).toBeCloseTo(total / (n * T), 5);
     // AdamW groups: decay on matrices only.
-    expect(r.optimizer.paramGroups.map((g) => [g.weightDecay, g.params.every((p) => p.shape.length === (g.weightDecay > 0 ? 2 : 1))])).toEqual([[0.1, true], [0, true]]);
+    expect(
+      r.optimizer.paramGroups.map((g) => [g.weightDecay, g.params.every((p) => p.shape.length === (g.weightDecay > 0 ? 2 : 1))]),
+    ).toEqual([
+      [0.1, true],
+      [0, true],
+    ]);
     r.dispose();
   });
 });
@@ -110,7 +151,9 @@ describe('GptRun', () => {
 describe('saved model', () => {
   it('keeps the config and vocabulary in the safetensors metadata and the PyTorch keys', async () => {
     const bytes = readFileSync(join(dir, 'g.safetensors'));
-    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true)))));
+    const header = JSON.parse(
+      new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true)))),
+    );
     expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16 });
     expect(JSON.parse(header.__metadata__.vocab).join('')).toBe([...new Set(text)].sort().join(''));
     expect(Object.keys(header)).toContain('head.weight');

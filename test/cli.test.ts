@@ -12,7 +12,8 @@ import { parseTrainArgs } from '../src/cli/args.js';
 
 /** Runs main() with captured output. */
 async function run(argv: string[], isTTY = false) {
-  let out = '', err = '';
+  let out = '',
+    err = '';
   const code = await main(argv, { stdout: { write: (s: string) => (out += s), isTTY }, stderr: { write: (s: string) => (err += s) } });
   return { code, out, err };
 }
@@ -37,7 +38,10 @@ describe('argument errors: one line, exit code 2', () => {
     [['train', '--save', '/no/such/dir/w.safetensors'], /--save: directory \/no\/such\/dir does not exist/],
     [['fit'], /unknown command "fit"/],
     [[], /missing command/],
-    [['train', '--dataset', 'fashion-mnist', '--data', '/no/such/dir'], /fashionMnist: cannot read data directory \/no\/such\/dir \(ENOENT\)/],
+    [
+      ['train', '--dataset', 'fashion-mnist', '--data', '/no/such/dir'],
+      /fashionMnist: cannot read data directory \/no\/such\/dir \(ENOENT\)/,
+    ],
   ])('%j', async (argv, message) => {
     const r = await run(argv);
     expect(r.code).toBe(2);
@@ -54,9 +58,24 @@ describe('argument errors: one line, exit code 2', () => {
   });
 
   it('parses --flag value and --flag=value, with per-data-set defaults', () => {
-    expect(parseTrainArgs([])).toMatchObject({ dataset: 'digits', model: 'mlp', optimizer: 'sgd', lr: 0.1, epochs: 40, batch: 32, seed: 0, save: null });
+    expect(parseTrainArgs([])).toMatchObject({
+      dataset: 'digits',
+      model: 'mlp',
+      optimizer: 'sgd',
+      lr: 0.1,
+      epochs: 40,
+      batch: 32,
+      seed: 0,
+      save: null,
+    });
     expect(parseTrainArgs(['--dataset=fashion-mnist', '--lr', '3e-4', '--seed=7'])).toMatchObject({
-      dataset: 'fashion-mnist', data: '/usr/share/datasets/fashion-mnist', optimizer: 'adam', lr: 3e-4, epochs: 5, batch: 128, seed: 7,
+      dataset: 'fashion-mnist',
+      data: '/usr/share/datasets/fashion-mnist',
+      optimizer: 'adam',
+      lr: 3e-4,
+      epochs: 5,
+      batch: 128,
+      seed: 7,
     });
     expect(parseTrainArgs(['--optimizer', 'adamw'])).toMatchObject({ optimizer: 'adamw', lr: 1e-3 });
   });
@@ -71,7 +90,9 @@ describe('a short run', () => {
     expect(r.code).toBe(0);
     expect(r.out).not.toMatch(/\r/);
     const lines = r.out.trim().split('\n');
-    expect(lines.filter((l) => /^epoch \d\/2  45 steps  .* steps\/s  loss \d+\.\d{4}  train \d+\.\d\d%  test \d+\.\d\d%$/.test(l))).toHaveLength(2);
+    expect(
+      lines.filter((l) => /^epoch \d\/2  45 steps  .* steps\/s  loss \d+\.\d{4}  train \d+\.\d\d%  test \d+\.\d\d%$/.test(l)),
+    ).toHaveLength(2);
     expect(lines[lines.length - 1]).toMatch(/^test accuracy: \d{2}\.\d{2}%$/);
     expect(Number(lines[lines.length - 1].slice(15, -1))).toBeGreaterThan(85);
     const saved = A.io.loadSafetensors(new Uint8Array(readFileSync(file)));
@@ -88,7 +109,10 @@ describe('a short run', () => {
   }, 30_000);
 
   it('as a process: a bad flag exits 2 with one line on stderr', () => {
-    const p = spawnSync(process.execPath, ['scripts/run-ts.mjs', 'src/cli/main.ts', 'train', '--nope'], { encoding: 'utf8', timeout: 60_000 });
+    const p = spawnSync(process.execPath, ['scripts/run-ts.mjs', 'src/cli/main.ts', 'train', '--nope'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(p.status).toBe(2);
     expect(p.stdout).toBe('');
     expect(p.stderr).toBe('adjoint: unknown option --nope (see adjoint train --help)\n');

@@ -32,18 +32,32 @@ type Chain = (x: Tensor, y: Tensor, z: Tensor, s: Tensor) => Tensor | Tensor[];
 const chains: Record<string, { ops: number; f: Chain }> = {
   'tanh(x + y)': { ops: 2, f: (x, y) => A.tanh(A.add(x, y)) },
   'tanh((x + y) · z)': { ops: 3, f: (x, y, z) => A.tanh(A.mul(A.add(x, y), z)) },
-  'exp(-x²)·2 + 1 (number scalars)': { ops: 5, f: (x) => A.exp(A.neg(A.square(x))).mul(2).add(1) },
+  'exp(-x²)·2 + 1 (number scalars)': {
+    ops: 5,
+    f: (x) =>
+      A.exp(A.neg(A.square(x)))
+        .mul(2)
+        .add(1),
+  },
   'sigmoid(3x − y)·z, relu, sqrt, /s': { ops: 7, f: (x, y, z, s) => A.sqrt(A.relu(A.mul(A.sigmoid(A.sub(A.mul(x, 3), y)), z))).div(s) },
   'clamp, leakyRelu, max, softplus': { ops: 4, f: (x, y) => A.softplus(A.maximum(A.leakyRelu(A.clamp(x, -0.5, 0.7), 0.1), y)) },
-  's − x, then x·(…) (two inputs re-read)': { ops: 5, f: (x, y, _z, s) => A.mul(x, A.abs(A.sub(s, x))).add(y).mul(x) },
+  's − x, then x·(…) (two inputs re-read)': {
+    ops: 5,
+    f: (x, y, _z, s) =>
+      A.mul(x, A.abs(A.sub(s, x)))
+        .add(y)
+        .mul(x),
+  },
 };
 
 const SIZES = [1, 15, 16, 17, 100003];
 
 function inputs(n: number, dtype: DT, seed: number): Tensor[] {
   return [
-    A.randn([n], { seed, dtype }), A.randn([n], { seed: seed + 1, dtype }),
-    A.randn([n], { seed: seed + 2, dtype }), A.full([], 1.7, { dtype }),
+    A.randn([n], { seed, dtype }),
+    A.randn([n], { seed: seed + 1, dtype }),
+    A.randn([n], { seed: seed + 2, dtype }),
+    A.full([], 1.7, { dtype }),
   ];
 }
 
@@ -63,11 +77,13 @@ describe('fused chains are bit-identical to eager and to the unfused program', (
         for (const n of SIZES) {
           // Small sizes: 16-element tiles, so 17 is two tiles (a full one and a 1-element tail).
           fusion.tileBytes = n < 1000 ? 64 : defaults.tileBytes;
-          const warm = inputs(n, dtype, 1), args = inputs(n, dtype, 7);
+          const warm = inputs(n, dtype, 1),
+            args = inputs(n, dtype, 7);
           const eager = tidy(() => flat(f(args[0], args[1], args[2], args[3])).map(bytesOf));
           const fused = compile((...a: Tensor[]) => f(a[0], a[1], a[2], a[3]));
           const plain = compile((...a: Tensor[]) => f(a[0], a[1], a[2], a[3]), { fuse: false });
-          const got = replayed(fused, warm, args), ref = replayed(plain, warm, args);
+          const got = replayed(fused, warm, args),
+            ref = replayed(plain, warm, args);
           expect(got, `n = ${n}`).toEqual(eager);
           expect(ref, `n = ${n}`).toEqual(eager);
           // Runs of one tile are left as they are: fusion starts at two tiles.
@@ -109,7 +125,8 @@ describe('with the thread pool', () => {
       const n = 200003; // tanh and sigmoid are split at this size; chunks of 2 × 16 KB pieces
       fusion.pieceBytes = 16384;
       const f = (x: Tensor, y: Tensor) => A.sigmoid(A.tanh(A.mul(x, y)).add(x));
-      const [x, y] = inputs(n, dtype, 21), [x2, y2] = inputs(n, dtype, 31);
+      const [x, y] = inputs(n, dtype, 21),
+        [x2, y2] = inputs(n, dtype, 31);
       const eager = tidy(() => [bytesOf(f(x2, y2))]);
       const c = compile(f);
       for (let i = 0; i < 3; i++) c(x, y).dispose();
@@ -134,10 +151,15 @@ describe('memory plan', () => {
   it('intermediates that die inside a run get tile-sized buffers: a lower planned peak', () => {
     const n = 1 << 16;
     fusion.tileBytes = fusion.pieceBytes = 16384;
-    const f = (x: Tensor, y: Tensor) => A.tanh(A.mul(A.exp(A.add(x, y)), x)).add(y).sigmoid();
+    const f = (x: Tensor, y: Tensor) =>
+      A.tanh(A.mul(A.exp(A.add(x, y)), x))
+        .add(y)
+        .sigmoid();
     const [x, y] = inputs(n, 'float32', 5);
-    const fused = compile(f), plain = compile(f, { fuse: false });
-    const a = replayed(fused as never, [x, y], [x, y]), b = replayed(plain as never, [x, y], [x, y]);
+    const fused = compile(f),
+      plain = compile(f, { fuse: false });
+    const a = replayed(fused as never, [x, y], [x, y]),
+      b = replayed(plain as never, [x, y], [x, y]);
     expect(a).toEqual(b);
     // Unfused: four full-size intermediates (add, exp, mul, tanh, add: all but the result), each n·4 bytes.
     expect(plain.stats.planBytes).toBeGreaterThanOrEqual(4 * n * 4);
@@ -162,9 +184,11 @@ describe('memory plan', () => {
         const s = A.sum(t);
         return [A.mul(A.add(e, s), y).relu(), t];
       };
-      const [x, y] = inputs(n, dtype, 9), [x2, y2] = inputs(n, dtype, 19);
+      const [x, y] = inputs(n, dtype, 9),
+        [x2, y2] = inputs(n, dtype, 19);
       const eager = tidy(() => (f(x2, y2) as Tensor[]).map(bytesOf));
-      const fused = compile(f), plain = compile(f, { fuse: false });
+      const fused = compile(f),
+        plain = compile(f, { fuse: false });
       expect(replayed(fused as never, [x, y], [x2, y2])).toEqual(eager);
       expect(replayed(plain as never, [x, y], [x2, y2])).toEqual(eager);
       expect(fused.stats.fused).toBe(6); // exp, mul, tanh | add, mul, relu
@@ -181,7 +205,8 @@ describe('what is left unfused', () => {
   it('row-broadcast binary ops ([r, c] + [c]) stay separate launches, with the same bits', () => {
     fusion.tileBytes = 64;
     const f = (x: Tensor, b: Tensor) => A.tanh(A.add(A.exp(x), b)).mul(2);
-    const x = A.randn([33, 17], { seed: 1 }), b = A.randn([17], { seed: 2 });
+    const x = A.randn([33, 17], { seed: 1 }),
+      b = A.randn([17], { seed: 2 });
     const eager = tidy(() => bytesOf(f(x, b)));
     const c = compile(f);
     expect(replayed(c as never, [x, b], [x, b])).toEqual([eager]);
@@ -194,7 +219,9 @@ describe('what is left unfused', () => {
   it('compile(fn, { fuse }) checks its options', () => {
     expect(() => compile((x: Tensor) => x, { fuse: 'yes' as never })).toThrow(A.AdjointError);
     expect(() => compile((x: Tensor) => x, null as never)).toThrow(/options/);
-    expect(() => compile((x: Tensor) => x, { fuse: true, tile: 4 } as never)).toThrow(/compile: unknown option "tile" \(the options are: fuse\)/);
+    expect(() => compile((x: Tensor) => x, { fuse: true, tile: 4 } as never)).toThrow(
+      /compile: unknown option "tile" \(the options are: fuse\)/,
+    );
   });
 
   it('fusion.enabled = false compiles without runs', () => {
@@ -209,19 +236,42 @@ describe('what is left unfused', () => {
 });
 
 describe('findRuns on hand-made traces (the hazard rules)', () => {
-  const n = 64, B = n * 4;
+  const n = 64,
+    B = n * 4;
   const blk = (block: number, off = 0): Ref => ({ k: 'block', block, off });
   const X: Ref = { k: 'input', input: 0, off: 0 };
   let clock = 10;
-  const unary = (name: string, x: Ref, y: Ref): Launch => ({ kind: 'launch', name, pooled: false, jobs: [[1000, 2000, n, 0, 0]], refs: [[x, y, null, null, null]], dyn: 0, compute: null, at: clock++ });
-  const binary = (name: string, a: Ref, b: Ref, y: Ref, sbc: number): Launch => ({ kind: 'launch', name, pooled: false, jobs: [[1000, 2000, 3000, 1, n, 0, 1, 0, sbc]], refs: [[a, b, y, null, null, null, null, null, null]], dyn: 0, compute: null, at: clock++ });
-  const trace = (...ops: Launch[]): Trace => ({ ops, blocks: [0, 1, 2].map((id) => ({ id, ptr: 0, bytes: B, alloc: 0, free: 99 })) }) as unknown as Trace;
+  const unary = (name: string, x: Ref, y: Ref): Launch => ({
+    kind: 'launch',
+    name,
+    pooled: false,
+    jobs: [[1000, 2000, n, 0, 0]],
+    refs: [[x, y, null, null, null]],
+    dyn: 0,
+    compute: null,
+    at: clock++,
+  });
+  const binary = (name: string, a: Ref, b: Ref, y: Ref, sbc: number): Launch => ({
+    kind: 'launch',
+    name,
+    pooled: false,
+    jobs: [[1000, 2000, 3000, 1, n, 0, 1, 0, sbc]],
+    refs: [[a, b, y, null, null, null, null, null, null]],
+    dyn: 0,
+    compute: null,
+    at: clock++,
+  });
+  const trace = (...ops: Launch[]): Trace =>
+    ({ ops, blocks: [0, 1, 2].map((id) => ({ id, ptr: 0, bytes: B, alloc: 0, free: 99 })) }) as unknown as Trace;
   const runs = (t: Trace) => findRuns(t, { tileBytes: 64, pieceBytes: 64 }, new Set());
 
   it('a chain through a temporary is one run, the temporary a 16-element scratch', () => {
     const [r] = runs(trace(unary('exp_f32', X, blk(0)), unary('tanh_f32', blk(0), blk(1)), unary('relu_f32', blk(1), blk(1))));
     expect([r.members, r.tile, r.threads]).toEqual([[0, 1, 2], 16, 1]);
-    expect([...r.scratch]).toEqual([[0, 64], [1, 64]]);
+    expect([...r.scratch]).toEqual([
+      [0, 64],
+      [1, 64],
+    ]);
   });
   it('a read at another offset of a block the run writes ends the run', () => {
     expect(runs(trace(unary('exp_f32', X, blk(0)), unary('tanh_f32', blk(0, 16), blk(1))))).toEqual([]);
@@ -230,7 +280,16 @@ describe('findRuns on hand-made traces (the hazard rules)', () => {
     expect(runs(trace(unary('exp_f32', X, blk(0)), binary('mul_f32', X, blk(0), blk(1), 0)))).toEqual([]);
   });
   it('a temporary read after the run keeps its full buffer', () => {
-    const later: Launch = { kind: 'launch', name: 'sum_f32', pooled: false, jobs: [[1, 2, 1, n, 1]], refs: [[blk(0), blk(2), null, null, null]], dyn: 0, compute: null, at: clock++ };
+    const later: Launch = {
+      kind: 'launch',
+      name: 'sum_f32',
+      pooled: false,
+      jobs: [[1, 2, 1, n, 1]],
+      refs: [[blk(0), blk(2), null, null, null]],
+      dyn: 0,
+      compute: null,
+      at: clock++,
+    };
     const [r] = runs(trace(unary('exp_f32', X, blk(0)), binary('add_f32', blk(0), X, blk(1), 1), later));
     expect(r.members).toEqual([0, 1]);
     expect([...r.scratch.keys()]).toEqual([1]);

@@ -37,14 +37,17 @@ interface Setup {
 /** An MLP 12-24-16-4 (Linear, Tanh, Linear, ReLU[, Dropout], Linear) with its optimizer and training step. */
 function setup(dtype: DT, kind: 'sgd' | 'adam', { dropout = false, width = 12 } = {}): Setup {
   const model = new nn.Sequential(
-    new nn.Linear(width, 24, { seed: 1, dtype }), new nn.Tanh(),
-    new nn.Linear(24, 16, { seed: 2, dtype }), new nn.ReLU(),
+    new nn.Linear(width, 24, { seed: 1, dtype }),
+    new nn.Tanh(),
+    new nn.Linear(24, 16, { seed: 2, dtype }),
+    new nn.ReLU(),
     ...(dropout ? [new nn.Dropout(0.3, { seed: 7 })] : []),
     new nn.Linear(16, 4, { seed: 3, dtype }),
   );
-  const opt = kind === 'sgd'
-    ? new optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true })
-    : new optim.Adam(model.parameters(), { lr: 0.01 });
+  const opt =
+    kind === 'sgd'
+      ? new optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true })
+      : new optim.Adam(model.parameters(), { lr: 0.01 });
   const step = (x: Tensor, y: Int32Array | number[]) => {
     const loss = crossEntropy(model.forward(x), y);
     loss.backward();
@@ -62,9 +65,11 @@ function batch(i: number, n: number, dtype: DT, width = 12): { x: Tensor; y: Int
 
 /** Same parameter bytes (and Adam step counts) in both setups. */
 function expectSameState(e: Setup, c: Setup): void {
-  const pe = e.model.parameters(), pc = c.model.parameters();
+  const pe = e.model.parameters(),
+    pc = c.model.parameters();
   pe.forEach((p, i) => expect(bytes(pc[i])).toEqual(bytes(p)));
-  if (e.opt instanceof optim.Adam) pe.forEach((p, i) => expect((c.opt as A.optim.Adam).stepCount(pc[i])).toBe((e.opt as A.optim.Adam).stepCount(p)));
+  if (e.opt instanceof optim.Adam)
+    pe.forEach((p, i) => expect((c.opt as A.optim.Adam).stepCount(pc[i])).toBe((e.opt as A.optim.Adam).stepCount(p)));
 }
 
 /** Runs an eager and a compiled copy of the same setup in lockstep; every loss must match bit for bit. */
@@ -74,7 +79,8 @@ function lockstep(e: Setup, c: Setup, sizes: number[], dtype: DT, before?: (i: n
     const { x, y } = batch(i, n, dtype);
     before?.(i, e);
     before?.(i, c);
-    const le = tidy(() => e.step(x, y)), lc = f(x, y);
+    const le = tidy(() => e.step(x, y)),
+      lc = f(x, y);
     expect(lc.shape).toEqual(le.shape);
     expect(lc.requiresGrad).toBe(le.requiresGrad);
     expect(bytes(lc)).toEqual(bytes(le));
@@ -90,7 +96,8 @@ describe('compile: a training step, bit for bit', () => {
   for (const dtype of ['float32', 'float64'] as const) {
     for (const kind of ['sgd', 'adam'] as const) {
       it(`${kind}, ${dtype}: 12 steps give the eager losses, weights and optimizer state`, () => {
-        const e = setup(dtype, kind), c = setup(dtype, kind);
+        const e = setup(dtype, kind),
+          c = setup(dtype, kind);
         const f = lockstep(e, c, Array(12).fill(8), dtype);
         // One warm-up call, two traced calls, then replays.
         expect(f.stats).toMatchObject({ eager: 1, traced: 2, replayed: 9, signatures: 1, fallback: null });
@@ -103,7 +110,8 @@ describe('compile: a training step, bit for bit', () => {
   }
 
   it('retraces for a new batch size, and both signatures replay correctly', () => {
-    const e = setup('float32', 'adam'), c = setup('float32', 'adam');
+    const e = setup('float32', 'adam'),
+      c = setup('float32', 'adam');
     const f = lockstep(e, c, [16, 16, 16, 16, 8, 8, 8, 8, 16, 8, 16, 8, 5, 16], 'float32');
     expect(f.stats).toMatchObject({ signatures: 3, traced: 4, replayed: 7, fallback: null });
     e.dispose();
@@ -111,13 +119,15 @@ describe('compile: a training step, bit for bit', () => {
   });
 
   it('replays dropout masks (a fresh one every step), a learning-rate schedule and labels given as arrays', () => {
-    const e = setup('float32', 'sgd', { dropout: true }), c = setup('float32', 'sgd', { dropout: true });
+    const e = setup('float32', 'sgd', { dropout: true }),
+      c = setup('float32', 'sgd', { dropout: true });
     const f = compile(c.step);
     for (let i = 0; i < 10; i++) {
       const { x, y } = batch(i, 8, 'float32');
       e.opt.lr = c.opt.lr = 0.05 * (1 - i / 20);
       const labels = Array.from(y);
-      const le = tidy(() => e.step(x, labels as never)), lc = f(x, labels as never);
+      const le = tidy(() => e.step(x, labels as never)),
+        lc = f(x, labels as never);
       expect(bytes(lc)).toEqual(bytes(le));
       le.dispose();
       lc.dispose();
@@ -152,7 +162,11 @@ describe('compile: a training step, bit for bit', () => {
     const m0 = A.memory();
     for (let i = 0; i < 1000; i++) run(i);
     const m1 = A.memory();
-    expect({ tensors: m1.tensors, bytesInUse: m1.bytesInUse, wasmBytes: m1.wasmBytes }).toEqual({ tensors: m0.tensors, bytesInUse: m0.bytesInUse, wasmBytes: m0.wasmBytes });
+    expect({ tensors: m1.tensors, bytesInUse: m1.bytesInUse, wasmBytes: m1.wasmBytes }).toEqual({
+      tensors: m0.tensors,
+      bytesInUse: m0.bytesInUse,
+      wasmBytes: m0.wasmBytes,
+    });
     expect(f.stats.replayed).toBe(1007);
     for (const d of data) d.x.dispose();
     c.dispose();
@@ -163,7 +177,8 @@ describe('compile: a training step, bit for bit', () => {
     const f = compile(c.step);
     const { x, y } = batch(0, 8, 'float32');
     for (let i = 0; i < 4; i++) f(x, y).dispose();
-    const held = A.memory().bytesInUse, plan = f.stats.planBytes;
+    const held = A.memory().bytesInUse,
+      plan = f.stats.planBytes;
     expect(plan).toBeGreaterThan(0);
     f.reset();
     expect(f.stats).toMatchObject({ signatures: 0, planBytes: 0 });
@@ -178,24 +193,47 @@ describe('compile: a training step, bit for bit', () => {
 describe('compile: other layers, bit for bit', () => {
   type Made = { model: A.nn.Module; input: (i: number) => [Tensor | Int32Array, Int32Array] };
   const cases: [string, () => Made][] = [
-    ['conv, pooling, GELU (AdamW)', () => ({
-      model: new nn.Sequential(new nn.Conv2d(1, 4, 3, { padding: 1, seed: 1 }), new nn.ReLU(), new nn.MaxPool2d(2),
-        new nn.Conv2d(4, 4, 3, { seed: 2 }), new nn.GELU(), new nn.AvgPool2d(2), new nn.Flatten(), new nn.Linear(4, 3, { seed: 3 })),
-      input: (i) => [A.randn([4, 1, 8, 8], { seed: i }), Int32Array.from([0, 1, 2, i % 3])],
-    })],
-    ['layerNorm, residual, checkpointed segments (AdamW)', () => ({
-      model: new nn.Sequential(new nn.Linear(6, 8, { seed: 1 }), new nn.LayerNorm(8), new nn.Residual(new nn.Sequential(new nn.Linear(8, 8, { seed: 4 }), new nn.Tanh())),
-        new nn.Linear(8, 3, { seed: 3 }), { checkpoint: 2 }),
-      input: (i) => [A.randn([5, 6], { seed: i }), Int32Array.from([0, 1, 2, i % 3, 1])],
-    })],
-    ['an embedding fed new indices every step (AdamW)', () => ({
-      model: new nn.Sequential(new nn.Embedding(10, 4, { seed: 1 }), new nn.Linear(4, 3, { seed: 3 })),
-      input: (i) => [Int32Array.from({ length: 6 }, (_, j) => (i + j * 3) % 10), Int32Array.from([i % 3, 1, 0, 2, 1, 0])],
-    })],
+    [
+      'conv, pooling, GELU (AdamW)',
+      () => ({
+        model: new nn.Sequential(
+          new nn.Conv2d(1, 4, 3, { padding: 1, seed: 1 }),
+          new nn.ReLU(),
+          new nn.MaxPool2d(2),
+          new nn.Conv2d(4, 4, 3, { seed: 2 }),
+          new nn.GELU(),
+          new nn.AvgPool2d(2),
+          new nn.Flatten(),
+          new nn.Linear(4, 3, { seed: 3 }),
+        ),
+        input: (i) => [A.randn([4, 1, 8, 8], { seed: i }), Int32Array.from([0, 1, 2, i % 3])],
+      }),
+    ],
+    [
+      'layerNorm, residual, checkpointed segments (AdamW)',
+      () => ({
+        model: new nn.Sequential(
+          new nn.Linear(6, 8, { seed: 1 }),
+          new nn.LayerNorm(8),
+          new nn.Residual(new nn.Sequential(new nn.Linear(8, 8, { seed: 4 }), new nn.Tanh())),
+          new nn.Linear(8, 3, { seed: 3 }),
+          { checkpoint: 2 },
+        ),
+        input: (i) => [A.randn([5, 6], { seed: i }), Int32Array.from([0, 1, 2, i % 3, 1])],
+      }),
+    ],
+    [
+      'an embedding fed new indices every step (AdamW)',
+      () => ({
+        model: new nn.Sequential(new nn.Embedding(10, 4, { seed: 1 }), new nn.Linear(4, 3, { seed: 3 })),
+        input: (i) => [Int32Array.from({ length: 6 }, (_, j) => (i + j * 3) % 10), Int32Array.from([i % 3, 1, 0, 2, 1, 0])],
+      }),
+    ],
   ];
   for (const [name, make] of cases) {
     it(name, () => {
-      const e = make(), c = make();
+      const e = make(),
+        c = make();
       const step = (m: A.nn.Module) => {
         const opt = new optim.AdamW(m.parameters(), { lr: 1e-2 });
         return (x: Tensor | Int32Array, y: Int32Array) => {
@@ -206,7 +244,8 @@ describe('compile: other layers, bit for bit', () => {
           return loss;
         };
       };
-      const g = step(e.model), f = compile(step(c.model));
+      const g = step(e.model),
+        f = compile(step(c.model));
       for (let i = 0; i < 8; i++) {
         const [x, y] = e.input(i);
         expect(bytes(f(x, y))).toEqual(bytes(tidy(() => g(x, y))));
@@ -230,7 +269,8 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
       };
       return { ...s, step };
     };
-    const e = make(), c = make();
+    const e = make(),
+      c = make();
     const f = lockstep(e, c, Array(8).fill(8), 'float32');
     expect(f.stats).toMatchObject({ replayed: 0, fallback: expect.stringMatching(/reads tensor values into JS .*\.item\(\)/) });
     expect(warn).toHaveBeenCalledTimes(1);
@@ -241,10 +281,12 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
 
   it('a JS counter that reaches a kernel argument', () => {
     const x = A.tensor([1, 2, 3]);
-    let k = 0, k2 = 0;
+    let k = 0,
+      k2 = 0;
     const f = compile((t: Tensor) => A.mul(t, k++));
     for (let i = 0; i < 6; i++) {
-      const got = f(x), want = tidy(() => A.mul(x, k2++));
+      const got = f(x),
+        want = tidy(() => A.mul(x, k2++));
       expect(bytes(got)).toEqual(bytes(want));
     }
     expect(f.stats.fallback).toMatch(/schedule changed between two calls .*argument/);
@@ -252,7 +294,8 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
   });
 
   it('gradients left from the previous step (opt.zeroGrad() first), and a result that carries a graph', () => {
-    const e = setup('float64', 'adam'), c = setup('float64', 'adam');
+    const e = setup('float64', 'adam'),
+      c = setup('float64', 'adam');
     const zeroFirst = (s: Setup) => (x: Tensor, y: Int32Array) => {
       s.opt.zeroGrad();
       const loss = crossEntropy(s.model.forward(x), y);
@@ -280,7 +323,8 @@ describe('compile: contract details', () => {
     const inner = compile((a: Tensor) => A.tanh(a));
     const f = compile((a: Tensor, b: Tensor) => ({ sum: A.add(inner(a), b), pair: [b, A.mul(a, 2)], n: 3 }));
     for (let i = 0; i < 5; i++) {
-      const a = A.randn([5], { seed: i }), b = A.randn([5], { seed: 50 + i });
+      const a = A.randn([5], { seed: i }),
+        b = A.randn([5], { seed: 50 + i });
       const r = f(a, b);
       expect(bytes(r.sum)).toEqual(bytes(tidy(() => A.add(A.tanh(a), b))));
       expect(r.pair[0]).toBe(b);
@@ -291,8 +335,10 @@ describe('compile: contract details', () => {
   });
 
   it('starts over when a tensor the schedule reads was disposed (a new optimizer)', () => {
-    const e = setup('float32', 'adam'), c = setup('float32', 'adam');
-    let opt = c.opt, optE = e.opt;
+    const e = setup('float32', 'adam'),
+      c = setup('float32', 'adam');
+    let opt = c.opt,
+      optE = e.opt;
     const step = (s: Setup, o: () => A.optim.Optimizer) => (x: Tensor, y: Int32Array) => {
       const loss = crossEntropy(s.model.forward(x), y);
       loss.backward();
@@ -300,7 +346,8 @@ describe('compile: contract details', () => {
       o().zeroGrad();
       return loss;
     };
-    const f = compile(step(c, () => opt)), g = step(e, () => optE);
+    const f = compile(step(c, () => opt)),
+      g = step(e, () => optE);
     for (let i = 0; i < 10; i++) {
       if (i === 5) {
         opt.dispose();
@@ -325,7 +372,8 @@ describe('compile: the thread pool', () => {
     const saved = { ...thresholds };
     thresholds.gemm = thresholds.elementwise = 0; // split every kernel that can be split
     try {
-      const e = setup('float32', 'adam', { width: 40 }), c = setup('float32', 'adam', { width: 40 });
+      const e = setup('float32', 'adam', { width: 40 }),
+        c = setup('float32', 'adam', { width: 40 });
       const f = compile(c.step);
       const run = (i: number) => {
         const { x, y } = batch(i, 32, 'float32', 40);
@@ -360,8 +408,15 @@ describe('compile: the kernel pointer table', () => {
     const want = new Map<string, number>();
     for (const f of files) {
       for (const m of readFileSync(new URL(f, dir), 'utf8').matchAll(/export function (\w+)\s*\(([^)]*)\)/g)) {
-        const types = m[2].split(',').map((p) => p.trim()).filter(Boolean).map((p) => p.split(':')[1].trim());
-        want.set(m[1], types.reduce((mask, t, i) => (t === 'usize' ? mask | (1 << i) : mask), 0));
+        const types = m[2]
+          .split(',')
+          .map((p) => p.trim())
+          .filter(Boolean)
+          .map((p) => p.split(':')[1].trim());
+        want.set(
+          m[1],
+          types.reduce((mask, t, i) => (t === 'usize' ? mask | (1 << i) : mask), 0),
+        );
       }
     }
     const exported = Object.keys(runtime().exports).filter((k) => typeof runtime().exports[k] === 'function');

@@ -16,12 +16,22 @@ beforeAll(() => A.init({ threads: 2 }));
 
 const ACTS: Activation[] = ['none', 'relu', 'tanh', 'sigmoid'];
 const ACT_REF: Record<Activation, (v: number) => number> = {
-  none: (v) => v, relu: (v) => Math.max(v, 0), tanh: Math.tanh, sigmoid: (v) => 1 / (1 + Math.exp(-v)),
+  none: (v) => v,
+  relu: (v) => Math.max(v, 0),
+  tanh: Math.tanh,
+  sigmoid: (v) => 1 / (1 + Math.exp(-v)),
 };
 const ACT_OP: Record<Activation, (t: Tensor) => Tensor> = { none: (t) => t, relu: A.relu, tanh: A.tanh, sigmoid: A.sigmoid };
 // [M, K, N]: tails of the 4×8 tile, K past one 256-deep block (the epilogue waits for the last),
 // M past one 64-row A block, N past one 512-column B panel, K = 1.
-const SIZES = [[1, 1, 1], [3, 5, 4], [7, 37, 19], [70, 300, 17], [5, 3, 530], [9, 1, 33]];
+const SIZES = [
+  [1, 1, 1],
+  [3, 5, 4],
+  [7, 37, 19],
+  [70, 300, 17],
+  [5, 3, 530],
+  [9, 1, 33],
+];
 
 function vals(n: number, seed: number, scale = 1): number[] {
   const r = rng(seed);
@@ -39,8 +49,12 @@ function inputs(M: number, K: number, N: number, dtype: DType, seed = 1): [Tenso
 
 /** act(x·Wᵀ + b) in float64 JS. */
 function reference(x: Tensor, w: Tensor, b: Tensor, act: Activation): number[] {
-  const [M, K] = x.shape, N = w.shape[0];
-  const xs = x.toArray(), ws = w.toArray(), bs = b.toArray(), out: number[] = [];
+  const [M, K] = x.shape,
+    N = w.shape[0];
+  const xs = x.toArray(),
+    ws = w.toArray(),
+    bs = b.toArray(),
+    out: number[] = [];
   for (let i = 0; i < M; i++) {
     for (let j = 0; j < N; j++) {
       let s = 0;
@@ -89,7 +103,9 @@ describe('dense shapes and errors', () => {
   it('names the op and the shapes, dtypes or activation that are wrong', () => {
     A.tidy(() => {
       const [x, w, b] = inputs(2, 3, 4, 'float64');
-      expect(() => dense(x, w, A.zeros([3], { dtype: 'float64' }))).toThrow(/dense: expected input \[\.\.\., in\], weight \[out, in\] and bias \[out\], got \[2,3\], \[4,3\] and \[3\]/);
+      expect(() => dense(x, w, A.zeros([3], { dtype: 'float64' }))).toThrow(
+        /dense: expected input \[\.\.\., in\], weight \[out, in\] and bias \[out\], got \[2,3\], \[4,3\] and \[3\]/,
+      );
       expect(() => dense(A.zeros([2, 4], { dtype: 'float64' }), w, b)).toThrow(A.ShapeError);
       expect(() => dense(x, w, A.zeros([4]))).toThrow(A.DtypeError);
       expect(() => dense(x, w, b, 'gelu' as Activation)).toThrow(/dense: act must be one of 'none', 'relu', 'tanh', 'sigmoid', got "gelu"/);
@@ -108,31 +124,41 @@ describe('dense gradients', () => {
     });
   });
 
-  it.each(['float32', 'float64'] as DType[])('%s: dx and dW equal the unfused ops bit for bit; db is the ascending column sum of gz', (dtype) => {
-    for (const act of ACTS) {
-      A.tidy(() => {
-        const [x, w, b] = inputs(37, 21, 19, dtype, 3);
-        const proj = A.tensor(vals(37 * 19, 9), { shape: [37, 19], dtype });
-        const loss = (f: Op) => (xx: Tensor, ww: Tensor, bb: Tensor) => A.sum(A.mul(f(xx, ww, bb, act), proj));
-        const fused = A.grad(loss(dense), { argnums: [0, 1, 2] })(x, w, b) as Tensor[];
-        const plain = A.grad(loss(unfused), { argnums: [0, 1, 2] })(x, w, b) as Tensor[];
-        expect(bits(fused[0]), act).toEqual(bits(plain[0]));
-        expect(bits(fused[1]), act).toEqual(bits(plain[1]));
-        // gz = proj·act'(y) as the fused kernel computes it, then Σ_i in order, rounded per add.
-        const y = dense(x, w, b, act).toArray(), g = proj.toArray();
-        const round = dtype === 'float32' ? Math.fround : (v: number) => v;
-        const d = (yv: number, gv: number) => act === 'none' ? gv : act === 'relu' ? gv * (yv > 0 ? 1 : 0)
-          : act === 'tanh' ? round(gv * round(1 - round(yv * yv))) : round(gv * round(yv * round(1 - yv)));
-        const db = Array.from({ length: 19 }, (_, j) => {
-          let s = 0;
-          for (let i = 0; i < 37; i++) s = round(s + d(y[i * 19 + j], g[i * 19 + j]));
-          return s;
+  it.each(['float32', 'float64'] as DType[])(
+    '%s: dx and dW equal the unfused ops bit for bit; db is the ascending column sum of gz',
+    (dtype) => {
+      for (const act of ACTS) {
+        A.tidy(() => {
+          const [x, w, b] = inputs(37, 21, 19, dtype, 3);
+          const proj = A.tensor(vals(37 * 19, 9), { shape: [37, 19], dtype });
+          const loss = (f: Op) => (xx: Tensor, ww: Tensor, bb: Tensor) => A.sum(A.mul(f(xx, ww, bb, act), proj));
+          const fused = A.grad(loss(dense), { argnums: [0, 1, 2] })(x, w, b) as Tensor[];
+          const plain = A.grad(loss(unfused), { argnums: [0, 1, 2] })(x, w, b) as Tensor[];
+          expect(bits(fused[0]), act).toEqual(bits(plain[0]));
+          expect(bits(fused[1]), act).toEqual(bits(plain[1]));
+          // gz = proj·act'(y) as the fused kernel computes it, then Σ_i in order, rounded per add.
+          const y = dense(x, w, b, act).toArray(),
+            g = proj.toArray();
+          const round = dtype === 'float32' ? Math.fround : (v: number) => v;
+          const d = (yv: number, gv: number) =>
+            act === 'none'
+              ? gv
+              : act === 'relu'
+                ? gv * (yv > 0 ? 1 : 0)
+                : act === 'tanh'
+                  ? round(gv * round(1 - round(yv * yv)))
+                  : round(gv * round(yv * round(1 - yv)));
+          const db = Array.from({ length: 19 }, (_, j) => {
+            let s = 0;
+            for (let i = 0; i < 37; i++) s = round(s + d(y[i * 19 + j], g[i * 19 + j]));
+            return s;
+          });
+          expect(Array.from(fused[2].toArray()), act).toEqual(db);
+          expect(relErr(fused[2].toArray(), plain[2].toArray()), act).toBeLessThan(dtype === 'float32' ? 1e-5 : 1e-13);
         });
-        expect(Array.from(fused[2].toArray()), act).toEqual(db);
-        expect(relErr(fused[2].toArray(), plain[2].toArray()), act).toBeLessThan(dtype === 'float32' ? 1e-5 : 1e-13);
-      });
-    }
-  });
+      }
+    },
+  );
 
   it.each(ACTS)('act = %s: hvp through the fused backward equals the unfused one', (act) => {
     A.tidy(() => {
@@ -141,7 +167,8 @@ describe('dense gradients', () => {
       const v = A.tensor(vals(30, 4), { shape: [5, 6], dtype: 'float64' });
       // Squared output so that even act = 'none' has a non-zero Hessian in W.
       const f = (op: Op) => (ww: Tensor) => A.sum(A.mul(A.square(op(x, ww, b, act)), proj));
-      const h = A.hvp(f(dense), w, v), e = A.hvp(f(unfused), w, v);
+      const h = A.hvp(f(dense), w, v),
+        e = A.hvp(f(unfused), w, v);
       expect(relErr(h.toArray(), e.toArray())).toBeLessThan(1e-12);
       expect(relErr(h.toArray(), new Float64Array(30))).toBeGreaterThan(0); // not trivially zero
     });
@@ -150,7 +177,11 @@ describe('dense gradients', () => {
   it('forward mode (jvp) matches the unfused ops in every input', () => {
     A.tidy(() => {
       const [x, w, b] = inputs(3, 4, 5, 'float64', 31);
-      const ts = [A.randn([3, 4], { seed: 1, dtype: 'float64' }), A.randn([5, 4], { seed: 2, dtype: 'float64' }), A.randn([5], { seed: 3, dtype: 'float64' })];
+      const ts = [
+        A.randn([3, 4], { seed: 1, dtype: 'float64' }),
+        A.randn([5, 4], { seed: 2, dtype: 'float64' }),
+        A.randn([5], { seed: 3, dtype: 'float64' }),
+      ];
       for (const act of ACTS) {
         const [, t1] = A.jvp((xx: Tensor, ww: Tensor, bb: Tensor) => dense(xx, ww, bb, act), [x, w, b], ts);
         const [, t2] = A.jvp((xx: Tensor, ww: Tensor, bb: Tensor) => unfused(xx, ww, bb, act), [x, w, b], ts);
@@ -163,18 +194,26 @@ describe('dense gradients', () => {
 describe('dense under the thread pool', () => {
   it('gives the same bytes with every launch split (rows and columns of y, columns of the bias gradient)', () => {
     expect(threadCount()).toBe(2);
-    const run = (): number[][] => A.tidy(() => {
-      const out: number[][] = [];
-      // Tall (row cuts) and wide-and-short (column cuts: the bias pointer moves with the piece).
-      for (const [M, K, N] of [[75, 33, 21], [5, 33, 75]]) {
-        for (const act of ACTS) {
-          const [x, w, b] = inputs(M, K, N, 'float32', 41);
-          const gs = A.grad((xx: Tensor, ww: Tensor, bb: Tensor) => A.sum(A.square(dense(xx, ww, bb, act))), { argnums: [0, 1, 2] })(x, w, b) as Tensor[];
-          out.push(bits(dense(x, w, b, act)), ...gs.map(bits));
+    const run = (): number[][] =>
+      A.tidy(() => {
+        const out: number[][] = [];
+        // Tall (row cuts) and wide-and-short (column cuts: the bias pointer moves with the piece).
+        for (const [M, K, N] of [
+          [75, 33, 21],
+          [5, 33, 75],
+        ]) {
+          for (const act of ACTS) {
+            const [x, w, b] = inputs(M, K, N, 'float32', 41);
+            const gs = A.grad((xx: Tensor, ww: Tensor, bb: Tensor) => A.sum(A.square(dense(xx, ww, bb, act))), { argnums: [0, 1, 2] })(
+              x,
+              w,
+              b,
+            ) as Tensor[];
+            out.push(bits(dense(x, w, b, act)), ...gs.map(bits));
+          }
         }
-      }
-      return out;
-    });
+        return out;
+      });
     const whole = run();
     const saved = { ...thresholds };
     try {
@@ -188,11 +227,17 @@ describe('dense under the thread pool', () => {
 });
 
 describe('nn.Sequential fuses Linear → activation', () => {
-  it('gives the unfused modules\' outputs bit for bit and their gradients within rounding', () => {
+  it("gives the unfused modules' outputs bit for bit and their gradients within rounding", () => {
     A.tidy(() => {
       const model = new A.nn.Sequential(
-        new A.nn.Linear(13, 9, { seed: 1 }), new A.nn.ReLU(), new A.nn.Linear(9, 7, { seed: 2 }), new A.nn.Tanh(),
-        new A.nn.Linear(7, 5, { seed: 3 }), new A.nn.Linear(5, 4, { seed: 4, bias: false }), new A.nn.ReLU());
+        new A.nn.Linear(13, 9, { seed: 1 }),
+        new A.nn.ReLU(),
+        new A.nn.Linear(9, 7, { seed: 2 }),
+        new A.nn.Tanh(),
+        new A.nn.Linear(7, 5, { seed: 3 }),
+        new A.nn.Linear(5, 4, { seed: 4, bias: false }),
+        new A.nn.ReLU(),
+      );
       const x = A.randn([11, 13], { seed: 5 });
       const lossOf = (out: Tensor) => A.crossEntropy(out, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2]);
       const byLayer = (h: Tensor) => model.layers.reduce((t, m) => m.forward(t), h);
@@ -207,7 +252,15 @@ describe('nn.Sequential fuses Linear → activation', () => {
       const [yu, ...gu] = grads(byLayer);
       expect(Array.from(yf)).toEqual(Array.from(yu));
       gf.forEach((g, i) => expect(relErr(g, gu[i]), model.namedParameters()[i][0]).toBeLessThan(1e-5));
-      expect(model.namedParameters().map(([n]) => n)).toEqual(['0.weight', '0.bias', '2.weight', '2.bias', '4.weight', '4.bias', '5.weight']);
+      expect(model.namedParameters().map(([n]) => n)).toEqual([
+        '0.weight',
+        '0.bias',
+        '2.weight',
+        '2.bias',
+        '4.weight',
+        '4.bias',
+        '5.weight',
+      ]);
       model.dispose();
     });
   });
@@ -216,7 +269,8 @@ describe('nn.Sequential fuses Linear → activation', () => {
     A.tidy(() => {
       const x = A.randn([3, 4], { seed: 6 });
       const lastPrim = (...ms: (A.nn.Module | A.nn.SequentialOptions)[]): string => {
-        const model = new A.nn.Sequential(...ms), prim = model.forward(x).node!.prim;
+        const model = new A.nn.Sequential(...ms),
+          prim = model.forward(x).node!.prim;
         model.dispose();
         return prim;
       };

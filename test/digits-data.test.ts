@@ -12,7 +12,10 @@ const SOURCE_SHA256 = '87ff0c9e40dc7e2c0e34e7257799c2e3f3aec1a016363bb11cad869ec
 
 function sourceRows(): number[][] {
   const csv = gunzipSync(readFileSync(SOURCE)).toString('latin1');
-  return csv.trim().split('\n').map((line) => line.split(',').map(Number));
+  return csv
+    .trim()
+    .split('\n')
+    .map((line) => line.split(',').map(Number));
 }
 
 describe('embedded digits', () => {

@@ -19,7 +19,10 @@ const round = (dt: DT) => (dt === 'float32' ? Math.fround : (v: number) => v);
 /** Deterministic values away from 0 (so ÷ is safe), distinct per seed. */
 function values(shape: readonly number[], seed: number, dt: DT): Nd {
   const n = sizeOf(shape);
-  return nd(shape, Array.from({ length: n }, (_, i) => round(dt)(((((i + 1) * 7919 + seed * 104729) % 1999) / 1999 - 0.5) * 3 + (i % 2 ? 0.25 : -0.25))));
+  return nd(
+    shape,
+    Array.from({ length: n }, (_, i) => round(dt)(((((i + 1) * 7919 + seed * 104729) % 1999) / 1999 - 0.5) * 3 + (i % 2 ? 0.25 : -0.25))),
+  );
 }
 
 const OPS = {
@@ -34,10 +37,49 @@ const OPS = {
 
 // [a shape, b shape]: each fast layout, its edge cases, and general layouts next to them.
 const LAYOUTS: [number[], number[]][] = [
-  [[], []], [[1], [1]], [[3], [3]], [[17], [17]], [[0], [0]], [[5, 7], [5, 7]], [[2, 3, 4], [2, 3, 4]],
-  [[3, 5], []], [[3, 5], [1]], [[3, 5], [1, 1]], [[], [4, 6]], [[1], [2, 9]], [[1], [1, 1]], [[1, 1], [1]], [[0, 3], []],
-  [[4, 6], [6]], [[6], [4, 6]], [[33, 17], [17]], [[1, 4], [4]], [[4, 1], [1]], [[2, 1], [1]],
-  [[2, 3, 4], [4]], [[3, 1, 4], [2, 1]], [[4, 6], [4, 1]], [[4, 1], [1, 6]],
+  [[], []],
+  [[1], [1]],
+  [[3], [3]],
+  [[17], [17]],
+  [[0], [0]],
+  [
+    [5, 7],
+    [5, 7],
+  ],
+  [
+    [2, 3, 4],
+    [2, 3, 4],
+  ],
+  [[3, 5], []],
+  [[3, 5], [1]],
+  [
+    [3, 5],
+    [1, 1],
+  ],
+  [[], [4, 6]],
+  [[1], [2, 9]],
+  [[1], [1, 1]],
+  [[1, 1], [1]],
+  [[0, 3], []],
+  [[4, 6], [6]],
+  [[6], [4, 6]],
+  [[33, 17], [17]],
+  [[1, 4], [4]],
+  [[4, 1], [1]],
+  [[2, 1], [1]],
+  [[2, 3, 4], [4]],
+  [
+    [3, 1, 4],
+    [2, 1],
+  ],
+  [
+    [4, 6],
+    [4, 1],
+  ],
+  [
+    [4, 1],
+    [1, 6],
+  ],
 ];
 
 const data = (t: Tensor): number[] => Array.from(t.toArray());
@@ -47,7 +89,8 @@ describe('binary launches: every layout matches the float64 reference bit for bi
     for (const [name, [op, f]] of Object.entries(OPS)) {
       it(`${name} ${dt}`, () => {
         for (const [as, bs] of LAYOUTS) {
-          const ra = values(as, 1, dt), rb = values(bs, 2, dt);
+          const ra = values(as, 1, dt),
+            rb = values(bs, 2, dt);
           const shape = broadcastShape(as, bs);
           const want = zip(broadcastTo(ra, shape), broadcastTo(rb, shape), f).data;
           A.tidy(() => {
@@ -65,7 +108,16 @@ describe('fast layouts give the bits of the general broadcast path', () => {
   // A leading axis of 1 on one operand sends the same computation through collapse() and the
   // general launch; dropping it again must not change a bit (pow and tanh-like kernels are not
   // exactly rounded, so this is the check that matters for them).
-  const CASES: [number[], number[]][] = [[[5, 7], [5, 7]], [[33, 17], [17]], [[17], [33, 17]], [[3, 5], []], [[], [3, 5]]];
+  const CASES: [number[], number[]][] = [
+    [
+      [5, 7],
+      [5, 7],
+    ],
+    [[33, 17], [17]],
+    [[17], [33, 17]],
+    [[3, 5], []],
+    [[], [3, 5]],
+  ];
   for (const dt of DTYPES) {
     it(`pow, sub and mul, ${dt}`, () => {
       for (const [as, bs] of CASES) {
@@ -74,7 +126,8 @@ describe('fast layouts give the bits of the general broadcast path', () => {
           const b = A.tensor(values(bs, 4, dt).data, { shape: bs, dtype: dt });
           const b1 = A.reshape(b, [1, 1, ...bs]); // rank 3+: never on a fast path
           for (const op of [A.pow, A.sub, A.mul]) {
-            const fast = op(a, b), general = op(a, b1);
+            const fast = op(a, b),
+              general = op(a, b1);
             expect(data(fast), `${op.name} [${as}] ∘ [${bs}]`).toEqual(data(general));
           }
         });
@@ -106,19 +159,22 @@ describe('unbatched matmul', () => {
     it(`equals the batched path bit for bit and the float64 product, every transpose, ${dt}`, () => {
       const [M, K, N] = [7, 13, 5];
       A.tidy(() => {
-        const ra = values([M, K], 6, dt), rb = values([K, N], 7, dt);
-        const a = A.tensor(ra.data, { shape: [M, K], dtype: dt }), b = A.tensor(rb.data, { shape: [K, N], dtype: dt });
+        const ra = values([M, K], 6, dt),
+          rb = values([K, N], 7, dt);
+        const a = A.tensor(ra.data, { shape: [M, K], dtype: dt }),
+          b = A.tensor(rb.data, { shape: [K, N], dtype: dt });
         const y = A.matmul(a, b);
         const batched = A.reshape(A.matmul(A.reshape(a, [1, M, K]), b), [M, N]);
         expect(data(y)).toEqual(data(batched));
         const tr = A.matmul(A.transpose(A.transpose(a)), A.transpose(A.transpose(b)));
         expect(data(tr)).toEqual(data(y));
         const tol = dt === 'float32' ? 1e-5 : 1e-13;
-        for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
-          let s = 0;
-          for (let k = 0; k < K; k++) s += ra.data[i * K + k] * rb.data[k * N + j];
-          expect(Math.abs(y.toArray()[i * N + j] - s)).toBeLessThan(tol * (1 + Math.abs(s)));
-        }
+        for (let i = 0; i < M; i++)
+          for (let j = 0; j < N; j++) {
+            let s = 0;
+            for (let k = 0; k < K; k++) s += ra.data[i * K + k] * rb.data[k * N + j];
+            expect(Math.abs(y.toArray()[i * N + j] - s)).toBeLessThan(tol * (1 + Math.abs(s)));
+          }
       });
     });
   }

@@ -9,7 +9,9 @@ import { FILES, applyRegions, loadResults, renderAll } from '../scripts/bench-ta
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const read = (p: string) => readFileSync(join(root, p), 'utf8');
-const docPages = readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const docPages = readdirSync(join(root, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 const allPages = ['README.md', ...docPages];
 const userPages = allPages.filter((p) => p !== 'docs/CONTRIBUTING.md');
 

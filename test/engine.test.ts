@@ -15,7 +15,15 @@ const arr = (t: Tensor): number[] => Array.from(t.toArray());
  * Math. Run after every error below: the engine must still give the right numbers.
  */
 function trainStep(): void {
-  const X = [[1, 2], [0.5, -1], [3, 0.25], [-2, 1]], y = [1, -0.5, 2, 0.75], w0 = [0.3, -0.7], lr = 0.1;
+  const X = [
+      [1, 2],
+      [0.5, -1],
+      [3, 0.25],
+      [-2, 1],
+    ],
+    y = [1, -0.5, 2, 0.75],
+    w0 = [0.3, -0.7],
+    lr = 0.1;
   const r = X.map((row, i) => row[0] * w0[0] + row[1] * w0[1] - y[i]);
   const loss = r.reduce((s, v) => s + v * v, 0) / 4;
   const w1 = w0.map((wj, j) => wj - lr * (2 / 4) * r.reduce((s, ri, i) => s + ri * X[i][j], 0));
@@ -38,27 +46,33 @@ function expectBaseline(fn: () => void): void {
 
 describe('memory returns to its baseline after tidy', () => {
   it('around forward + backward of a small network', () => {
-    expectBaseline(() => A.tidy(() => {
-      const x = A.randn([8, 5], { seed: 1 }), w1 = A.randn([5, 6], { seed: 2, requiresGrad: true });
-      const w2 = A.randn([6, 3], { seed: 3, requiresGrad: true }), g = A.ones([6], { requiresGrad: true });
-      const h = A.layerNorm(A.gelu(A.matmul(x, w1)), g);
-      const loss = A.add(A.crossEntropy(A.matmul(A.tanh(h), w2), [0, 1, 2, 0, 1, 2, 0, 1]), A.mean(A.gather(h, [1, 3], 1)));
-      loss.backward();
-      expect(w1.grad!.shape).toEqual([5, 6]);
-      expect(arr(g.grad!).some((v) => v !== 0)).toBe(true);
-    }));
+    expectBaseline(() =>
+      A.tidy(() => {
+        const x = A.randn([8, 5], { seed: 1 }),
+          w1 = A.randn([5, 6], { seed: 2, requiresGrad: true });
+        const w2 = A.randn([6, 3], { seed: 3, requiresGrad: true }),
+          g = A.ones([6], { requiresGrad: true });
+        const h = A.layerNorm(A.gelu(A.matmul(x, w1)), g);
+        const loss = A.add(A.crossEntropy(A.matmul(A.tanh(h), w2), [0, 1, 2, 0, 1, 2, 0, 1]), A.mean(A.gather(h, [1, 3], 1)));
+        loss.backward();
+        expect(w1.grad!.shape).toEqual([5, 6]);
+        expect(arr(g.grad!).some((v) => v !== 0)).toBe(true);
+      }),
+    );
   });
 
   it('around grad, valueAndGrad and a released vjp', () => {
-    expectBaseline(() => A.tidy(() => {
-      const x = A.tensor([0.1, 0.5, -0.3], f64);
-      const f = (a: Tensor) => A.logsumexp(A.mul(A.softmax(a), a));
-      A.grad(f)(x);
-      A.valueAndGrad(f)(x);
-      const [, back] = A.vjp((a: Tensor) => A.exp(A.sin(a)), x);
-      back(x);
-      back.release();
-    }));
+    expectBaseline(() =>
+      A.tidy(() => {
+        const x = A.tensor([0.1, 0.5, -0.3], f64);
+        const f = (a: Tensor) => A.logsumexp(A.mul(A.softmax(a), a));
+        A.grad(f)(x);
+        A.valueAndGrad(f)(x);
+        const [, back] = A.vjp((a: Tensor) => A.exp(A.sin(a)), x);
+        back(x);
+        back.release();
+      }),
+    );
   });
 
   it('around ops that throw halfway', () => {
@@ -90,9 +104,19 @@ describe('bad input gives a clear error and leaves the engine working', () => {
     ['add dtypes', () => A.add(a34(), A.zeros([3, 4], f64)), A.DtypeError, /add: dtypes differ: float32 \[3,4\] and float64 \[3,4\]/],
     ['matmul dtypes', () => A.matmul(a34(), A.zeros([4, 2], f64)), A.DtypeError, /matmul: dtypes differ/],
     ['concat dtypes', () => A.concat([a34(), A.zeros([3, 4], f64)]), A.DtypeError, /concat: tensor 1 is float64/],
-    ['backward non-scalar', () => A.exp(A.zeros([3], { requiresGrad: true })).backward(), A.GradError, /non-scalar output needs an explicit seed/],
+    [
+      'backward non-scalar',
+      () => A.exp(A.zeros([3], { requiresGrad: true })).backward(),
+      A.GradError,
+      /non-scalar output needs an explicit seed/,
+    ],
     ['backward no grad', () => A.sum(A.ones([3])).backward(), A.GradError, /does not require grad/],
-    ['backward under noGrad', () => A.noGrad(() => A.sum(A.ones([3], { requiresGrad: true }))).backward(), A.GradError, /does not require grad/],
+    [
+      'backward under noGrad',
+      () => A.noGrad(() => A.sum(A.ones([3], { requiresGrad: true }))).backward(),
+      A.GradError,
+      /does not require grad/,
+    ],
     ['grad argnums', () => A.grad((a: Tensor) => A.sum(a), { argnums: 1 })(a34()), A.ArgumentError, /grad: argnums 1 is out of range/],
   ];
 
@@ -158,14 +182,18 @@ describe('bad input gives a clear error and leaves the engine working', () => {
 describe('transforms', () => {
   const f = (a: Tensor, b: Tensor) => A.sum(A.mul(A.sin(a), b));
 
-  it('grad and valueAndGrad with argnums, leaving the caller\'s .grad alone', () => {
+  it("grad and valueAndGrad with argnums, leaving the caller's .grad alone", () => {
     A.tidy(() => {
-      const a = A.tensor([0.5, -1], { ...f64, requiresGrad: true }), b = A.tensor([2, 3], f64);
+      const a = A.tensor([0.5, -1], { ...f64, requiresGrad: true }),
+        b = A.tensor([2, 3], f64);
       expect(arr(A.grad(f)(a, b) as Tensor)).toEqual([2 * Math.cos(0.5), 3 * Math.cos(-1)]);
       expect(arr(A.grad(f, { argnums: 1 })(a, b) as Tensor)).toEqual([Math.sin(0.5), Math.sin(-1)]);
       const [v, gs] = A.valueAndGrad(f, { argnums: [1, 0] })(a, b);
       expect(v.item()).toBe(2 * Math.sin(0.5) + 3 * Math.sin(-1));
-      expect((gs as Tensor[]).map(arr)).toEqual([[Math.sin(0.5), Math.sin(-1)], [2 * Math.cos(0.5), 3 * Math.cos(-1)]]);
+      expect((gs as Tensor[]).map(arr)).toEqual([
+        [Math.sin(0.5), Math.sin(-1)],
+        [2 * Math.cos(0.5), 3 * Math.cos(-1)],
+      ]);
       expect(a.grad).toBe(null);
       expect(arr(A.grad((x: Tensor) => A.sum(b), {})(a) as Tensor)).toEqual([0, 0]); // f does not depend on a
     });
@@ -195,15 +223,21 @@ describe('transforms', () => {
     });
   });
 
-  it('customVjp uses the user\'s gradient (a straight-through estimator) and checks its arity', () => {
+  it("customVjp uses the user's gradient (a straight-through estimator) and checks its arity", () => {
     A.tidy(() => {
-      const ste = A.customVjp((a: Tensor) => A.relu(a), (g) => [A.mul(g, 2)]);
+      const ste = A.customVjp(
+        (a: Tensor) => A.relu(a),
+        (g) => [A.mul(g, 2)],
+      );
       const x = A.tensor([-1, 0.5], { ...f64, requiresGrad: true });
       const y = ste(x);
       expect(arr(y)).toEqual([0, 0.5]);
       A.sum(y).backward();
       expect(arr(x.grad!)).toEqual([2, 2]);
-      const bad = A.customVjp((a: Tensor, b: Tensor) => A.add(a, b), (g) => [g]);
+      const bad = A.customVjp(
+        (a: Tensor, b: Tensor) => A.add(a, b),
+        (g) => [g],
+      );
       expect(() => A.sum(bad(x, x)).backward()).toThrow(A.GradError);
       expect(() => A.sum(bad(x, x)).backward()).toThrow(/customVjp\(.*\): backward .*2/);
     });
@@ -234,10 +268,10 @@ describe('arena', () => {
     c.dispose();
   });
 
-  it('grows the memory beyond its initial size, keeping old tensors\' values and rebuilding views', () => {
+  it("grows the memory beyond its initial size, keeping old tensors' values and rebuilding views", () => {
     const old = A.tensor([1.5, -2.25, 3], f64);
     const w0 = A.memory().wasmBytes;
-    const big = A.full([3 * w0 / 4], 2); // more float32s than the memory had bytes to spare
+    const big = A.full([(3 * w0) / 4], 2); // more float32s than the memory had bytes to spare
     expect(A.memory().wasmBytes).toBeGreaterThan(w0);
     expect(arr(old)).toEqual([1.5, -2.25, 3]);
     expect(arr(A.mul(old, 2))).toEqual([3, -4.5, 6]);

@@ -36,13 +36,24 @@ export function makeFixtures(): Fixtures {
   dead.dispose();
   return A.tidy(() => {
     const f = {
-      x: A.randn([2, 3], { seed: 1 }), y: A.randn([3, 2], { seed: 2 }), v: A.randn([3], { seed: 3 }),
-      x64: A.randn([2, 3], { seed: 4, dtype: 'float64' }), dead, img: A.randn([1, 1, 4, 4], { seed: 5 }),
-      w: A.randn([2, 1, 3, 3], { seed: 6 }), p: A.randn([2, 3], { seed: 7, requiresGrad: true }),
+      x: A.randn([2, 3], { seed: 1 }),
+      y: A.randn([3, 2], { seed: 2 }),
+      v: A.randn([3], { seed: 3 }),
+      x64: A.randn([2, 3], { seed: 4, dtype: 'float64' }),
+      dead,
+      img: A.randn([1, 1, 4, 4], { seed: 5 }),
+      w: A.randn([2, 1, 3, 3], { seed: 6 }),
+      p: A.randn([2, 3], { seed: 7, requiresGrad: true }),
     };
     for (const t of Object.values(f)) if (!t.disposed) A.keep(t);
     const nn = A.nn;
-    return { ...f, lin: new nn.Linear(3, 2, { seed: 1 }), ln: new nn.LayerNorm(4), emb: new nn.Embedding(3, 2, { seed: 2 }), conv: new nn.Conv2d(2, 2, 3) };
+    return {
+      ...f,
+      lin: new nn.Linear(3, 2, { seed: 1 }),
+      ln: new nn.LayerNorm(4),
+      emb: new nn.Embedding(3, 2, { seed: 2 }),
+      conv: new nn.Conv2d(2, 2, 3),
+    };
   });
 }
 
@@ -178,7 +189,15 @@ function linalgNnRows(f: Fixtures): Row[] {
     row('matmul', () => A.matmul(f.x, f.x), A.ShapeError, 'inner dimensions', '[2,3]', '3 vs 2'),
     row('matmul', () => A.matmul(f.x, A.ones([3, 2], { dtype: 'float64' })), A.DtypeError, 'float32', 'float64'),
     row('matmul', () => A.matmul(f.x, A.ones([])), A.ShapeError, 'at least 1-D', '[]'),
-    row('scaledDotProductAttention', () => A.scaledDotProductAttention(f.x, f.x, f.x, { mask: f.v }), A.ShapeError, 'mask', '[3]', 'does not broadcast', '[2,2]'),
+    row(
+      'scaledDotProductAttention',
+      () => A.scaledDotProductAttention(f.x, f.x, f.x, { mask: f.v }),
+      A.ShapeError,
+      'mask',
+      '[3]',
+      'does not broadcast',
+      '[2,2]',
+    ),
     row('scaledDotProductAttention', () => A.scaledDotProductAttention(f.x, f.x64, f.x), A.DtypeError, 'float32', 'float64'),
     row('scaledDotProductAttention', () => A.scaledDotProductAttention(f.x, f.y, f.x), A.ShapeError, 'q [2,3]', 'k [3,2]', 'last axis'),
     row('matmul', () => A.matmul(f.v, A.ones([2])), A.ShapeError, 'inner dimensions', '3 vs 2'),
@@ -315,7 +334,14 @@ function transformRows(f: Fixtures): Row[] {
     row('grad', () => A.grad(sq, any({ argnum: 0 })), A.ArgumentError, 'unknown option', 'argnum'),
     row('grad', () => A.grad(sq, { hasAux: true })(f.x), A.GradError, 'hasAux', '[value, aux]'),
     row('grad', () => A.grad((t: { a: A.Tensor }) => A.sum(t.a))({ a: f.x, b: 'no' }), A.ArgumentError, 'argument 0.b', 'string'),
-    row('Tensor.backward', () => f.p.sum().backward(undefined, any({ createGraph: 'yes' })), A.ArgumentError, 'backward', 'createGraph', 'true or false'),
+    row(
+      'Tensor.backward',
+      () => f.p.sum().backward(undefined, any({ createGraph: 'yes' })),
+      A.ArgumentError,
+      'backward',
+      'createGraph',
+      'true or false',
+    ),
     row('Tensor.backward', () => f.p.sum().backward(undefined, any({ inputs: [f.x] })), A.GradError, 'inputs[0]', 'leaf with requiresGrad'),
     row('autograd.grad', () => A.autograd.grad(f.x.sum(), [f.p]), A.GradError, 'outputs[0]', 'does not require grad'),
     row('autograd.grad', () => A.autograd.grad(f.p.sum(), any(3)), A.ArgumentError, 'inputs', 'Tensor', 'number'),
@@ -328,17 +354,92 @@ function transformRows(f: Fixtures): Row[] {
     row('functionalCall', () => A.functionalCall(f.lin, { bias: f.v }, f.x), A.ShapeError, 'bias', '[3]', '[2]'),
     row('customVjp', () => A.customVjp(any(1), any(2)), A.ArgumentError, 'forward', 'function', 'number'),
     row('customVjp', () => A.customVjp((t) => t, any(null)), A.ArgumentError, 'backward', 'function'),
-    row('customVjp', () => A.customVjp(function twice(t) { return A.mul(t, 2); }, (g) => [g])(any(3)), A.ArgumentError, 'twice', 'argument 0', 'Tensor'),
-    row('customVjp', () => A.customVjp(any(function bad() { return 7; }), (g) => [g])(f.x), A.ArgumentError, 'bad', 'forward', 'Tensor'),
-    row('customVjp', () => A.sum(A.customVjp(function two(t) { return A.mul(t, 2); }, (g) => [g, g])(f.p)).backward(), A.GradError, 'two', '2', '1 input'),
-    row('customVjp', () => A.sum(A.customVjp(function shp(t) { return A.mul(t, 2); }, () => [A.ones([3])])(f.p)).backward(), A.GradError, 'shp', 'cotangent 0', '[2,3]', '[3]'),
+    row(
+      'customVjp',
+      () =>
+        A.customVjp(
+          function twice(t) {
+            return A.mul(t, 2);
+          },
+          (g) => [g],
+        )(any(3)),
+      A.ArgumentError,
+      'twice',
+      'argument 0',
+      'Tensor',
+    ),
+    row(
+      'customVjp',
+      () =>
+        A.customVjp(
+          any(function bad() {
+            return 7;
+          }),
+          (g) => [g],
+        )(f.x),
+      A.ArgumentError,
+      'bad',
+      'forward',
+      'Tensor',
+    ),
+    row(
+      'customVjp',
+      () =>
+        A.sum(
+          A.customVjp(
+            function two(t) {
+              return A.mul(t, 2);
+            },
+            (g) => [g, g],
+          )(f.p),
+        ).backward(),
+      A.GradError,
+      'two',
+      '2',
+      '1 input',
+    ),
+    row(
+      'customVjp',
+      () =>
+        A.sum(
+          A.customVjp(
+            function shp(t) {
+              return A.mul(t, 2);
+            },
+            () => [A.ones([3])],
+          )(f.p),
+        ).backward(),
+      A.GradError,
+      'shp',
+      'cotangent 0',
+      '[2,3]',
+      '[3]',
+    ),
     row('gradcheck', () => A.gradcheck(sq, []), A.ArgumentError, 'inputs', 'non-empty'),
     row('gradcheck', () => A.gradcheck(any(0), [f.x]), A.ArgumentError, 'f', 'function'),
     row('gradcheck', () => A.gradcheck(sq, [any('x')]), A.ArgumentError, 'input 0', 'Tensor'),
     row('gradcheck', () => A.gradcheck(sq, [f.x], { eps: -1 }), A.ArgumentError, 'eps', 'positive'),
     row('checkpoint', () => A.checkpoint(any(5)), A.ArgumentError, 'fn', 'function', 'number'),
-    row('checkpoint', () => A.checkpoint(function seg(t: A.Tensor) { return A.tanh(t); })(any('x')), A.ArgumentError, 'seg', 'argument 0', 'Tensor'),
-    row('checkpoint', () => A.checkpoint(function seg(t: A.Tensor) { return A.tanh(t); })(f.dead), A.DisposedError, 'disposed'),
+    row(
+      'checkpoint',
+      () =>
+        A.checkpoint(function seg(t: A.Tensor) {
+          return A.tanh(t);
+        })(any('x')),
+      A.ArgumentError,
+      'seg',
+      'argument 0',
+      'Tensor',
+    ),
+    row(
+      'checkpoint',
+      () =>
+        A.checkpoint(function seg(t: A.Tensor) {
+          return A.tanh(t);
+        })(f.dead),
+      A.DisposedError,
+      'disposed',
+    ),
     row('compile', () => A.compile(any(5)), A.ArgumentError, 'fn', 'function', 'number'),
     row('detectAnomaly', () => A.detectAnomaly(any('yes')), A.ArgumentError, 'true or false', 'string'),
     row('withAnomalyDetection', () => A.withAnomalyDetection(any(0)), A.ArgumentError, 'fn', 'function'),
@@ -347,7 +448,8 @@ function transformRows(f: Fixtures): Row[] {
 
 /** Rows for nn, optim, io and data (as far as they exist). */
 function libraryRows(f: Fixtures): Row[] {
-  const nn = A.nn, optim = A.optim;
+  const nn = A.nn,
+    optim = A.optim;
   const rows: Row[] = [
     row('nn.Linear', () => new nn.Linear(0, 2), A.ArgumentError, 'inFeatures', 'positive integer', '0'),
     row('nn.Linear', () => new nn.Linear(3, any('2')), A.ArgumentError, 'outFeatures', 'positive integer'),
@@ -375,7 +477,14 @@ function libraryRows(f: Fixtures): Row[] {
     row('nn.MaxPool2d', () => new nn.MaxPool2d(0).forward(f.img), A.ArgumentError, 'kernel size', '0'),
     row('nn.AvgPool2d', () => new nn.AvgPool2d(2).forward(f.x), A.ShapeError, '4-D', '[2,3]'),
     row('nn.MultiheadAttention', () => new nn.MultiheadAttention(10, 4), A.ShapeError, 'embedDim', 'numHeads', '10', '4', 'divisible'),
-    row('nn.TransformerEncoderLayer', () => new nn.TransformerEncoderLayer(8, 2, { activation: any('tanh') }), A.ArgumentError, 'activation', "'relu' or 'gelu'", 'tanh'),
+    row(
+      'nn.TransformerEncoderLayer',
+      () => new nn.TransformerEncoderLayer(8, 2, { activation: any('tanh') }),
+      A.ArgumentError,
+      'activation',
+      "'relu' or 'gelu'",
+      'tanh',
+    ),
     row('nn.LSTM', () => new nn.LSTM(3, 0), A.ArgumentError, 'LSTM', 'hiddenSize', 'positive integer', '0'),
     row('nn.GRU', () => new nn.GRU(3, 4, { numLayers: 0 }), A.ArgumentError, 'GRU', 'numLayers', 'positive integer'),
     row('nn.LSTMCell', () => new nn.LSTMCell(0, 4), A.ArgumentError, 'LSTMCell', 'inputSize', 'positive integer'),
@@ -384,9 +493,24 @@ function libraryRows(f: Fixtures): Row[] {
     row('nn.GPT', () => new nn.GPT({ vocabSize: 5, width: 6, heads: 4 }), A.ShapeError, 'GPT', 'width (6)', 'divisible by heads (4)'),
     row('nn.GPT', () => new nn.GPT(any({ vocabSize: 0 })), A.ArgumentError, 'GPT', 'vocabSize', 'positive integer'),
     row('nn.Module', () => f.lin.loadStateDict({ weight: A.ones([2, 3]) }), A.ArgumentError, 'loadStateDict', 'missing', 'bias'),
-    row('nn.Module', () => f.lin.loadStateDict({ weight: A.ones([3, 2]), bias: A.ones([2]) }), A.ShapeError, 'loadStateDict', 'weight', '[2,3]', '[3,2]'),
+    row(
+      'nn.Module',
+      () => f.lin.loadStateDict({ weight: A.ones([3, 2]), bias: A.ones([2]) }),
+      A.ShapeError,
+      'loadStateDict',
+      'weight',
+      '[2,3]',
+      '[3,2]',
+    ),
     row('nn.Module', () => f.lin.loadStateDict(any(null)), A.ArgumentError, 'loadStateDict', 'record'),
-    row('optim.dpGradients', () => optim.dpGradients(f.lin, f.x, new Int32Array([0, 1]), 2, { clip: 0, noise: 1, seed: 0 }), A.ArgumentError, 'clip', 'positive', '0'),
+    row(
+      'optim.dpGradients',
+      () => optim.dpGradients(f.lin, f.x, new Int32Array([0, 1]), 2, { clip: 0, noise: 1, seed: 0 }),
+      A.ArgumentError,
+      'clip',
+      'positive',
+      '0',
+    ),
     row('optim.SGD', () => new optim.SGD([f.p], any({})), A.ArgumentError, 'lr', 'required'),
     row('optim.SGD', () => new optim.SGD([f.p], { lr: NaN }), A.ArgumentError, 'lr', 'finite', 'NaN'),
     row('optim.SGD', () => new optim.SGD([], { lr: 0.1 }), A.ArgumentError, 'empty parameter list'),
@@ -411,24 +535,82 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),
     row('data.digits', () => A.data.digits({ testFraction: 1 }), A.ArgumentError, 'testFraction', '(0, 1)', '1'),
-    row('data.batches', () => A.data.batches(f.x, new Int32Array(2), { batchSize: 0 }).next(), A.ArgumentError, 'batchSize', 'positive integer', '0'),
+    row(
+      'data.batches',
+      () => A.data.batches(f.x, new Int32Array(2), { batchSize: 0 }).next(),
+      A.ArgumentError,
+      'batchSize',
+      'positive integer',
+      '0',
+    ),
     row('data.batches', () => A.data.batches(f.x, new Int32Array(3), { batchSize: 1 }).next(), A.ShapeError, '3 labels', '2 rows'),
     row('data.batches', () => A.data.batches(any(1), new Int32Array(3), { batchSize: 1 }).next(), A.ArgumentError, 'x', 'Tensor'),
     row('data.batchCount', () => A.data.batchCount(10, 0), A.ArgumentError, 'batchSize', 'positive integer', '0'),
     row('data.batchCount', () => A.data.batchCount(-1, 2), A.ArgumentError, 'n', 'non-negative integer', '-1'),
     row('data.permutation', () => A.data.permutation(-2), A.ArgumentError, 'n', 'non-negative integer', '-2'),
     row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'seed', 'safe integer'),
-    row('optim.lrScheduler.StepLR', () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 0 }), A.ArgumentError, 'stepSize', 'integer ≥ 1', '0'),
-    row('optim.lrScheduler.StepLR', () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 1 }).step(), A.AdjointError, 'before SGD.step()'),
-    row('optim.lrScheduler.LinearLR', () => new optim.lrScheduler.LinearLR(new optim.SGD([f.p], { lr: 0.1 }), { startFactor: 2 }), A.ArgumentError, 'startFactor', '(0, 1]', '2'),
-    row('optim.lrScheduler.CosineAnnealingLR', () => new optim.lrScheduler.CosineAnnealingLR(any(null), { tMax: 5 }), A.ArgumentError, 'optimizer', 'null'),
-    row('optim.lrScheduler.LambdaLR', () => new optim.lrScheduler.LambdaLR(new optim.SGD([f.p], { lr: 0.1 }), { lrLambda: any(3) }), A.ArgumentError, 'lrLambda', 'function', 'number'),
-    row('optim.lrScheduler.SequentialLR', () => new optim.lrScheduler.SequentialLR(new optim.SGD([f.p], { lr: 0.1 }), { schedulers: [], milestones: [] }), A.ArgumentError, 'schedulers', 'non-empty'),
-    row('optim.lrScheduler.OneCycleLR', () => new optim.lrScheduler.OneCycleLR(new optim.SGD([f.p], { lr: 0.1 }), { maxLr: 1, totalSteps: 0 }), A.ArgumentError, 'totalSteps', 'integer ≥ 1', '0'),
+    row(
+      'optim.lrScheduler.StepLR',
+      () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 0 }),
+      A.ArgumentError,
+      'stepSize',
+      'integer ≥ 1',
+      '0',
+    ),
+    row(
+      'optim.lrScheduler.StepLR',
+      () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 1 }).step(),
+      A.AdjointError,
+      'before SGD.step()',
+    ),
+    row(
+      'optim.lrScheduler.LinearLR',
+      () => new optim.lrScheduler.LinearLR(new optim.SGD([f.p], { lr: 0.1 }), { startFactor: 2 }),
+      A.ArgumentError,
+      'startFactor',
+      '(0, 1]',
+      '2',
+    ),
+    row(
+      'optim.lrScheduler.CosineAnnealingLR',
+      () => new optim.lrScheduler.CosineAnnealingLR(any(null), { tMax: 5 }),
+      A.ArgumentError,
+      'optimizer',
+      'null',
+    ),
+    row(
+      'optim.lrScheduler.LambdaLR',
+      () => new optim.lrScheduler.LambdaLR(new optim.SGD([f.p], { lr: 0.1 }), { lrLambda: any(3) }),
+      A.ArgumentError,
+      'lrLambda',
+      'function',
+      'number',
+    ),
+    row(
+      'optim.lrScheduler.SequentialLR',
+      () => new optim.lrScheduler.SequentialLR(new optim.SGD([f.p], { lr: 0.1 }), { schedulers: [], milestones: [] }),
+      A.ArgumentError,
+      'schedulers',
+      'non-empty',
+    ),
+    row(
+      'optim.lrScheduler.OneCycleLR',
+      () => new optim.lrScheduler.OneCycleLR(new optim.SGD([f.p], { lr: 0.1 }), { maxLr: 1, totalSteps: 0 }),
+      A.ArgumentError,
+      'totalSteps',
+      'integer ≥ 1',
+      '0',
+    ),
     row('data.CharTokenizer', () => A.data.CharTokenizer.fromText('ab').encode('abc'), A.ArgumentError, '"c"', 'position 2', 'vocabulary'),
     row('data.CharTokenizer', () => new A.data.CharTokenizer(['ab']), A.ArgumentError, 'vocab[0]', 'one character', '"ab"'),
     row('data.splitText', () => A.data.splitText(any([1, 2]), 0.5), A.ArgumentError, 'Int32Array', 'string'),
-    row('data.lmBatches', () => A.data.lmBatches(new Int32Array(4), { batchSize: 1, blockSize: 4 }).next(), A.ArgumentError, 'blockSize + 1 = 5', 'ids has 4'),
+    row(
+      'data.lmBatches',
+      () => A.data.lmBatches(new Int32Array(4), { batchSize: 1, blockSize: 4 }).next(),
+      A.ArgumentError,
+      'blockSize + 1 = 5',
+      'ids has 4',
+    ),
     row('gradientStats', () => A.gradientStats(any({})), A.ArgumentError, 'model', 'nn.Module', 'object'),
     row('nn.gradientStats', () => A.nn.gradientStats(any(null)), A.ArgumentError, 'model', 'nn.Module', 'null'),
     row('gradientWarnings', () => A.gradientWarnings([], { vanishing: -1 }), A.ArgumentError, 'vanishing', 'positive number', '-1'),
@@ -441,8 +623,15 @@ function libraryRows(f: Fixtures): Row[] {
 
 export function allRows(f: Fixtures): Row[] {
   return [
-    ...elementwiseRows(f), ...reduceRows(f), ...shapeRows(f), ...linalgNnRows(f), ...convRows(f),
-    ...creationRows(), ...memoryRows(f), ...transformRows(f), ...libraryRows(f),
+    ...elementwiseRows(f),
+    ...reduceRows(f),
+    ...shapeRows(f),
+    ...linalgNnRows(f),
+    ...convRows(f),
+    ...creationRows(),
+    ...memoryRows(f),
+    ...transformRows(f),
+    ...libraryRows(f),
     ...safetyRows(f),
     ...seqOpsRows(f),
   ];

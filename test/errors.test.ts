@@ -80,7 +80,16 @@ describe('error table', () => {
     const covered = new Set(rows.map((r) => r.fn));
     // No arguments to get wrong; init is tested in oom.test.ts (it must run before the engine starts);
     // the async readers in their own tests; LRScheduler is the schedulers' abstract base.
-    const exempt = new Set(['init', 'backend', 'memory', 'resetPeak', 'data.digitsRaw', 'data.fashionMnist', 'data.shakespeare', 'optim.lrScheduler.LRScheduler']);
+    const exempt = new Set([
+      'init',
+      'backend',
+      'memory',
+      'resetPeak',
+      'data.digitsRaw',
+      'data.fashionMnist',
+      'data.shakespeare',
+      'optim.lrScheduler.LRScheduler',
+    ]);
     const missing: string[] = [];
     const visit = (prefix: string, ns: Record<string, unknown>) => {
       for (const [name, v] of Object.entries(ns)) {
@@ -109,7 +118,8 @@ describe('after the table', () => {
       const m0 = A.memory();
       thrown(r.call);
       const m1 = A.memory();
-      const dt = m1.tensors - m0.tensors, db = m1.bytesInUse - m0.bytesInUse;
+      const dt = m1.tensors - m0.tensors,
+        db = m1.bytesInUse - m0.bytesInUse;
       if (dt !== 0 || db !== 0) leaks.push(`${r.fn} row ${i}: ${dt} tensors, ${db} bytes`);
     });
     expect(leaks).toEqual([]);
@@ -135,10 +145,14 @@ describe('after the table', () => {
     const w = A.randn([3], { seed: 21, requiresGrad: true });
     A.tidy(() => A.sum(A.square(w)).backward());
     const g = Array.from(w.grad!.toArray());
-    const bad = A.customVjp(function boom(t: A.Tensor) { return A.mul(t, 2); }, () => [A.ones([7])]);
+    const bad = A.customVjp(
+      function boom(t: A.Tensor) {
+        return A.mul(t, 2);
+      },
+      () => [A.ones([7])],
+    );
     expect(() => A.tidy(() => A.add(A.sum(A.square(w)), A.sum(bad(w))).backward())).toThrow(A.GradError);
     expect(Array.from(w.grad!.toArray())).toEqual(g);
     w.dispose();
   });
 });
-

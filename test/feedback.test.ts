@@ -22,16 +22,18 @@ beforeAll(async () => {
   await A.init();
 });
 
-
 /** Row-major [m, k] · [k, n], with either operand read transposed (stored [k, m] / [n, k]). */
 function mm(a: number[], b: number[], m: number, k: number, n: number, ta = false, tb = false): number[] {
   const out = new Array<number>(m * n).fill(0);
-  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) {
-    out[i * n + j] += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
-  }
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++)
+      for (let p = 0; p < k; p++) {
+        out[i * n + j] += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+      }
   return out;
 }
-const colSums = (a: number[], m: number, n: number) => Array.from({ length: n }, (_, j) => a.filter((_, i) => i % n === j).reduce((s, v) => s + v, 0));
+const colSums = (a: number[], m: number, n: number) =>
+  Array.from({ length: n }, (_, j) => a.filter((_, i) => i % n === j).reduce((s, v) => s + v, 0));
 const addRow = (a: number[], b: number[], n: number) => a.map((v, i) => v + b[i % n]);
 
 /** x [3, 4] → Linear(4, 5) → tanh → Linear(5, 2) → L = ½ Σ y²: every gradient by hand, with the given feedback matrices. */
@@ -45,7 +47,8 @@ function handBackward(x: number[], w1: number[], b1: number[], w2: number[], b2:
 }
 
 function tinyNet(feedback: A.nn.Feedback) {
-  const l1 = new nn.Linear(4, 5, { seed: 11, feedback, ...f64 }), l2 = new nn.Linear(5, 2, { seed: 12, feedback, ...f64 });
+  const l1 = new nn.Linear(4, 5, { seed: 11, feedback, ...f64 }),
+    l2 = new nn.Linear(5, 2, { seed: 12, feedback, ...f64 });
   return { l1, l2, model: new nn.Sequential(l1, new nn.Tanh(), l2) };
 }
 const X = Array.from({ length: 12 }, (_, i) => Math.sin(1.3 * i + 0.4));
@@ -60,7 +63,15 @@ describe('feedback alignment: the backward pass', () => {
   it('equals a float64 hand computation with the fixed B (dx = g·B, dW = gᵀx, db = Σg)', () => {
     const { l1, l2, model } = tinyNet('alignment');
     const x = backwardOf(model);
-    const want = handBackward(X, arr(l1.weight), arr(l1.bias!), arr(l2.weight), arr(l2.bias!), arr(l1.feedbackMatrix!), arr(l2.feedbackMatrix!));
+    const want = handBackward(
+      X,
+      arr(l1.weight),
+      arr(l1.bias!),
+      arr(l2.weight),
+      arr(l2.bias!),
+      arr(l1.feedbackMatrix!),
+      arr(l2.feedbackMatrix!),
+    );
     close(arr(l2.weight.grad!), want.w2);
     close(arr(l2.bias!.grad!), want.b2);
     close(arr(l1.weight.grad!), want.w1);
@@ -69,7 +80,15 @@ describe('feedback alignment: the backward pass', () => {
     // The same hand computation with Wᵀ is backprop, and the 'bp' layers give exactly that.
     const bp = tinyNet('bp');
     const xb = backwardOf(bp.model);
-    const ref = handBackward(X, arr(bp.l1.weight), arr(bp.l1.bias!), arr(bp.l2.weight), arr(bp.l2.bias!), arr(bp.l1.weight), arr(bp.l2.weight));
+    const ref = handBackward(
+      X,
+      arr(bp.l1.weight),
+      arr(bp.l1.bias!),
+      arr(bp.l2.weight),
+      arr(bp.l2.bias!),
+      arr(bp.l1.weight),
+      arr(bp.l2.weight),
+    );
     close(arr(bp.l1.weight.grad!), ref.w1);
     close(arr(xb.grad!), ref.x);
     // Same seed, same W: the top layer's gradient is identical, the lower ones differ.
@@ -81,7 +100,13 @@ describe('feedback alignment: the backward pass', () => {
   it("'sign' sends g·sign(W)/√(3·in) back, recomputed from the current W", () => {
     const { l1, l2, model } = tinyNet('sign');
     // Flip some signs of W₂ after construction: B follows the current weights.
-    model.loadStateDict({ ...model.stateDict(), '2.weight': A.tensor(arr(l2.weight).map((v, i) => (i % 3 ? v : -v)), { shape: [2, 5], ...f64 }) });
+    model.loadStateDict({
+      ...model.stateDict(),
+      '2.weight': A.tensor(
+        arr(l2.weight).map((v, i) => (i % 3 ? v : -v)),
+        { shape: [2, 5], ...f64 },
+      ),
+    });
     const x = backwardOf(model);
     const s = (w: Tensor, fanIn: number) => arr(w).map((v) => Math.sign(v) / Math.sqrt(3 * fanIn));
     const want = handBackward(X, arr(l1.weight), arr(l1.bias!), arr(l2.weight), arr(l2.bias!), s(l1.weight, 4), s(l2.weight, 5));
@@ -92,14 +117,21 @@ describe('feedback alignment: the backward pass', () => {
   });
 
   it('keeps the forward and the JVP exact (the true derivative of x·Wᵀ)', () => {
-    const fa = tinyNet('alignment'), bp = tinyNet('bp');
-    const x = A.tensor(X, { shape: [3, 4], ...f64 }), t = A.tensor(X.map((v) => v * v - 0.3), { shape: [3, 4], ...f64 });
+    const fa = tinyNet('alignment'),
+      bp = tinyNet('bp');
+    const x = A.tensor(X, { shape: [3, 4], ...f64 }),
+      t = A.tensor(
+        X.map((v) => v * v - 0.3),
+        { shape: [3, 4], ...f64 },
+      );
     const [ya, ta] = A.jvp((z: Tensor) => fa.model.forward(z), [x], [t]);
     const [yb, tb] = A.jvp((z: Tensor) => bp.model.forward(z), [x], [t]);
     close(arr(ya), arr(yb), 0);
     close(arr(ta), arr(tb), 0);
     // The weights' tangents too: d(x·Wᵀ) = x·dWᵀ.
-    const w = fa.l1.weight.detach(), dw = A.ones([5, 4], f64), B = fa.l1.feedbackMatrix!;
+    const w = fa.l1.weight.detach(),
+      dw = A.ones([5, 4], f64),
+      B = fa.l1.feedbackMatrix!;
     const [, tw] = A.jvp((v: Tensor) => linearFA(x, v, B), [w], [dw]);
     close(arr(tw), mm(X, arr(dw), 3, 4, 5, false, true));
     for (const m of [fa.model, bp.model]) m.dispose();
@@ -108,12 +140,14 @@ describe('feedback alignment: the backward pass', () => {
 
 describe('the feedback matrix B', () => {
   it('is seeded, shaped and scaled like W (U(−1/√in, 1/√in)), and is no parameter', () => {
-    const fa = new nn.Linear(64, 32, { seed: 5, feedback: 'alignment' }), bp = new nn.Linear(64, 32, { seed: 5 });
+    const fa = new nn.Linear(64, 32, { seed: 5, feedback: 'alignment' }),
+      bp = new nn.Linear(64, 32, { seed: 5 });
     const again = new nn.Linear(64, 32, { seed: 5, feedback: 'alignment' });
     const B = fa.feedbackMatrix!;
     expect(B.shape).toEqual([32, 64]);
     expect(B.requiresGrad).toBe(false);
-    const b = arr(B), bound = 1 / Math.sqrt(64);
+    const b = arr(B),
+      bound = 1 / Math.sqrt(64);
     expect(Math.max(...b.map(Math.abs))).toBeLessThanOrEqual(Math.fround(bound));
     expect(Math.max(...b)).toBeGreaterThan(0.8 * bound);
     expect(arr(again.feedbackMatrix!)).toEqual(b);
@@ -127,12 +161,20 @@ describe('the feedback matrix B', () => {
   });
 
   it('setFeedback switches a whole model, draws B per seed (never a weight of the same seed), and back to bp', () => {
-    const model = new nn.Sequential(new nn.Linear(8, 8, { seed: 0 }), new nn.ReLU(), new nn.Sequential(new nn.Linear(8, 8, { seed: 1 }), new nn.Linear(8, 3, { seed: 2 })));
+    const model = new nn.Sequential(
+      new nn.Linear(8, 8, { seed: 0 }),
+      new nn.ReLU(),
+      new nn.Sequential(new nn.Linear(8, 8, { seed: 1 }), new nn.Linear(8, 3, { seed: 2 })),
+    );
     const layers = A.setFeedback(model, 'alignment', 0);
     expect(layers.map(([n]) => n)).toEqual(['0', '2.0', '2.1']);
     const Bs = layers.map(([, l]) => arr(l.feedbackMatrix!));
     expect(Bs[0]).not.toEqual(arr(layers[0][1].weight)); // the stream of seed 0 is salted
-    const other = new nn.Sequential(new nn.Linear(8, 8, { seed: 0 }), new nn.ReLU(), new nn.Sequential(new nn.Linear(8, 8, { seed: 1 }), new nn.Linear(8, 3, { seed: 2 })));
+    const other = new nn.Sequential(
+      new nn.Linear(8, 8, { seed: 0 }),
+      new nn.ReLU(),
+      new nn.Sequential(new nn.Linear(8, 8, { seed: 1 }), new nn.Linear(8, 3, { seed: 2 })),
+    );
     expect(A.setFeedback(other, 'alignment', 0).map(([, l]) => arr(l.feedbackMatrix!))).toEqual(Bs);
     expect(A.setFeedback(other, 'alignment', 1).map(([, l]) => arr(l.feedbackMatrix!))[1]).not.toEqual(Bs[1]);
     // withBackprop runs true backprop through FA layers; 'bp' frees B.
@@ -142,7 +184,8 @@ describe('the feedback matrix B', () => {
       A.tidy(() => A.sum(A.square(model.forward(x))).backward());
       return arr(layers[0][1].weight.grad!);
     };
-    const fa = gradOf(), viaBp = A.withBackprop(gradOf);
+    const fa = gradOf(),
+      viaBp = A.withBackprop(gradOf);
     A.setFeedback(model, 'bp');
     expect(layers.every(([, l]) => l.feedback === 'bp' && l.feedbackMatrix === null)).toBe(true);
     expect(gradOf()).toEqual(viaBp);
@@ -161,7 +204,9 @@ describe('the feedback matrix B', () => {
     expect(A.memory().tensors).toBe(before + 3);
     r.dispose();
     expect(A.memory()).toMatchObject({ tensors: before, bytesInUse: bytes });
-    expect(() => new nn.Linear(3, 2, { feedback: 'dfa' as never })).toThrow(/Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/);
+    expect(() => new nn.Linear(3, 2, { feedback: 'dfa' as never })).toThrow(
+      /Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/,
+    );
     expect(() => linearFA(A.ones([2, 3]), A.ones([4, 3]), A.ones([3, 4]))).toThrow(A.ShapeError);
   });
 });
@@ -174,7 +219,8 @@ describe('training with feedback alignment', () => {
     monitor.dispose();
     r.model.dispose();
     expect(r.testAccuracy).toBeGreaterThanOrEqual(0.9);
-    const first = monitor.angles[0].angles, last = monitor.angles[monitor.angles.length - 1].angles;
+    const first = monitor.angles[0].angles,
+      last = monitor.angles[monitor.angles.length - 1].angles;
     expect(first.map((a) => a.layer)).toEqual(['0', '3']);
     // At the start B is unrelated to W: the signal is about orthogonal to backprop's.
     expect(first[1].signal!).toBeGreaterThan(80);
@@ -187,8 +233,12 @@ describe('training with feedback alignment', () => {
   it('`adjoint compare` trains each rule from the same start and plots them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'adjoint-cmp-'));
     const file = join(dir, 'cmp.svg');
-    let out = '', err = '';
-    const code = await main(['compare', '--feedback', 'bp,alignment', '--epochs', '2', '--plot', file], { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) } });
+    let out = '',
+      err = '';
+    const code = await main(['compare', '--feedback', 'bp,alignment', '--epochs', '2', '--plot', file], {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+    });
     expect(err).toBe('');
     expect(code).toBe(0);
     const lines = out.trim().split('\n');
@@ -196,7 +246,8 @@ describe('training with feedback alignment', () => {
     expect(out).toMatch(/feedback alignment +\d+\.\d\d% +0\.weight update: \d+\.\d°, signal sent back by 3: \d+\.\d°/);
     const svg = readFileSync(file, 'utf8');
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-    for (const t of ['Training loss', 'Test accuracy', 'Alignment with backprop', 'feedback alignment: signal sent back by 3']) expect(svg).toContain(t);
+    for (const t of ['Training loss', 'Test accuracy', 'Alignment with backprop', 'feedback alignment: signal sent back by 3'])
+      expect(svg).toContain(t);
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 

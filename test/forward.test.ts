@@ -14,7 +14,10 @@ const H = 1e-6;
 function randomLike(shape: readonly number[], seed: number): Tensor {
   const r = rng(seed);
   const n = shape.reduce((a, b) => a * b, 1);
-  return A.tensor(Array.from({ length: n }, () => 2 * r() - 1), { shape, ...f64 });
+  return A.tensor(
+    Array.from({ length: n }, () => 2 * r() - 1),
+    { shape, ...f64 },
+  );
 }
 const arr = (t: Tensor): number[] => Array.from(t.toArray());
 const dot = (a: ArrayLike<number>, b: ArrayLike<number>): number => Array.from(a).reduce((s, v, i) => s + v * b[i], 0);
@@ -48,7 +51,6 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('%s', (_name, spec) => {
       expect(Math.abs(lhs - rhs) / Math.max(Math.abs(lhs), Math.abs(rhs))).toBeLessThan(1e-10);
     });
   });
-
 
   it('hvp (forward-over-reverse through its VJP rules) matches differences of the gradient', () => {
     A.tidy(() => {
@@ -91,8 +93,34 @@ describe('jvp', () => {
 
   it('takes one tangent per primal (matmul in both arguments)', () => {
     A.tidy(() => {
-      const a = A.tensor([[1, 2], [3, 4]], f64), b = A.tensor([[0.5, -1], [2, 0]], f64);
-      const ta = A.tensor([[1, 0], [0, 0]], f64), tb = A.tensor([[0, 0], [0, 1]], f64);
+      const a = A.tensor(
+          [
+            [1, 2],
+            [3, 4],
+          ],
+          f64,
+        ),
+        b = A.tensor(
+          [
+            [0.5, -1],
+            [2, 0],
+          ],
+          f64,
+        );
+      const ta = A.tensor(
+          [
+            [1, 0],
+            [0, 0],
+          ],
+          f64,
+        ),
+        tb = A.tensor(
+          [
+            [0, 0],
+            [0, 1],
+          ],
+          f64,
+        );
       const [, t] = A.jvp(A.matmul, [a, b], [ta, tb]);
       // ta·b + a·tb
       expect(arr(t)).toEqual([0.5, -1 + 2, 0, 4]);
@@ -109,7 +137,8 @@ describe('jvp', () => {
   });
 
   it('frees every temporary: memory returns to its baseline', () => {
-    const x = A.tensor([0.1, 0.2, 0.3, 0.4], f64), v = A.tensor([1, 1, 1, 1], f64);
+    const x = A.tensor([0.1, 0.2, 0.3, 0.4], f64),
+      v = A.tensor([1, 1, 1, 1], f64);
     const before = A.memory();
     A.tidy(() => {
       A.jvp((a: Tensor) => A.logsumexp(A.tanh(A.matmul(A.reshape(a, [2, 2]), A.reshape(a, [2, 2])))), [x], [v]);
@@ -121,15 +150,27 @@ describe('jvp', () => {
 
   it('rejects bad tangents, naming the argument position', () => {
     A.tidy(() => {
-      const x = A.tensor([1, 2, 3], f64), y = A.tensor([[1, 2]], f64);
+      const x = A.tensor([1, 2, 3], f64),
+        y = A.tensor([[1, 2]], f64);
       const f = (a: Tensor, b: Tensor) => A.add(A.sum(a), A.sum(b));
       expect(() => A.jvp(f, [x, y], [x])).toThrow(/jvp: got 1 tangent\(s\) for 2 primal\(s\)/);
       expect(() => A.jvp(f, [x, y], [x, x])).toThrow(A.ShapeError);
       expect(() => A.jvp(f, [x, y], [x, x])).toThrow('jvp: tangent 1 has shape [3], expected the shape of primal 1 [1,2]');
       expect(() => A.jvp(f, [x, y], [A.tensor([1, 2, 3]), y])).toThrow(A.DtypeError);
-      expect(() => A.jvp(f, [x, y], [A.tensor([1, 2, 3]), y])).toThrow('jvp: tangent 0 is float32, expected the dtype of primal 0 (float64)');
+      expect(() => A.jvp(f, [x, y], [A.tensor([1, 2, 3]), y])).toThrow(
+        'jvp: tangent 0 is float32, expected the dtype of primal 0 (float64)',
+      );
       expect(() => A.hvp((a: Tensor) => A.sum(a), x, A.tensor([1, 2], f64))).toThrow('hvp: v has shape [2], expected the shape of x [3]');
-      expect(() => A.jvp(A.customVjp((a: Tensor) => A.exp(a), (g) => [g]), [x], [x])).toThrow(A.GradError);
+      expect(() =>
+        A.jvp(
+          A.customVjp(
+            (a: Tensor) => A.exp(a),
+            (g) => [g],
+          ),
+          [x],
+          [x],
+        ),
+      ).toThrow(A.GradError);
       // The engine still works after every error.
       expect(arr(A.jvp(A.square, [x], [x])[1])).toEqual([2, 8, 18]);
     });
@@ -137,9 +178,20 @@ describe('jvp', () => {
 });
 
 describe('jacfwd and jacrev', () => {
-  const W = () => A.tensor([[0.5, -1, 0.25], [2, 0.1, -0.3]], f64);
+  const W = () =>
+    A.tensor(
+      [
+        [0.5, -1, 0.25],
+        [2, 0.1, -0.3],
+      ],
+      f64,
+    );
   const cases: [string, number[], (x: Tensor) => Tensor][] = [
-    ['R³ → R²ˣ³ (outer product)', [3], (x) => A.mul(A.reshape(A.sin(x), [1, 3]), A.reshape(A.sum(x, undefined, true), [1, 1]).broadcastTo([2, 3]))],
+    [
+      'R³ → R²ˣ³ (outer product)',
+      [3],
+      (x) => A.mul(A.reshape(A.sin(x), [1, 3]), A.reshape(A.sum(x, undefined, true), [1, 1]).broadcastTo([2, 3])),
+    ],
     ['R²ˣ³ → R² (rows through tanh)', [2, 3], (x) => A.sum(A.tanh(A.mul(x, W())), 1)],
     ['R³ → R (scalar)', [3], (x) => A.logsumexp(A.mul(x, x))],
     ['R³ → R² (matmul + softmax)', [3], (x) => A.softmax(A.matmul(W(), x))],
@@ -150,12 +202,16 @@ describe('jacfwd and jacrev', () => {
     A.tidy(() => {
       const x = randomLike(shape, 5);
       const out = f(x).shape;
-      const jf = A.jacfwd(f)(x), jr = A.jacrev(f)(x);
+      const jf = A.jacfwd(f)(x),
+        jr = A.jacrev(f)(x);
       expect(jf.shape).toEqual([...out, ...shape]);
       expect(jr.shape).toEqual([...out, ...shape]);
       expect(relErr(jf.toArray(), jr.toArray())).toBeLessThan(1e-13);
       // A column of the Jacobian is the JVP along a basis vector, checked by central differences.
-      const e = A.tensor(Array.from({ length: x.size }, (_, i) => (i === 1 ? 1 : 0)), { shape, ...f64 });
+      const e = A.tensor(
+        Array.from({ length: x.size }, (_, i) => (i === 1 ? 1 : 0)),
+        { shape, ...f64 },
+      );
       const fd = A.div(A.sub(f(A.add(x, A.mul(e, H))), f(A.sub(x, A.mul(e, H)))), 2 * H).toArray();
       const col = Array.from({ length: fd.length }, (_, i) => jf.toArray()[i * x.size + 1]);
       expect(relErr(col, fd)).toBeLessThan(1e-7);
@@ -176,7 +232,8 @@ describe('hvp and hessian (forward-over-reverse)', () => {
 
   it('hvp matches central differences of the gradient and jacfwd(grad f)·v', () => {
     A.tidy(() => {
-      const x = randomLike([4], 1), v = randomLike([4], 2);
+      const x = randomLike([4], 1),
+        v = randomLike([4], 2);
       const hv = A.hvp(f, x, v);
       const g = A.grad(f) as (x: Tensor) => Tensor;
       const fd = A.div(A.sub(g(A.add(x, A.mul(v, H))), g(A.sub(x, A.mul(v, H)))), 2 * H);
@@ -189,7 +246,8 @@ describe('hvp and hessian (forward-over-reverse)', () => {
 
   it('hvp through a small MLP loss (matmul, layerNorm, crossEntropy)', () => {
     A.tidy(() => {
-      const x = randomLike([2, 3], 3), w = randomLike([3, 4], 4);
+      const x = randomLike([2, 3], 3),
+        w = randomLike([3, 4], 4);
       const loss = (w: Tensor) => A.crossEntropy(A.matmul(A.layerNorm(A.tanh(x)), w), [1, 3]);
       const v = randomLike([3, 4], 6);
       const g = A.grad(loss) as (w: Tensor) => Tensor;
@@ -200,7 +258,14 @@ describe('hvp and hessian (forward-over-reverse)', () => {
 
   it('the Hessian of a quadratic form xᵀAx is A + Aᵀ', () => {
     A.tidy(() => {
-      const a = A.tensor([[1, 2, 0], [-1, 3, 4], [0.5, 0, -2]], f64);
+      const a = A.tensor(
+        [
+          [1, 2, 0],
+          [-1, 3, 4],
+          [0.5, 0, -2],
+        ],
+        f64,
+      );
       const hess = A.hessian((x: Tensor) => A.matmul(x, A.matmul(a, x)))(A.tensor([0.3, -0.2, 0.9], f64));
       expect(hess.shape).toEqual([3, 3]);
       expect(arr(hess)).toEqual(arr(A.add(a, A.transpose(a))));
@@ -211,7 +276,8 @@ describe('hvp and hessian (forward-over-reverse)', () => {
     A.tidy(() => {
       const hess = A.hessian((x: Tensor) => A.sum(A.mul(A.softmax(x), A.tanh(x))))(randomLike([2, 2], 9));
       expect(hess.shape).toEqual([2, 2, 2, 2]);
-      const h = hess.toArray(), ht = A.transpose(A.reshape(hess, [4, 4])).toArray();
+      const h = hess.toArray(),
+        ht = A.transpose(A.reshape(hess, [4, 4])).toArray();
       expect(relErr(h, ht)).toBeLessThan(1e-14);
     });
   });

@@ -15,7 +15,10 @@ beforeAll(() => A.init());
 const TAILS = [0, 1, 3, 4, 5, 16, 17];
 const LABELS = (n: number, c: number) => Int32Array.from({ length: n }, (_, i) => (i * 7 + 3) % Math.max(1, c));
 const onehot = (labels: Int32Array, c: number, dtype: DType) =>
-  A.tensor(Array.from({ length: labels.length * c }, (_, i) => (i % c === labels[Math.floor(i / c)] ? 1 : 0)), { shape: [labels.length, c], dtype });
+  A.tensor(
+    Array.from({ length: labels.length * c }, (_, i) => (i % c === labels[Math.floor(i / c)] ? 1 : 0)),
+    { shape: [labels.length, c], dtype },
+  );
 
 interface Row {
   name: string;
@@ -36,27 +39,78 @@ const lnComposed = (x: Tensor) => {
 const rowMean = (t: Tensor) => A.mean(t, last(t), true);
 
 const ROWS: Row[] = [
-  { name: 'tanhGrad', shapes: (n) => [[n], [n]], domains: [uniform(-0.95, 0.95), uniform(-2, 2)], exact: true,
-    fused: tanhGrad, composed: (y, g) => A.mul(g, A.sub(1, A.square(y))) },
-  { name: 'sigmoidGrad', shapes: (n) => [[n], [n]], domains: [uniform(0.05, 0.95), uniform(-2, 2)], exact: true,
-    fused: sigmoidGrad, composed: (y, g) => A.mul(g, A.mul(y, A.sub(1, y))) },
-  { name: 'reluGrad', shapes: (n) => [[n], [n]], domains: [uniform(-2, 2, [0], 0.2), uniform(-2, 2)], exact: true,
-    fused: reluGrad, composed: (y, g) => A.mul(g, apply('step', [y], { a: 1, b: 0 })) },
+  {
+    name: 'tanhGrad',
+    shapes: (n) => [[n], [n]],
+    domains: [uniform(-0.95, 0.95), uniform(-2, 2)],
+    exact: true,
+    fused: tanhGrad,
+    composed: (y, g) => A.mul(g, A.sub(1, A.square(y))),
+  },
+  {
+    name: 'sigmoidGrad',
+    shapes: (n) => [[n], [n]],
+    domains: [uniform(0.05, 0.95), uniform(-2, 2)],
+    exact: true,
+    fused: sigmoidGrad,
+    composed: (y, g) => A.mul(g, A.mul(y, A.sub(1, y))),
+  },
+  {
+    name: 'reluGrad',
+    shapes: (n) => [[n], [n]],
+    domains: [uniform(-2, 2, [0], 0.2), uniform(-2, 2)],
+    exact: true,
+    fused: reluGrad,
+    composed: (y, g) => A.mul(g, apply('step', [y], { a: 1, b: 0 })),
+  },
   // Labels need a class: size 0 is zero rows of 4 classes.
-  { name: 'softmaxCrossEntropy', shapes: (n) => [n ? [3, n] : [0, 4]], domains: [uniform(-2, 2)], exact: true,
+  {
+    name: 'softmaxCrossEntropy',
+    shapes: (n) => [n ? [3, n] : [0, 4]],
+    domains: [uniform(-2, 2)],
+    exact: true,
     fused: (x) => apply('softmaxCrossEntropy', [x], { labels: LABELS(x.shape[0], x.shape[1]) }),
-    composed: (x) => A.mul(A.gather(A.reshape(A.logSoftmax(x), [x.size]), Array.from(LABELS(x.shape[0], x.shape[1]), (l, i) => i * x.shape[1] + l)), -1) },
-  { name: 'softmaxCrossEntropyGrad', shapes: (n) => (n ? [[3, n], [3]] : [[0, 4], [0]]), domains: [uniform(-2, 2), uniform(0.5, 1.5)], exact: false,
+    composed: (x) =>
+      A.mul(
+        A.gather(
+          A.reshape(A.logSoftmax(x), [x.size]),
+          Array.from(LABELS(x.shape[0], x.shape[1]), (l, i) => i * x.shape[1] + l),
+        ),
+        -1,
+      ),
+  },
+  {
+    name: 'softmaxCrossEntropyGrad',
+    shapes: (n) => (n ? [[3, n], [3]] : [[0, 4], [0]]),
+    domains: [uniform(-2, 2), uniform(0.5, 1.5)],
+    exact: false,
     fused: (x, g) => apply('softmaxCrossEntropyGrad', [x, g], { labels: LABELS(x.shape[0], x.shape[1]) }),
-    composed: (x, g) => A.mul(A.reshape(g, [x.shape[0], 1]), A.sub(A.softmax(x), onehot(LABELS(x.shape[0], x.shape[1]), x.shape[1], x.dtype))) },
-  { name: 'layerNorm', shapes: (n) => [[2, 3, n]], domains: [uniform(-2, 2)], exact: true,
-    fused: (x) => apply('layerNorm', [x], { eps: 1e-5 }), composed: lnComposed },
-  { name: 'layerNormGrad', shapes: (n) => [[3, n], [3, n]], domains: [uniform(-2, 2), uniform(-2, 2)], exact: false,
+    composed: (x, g) =>
+      A.mul(A.reshape(g, [x.shape[0], 1]), A.sub(A.softmax(x), onehot(LABELS(x.shape[0], x.shape[1]), x.shape[1], x.dtype))),
+  },
+  {
+    name: 'layerNorm',
+    shapes: (n) => [[2, 3, n]],
+    domains: [uniform(-2, 2)],
+    exact: true,
+    fused: (x) => apply('layerNorm', [x], { eps: 1e-5 }),
+    composed: lnComposed,
+  },
+  {
+    name: 'layerNormGrad',
+    shapes: (n) => [
+      [3, n],
+      [3, n],
+    ],
+    domains: [uniform(-2, 2), uniform(-2, 2)],
+    exact: false,
     fused: (x, g) => apply('layerNormGrad', [x, g], { eps: 1e-5 }),
     composed: (x, g) => {
-      const yh = lnComposed(x), s = A.sqrt(A.add(rowMean(A.square(A.sub(x, rowMean(x)))), 1e-5));
+      const yh = lnComposed(x),
+        s = A.sqrt(A.add(rowMean(A.square(A.sub(x, rowMean(x)))), 1e-5));
       return A.div(A.sub(A.sub(g, rowMean(g)), A.mul(yh, rowMean(A.mul(g, yh)))), s);
-    } },
+    },
+  },
 ];
 
 function inputs(row: Row, n: number, dtype: DType, salt = 0): Tensor[] {
@@ -67,13 +121,18 @@ function inputs(row: Row, n: number, dtype: DType, salt = 0): Tensor[] {
   });
 }
 /** L = Σ f(xs)·W with fixed weights: every output element weighs on the gradient. */
-const projected = (f: (...xs: Tensor[]) => Tensor) => (...xs: Tensor[]) => {
-  const y = f(...xs);
-  return A.sum(A.mul(y, weights(y.shape, y.dtype)));
-};
+const projected =
+  (f: (...xs: Tensor[]) => Tensor) =>
+  (...xs: Tensor[]) => {
+    const y = f(...xs);
+    return A.sum(A.mul(y, weights(y.shape, y.dtype)));
+  };
 const randomLike = (x: Tensor, seed: number) => {
   const r = rng(seed);
-  return A.tensor(Array.from({ length: x.size }, () => 2 * r() - 1), { shape: x.shape, dtype: x.dtype });
+  return A.tensor(
+    Array.from({ length: x.size }, () => 2 * r() - 1),
+    { shape: x.shape, dtype: x.dtype },
+  );
 };
 
 describe.each(ROWS.map((r) => [r.name, r] as const))('%s', (_name, row) => {
@@ -81,7 +140,8 @@ describe.each(ROWS.map((r) => [r.name, r] as const))('%s', (_name, row) => {
     A.tidy(() => {
       for (const dtype of ['float64', 'float32'] as const) {
         const xs = inputs(row, n, dtype);
-        const y = row.fused(...xs), e = row.composed(...xs);
+        const y = row.fused(...xs),
+          e = row.composed(...xs);
         expect(y.shape).toEqual(e.shape);
         if (row.exact) expect(Array.from(y.toArray())).toEqual(Array.from(e.toArray()));
         else expect(relErr(y.toArray(), e.toArray())).toBeLessThan(dtype === 'float64' ? 1e-14 : 1e-6);
@@ -95,9 +155,10 @@ describe.each(ROWS.map((r) => [r.name, r] as const))('%s', (_name, row) => {
 
   // Larger sizes have gradient entries near 0, where differences lose digits; the composed
   // ops' gradient (each of their rules gradchecked in ops.test.ts) is exact to compare with.
-  it.each(TAILS)('gradient equals the composed ops\' gradient at size %i (float64)', (n) => {
+  it.each(TAILS)("gradient equals the composed ops' gradient at size %i (float64)", (n) => {
     A.tidy(() => {
-      const xs = inputs(row, n, 'float64', 2), argnums = xs.map((_, i) => i);
+      const xs = inputs(row, n, 'float64', 2),
+        argnums = xs.map((_, i) => i);
       const gf = A.grad(projected(row.fused), { argnums })(...xs) as Tensor[];
       const gc = A.grad(projected(row.composed), { argnums })(...xs) as Tensor[];
       gc.forEach((g, i) => expect(relErr(gf[i].toArray(), g.toArray())).toBeLessThan(1e-12));
@@ -106,7 +167,8 @@ describe.each(ROWS.map((r) => [r.name, r] as const))('%s', (_name, row) => {
 
   it('jvp matches central differences', () => {
     A.tidy(() => {
-      const xs = inputs(row, 5, 'float64', 2), vs = xs.map((x, i) => randomLike(x, 11 + i));
+      const xs = inputs(row, 5, 'float64', 2),
+        vs = xs.map((x, i) => randomLike(x, 11 + i));
       const [, t] = A.jvp(row.fused, xs, vs);
       const at = (h: number) => row.fused(...xs.map((x, i) => A.add(x, A.mul(vs[i], h))));
       expect(relErr(t.toArray(), A.div(A.sub(at(1e-6), at(-1e-6)), 2e-6).toArray())).toBeLessThan(1e-7);
@@ -128,7 +190,8 @@ describe.each(ROWS.map((r) => [r.name, r] as const))('%s', (_name, row) => {
 describe('public ops on the fused primitives', () => {
   it('crossEntropy takes one kernel each way and matches log-softmax picking (float32 bits)', () => {
     A.tidy(() => {
-      const x = inputs(ROWS[3], 10, 'float32')[0], labels = Array.from(LABELS(3, 10));
+      const x = inputs(ROWS[3], 10, 'float32')[0],
+        labels = Array.from(LABELS(3, 10));
       expect(A.crossEntropy(x, labels, { reduction: 'none' }).toArray()).toEqual(ROWS[3].composed(x).toArray());
       const g = A.grad((v: Tensor) => A.crossEntropy(v, labels))(x) as Tensor;
       const e = A.div(A.sub(A.softmax(x), onehot(LABELS(3, 10), 10, 'float32')), 3);
@@ -138,10 +201,13 @@ describe('public ops on the fused primitives', () => {
 
   it('layerNorm with weight and bias: hessian-vector product matches differences of the gradient', () => {
     A.tidy(() => {
-      const [x] = inputs(ROWS[5], 6, 'float64', 4), w = randomLike(A.zeros([6], { dtype: 'float64' }), 5), b = randomLike(w, 6);
+      const [x] = inputs(ROWS[5], 6, 'float64', 4),
+        w = randomLike(A.zeros([6], { dtype: 'float64' }), 5),
+        b = randomLike(w, 6);
       const wt = weights(x.shape, 'float64');
       const loss = (v: Tensor) => A.sum(A.mul(A.tanh(A.layerNorm(v, w, b)), wt));
-      const v = randomLike(x, 7), g = A.grad(loss) as (x: Tensor) => Tensor;
+      const v = randomLike(x, 7),
+        g = A.grad(loss) as (x: Tensor) => Tensor;
       const fd = A.div(A.sub(g(A.add(x, A.mul(v, 1e-6))), g(A.sub(x, A.mul(v, 1e-6)))), 2e-6);
       expect(relErr(A.hvp(loss, x, v).toArray(), fd.toArray())).toBeLessThan(1e-6);
     });

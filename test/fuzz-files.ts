@@ -64,7 +64,12 @@ export function idxFile(type: number, dims: number[], data: ArrayLike<number>): 
 export function idxSeeds(): Uint8Array[] {
   const rng = new Rng(2);
   const bytes = (n: number) => Array.from({ length: n }, () => rng.int(256));
-  const raw = [idxFile(8, [10], bytes(10)), idxFile(8, [3, 4, 5], bytes(60)), idxFile(8, [0, 28, 28], []), idxFile(8, [2, 2, 2, 2], bytes(16))];
+  const raw = [
+    idxFile(8, [10], bytes(10)),
+    idxFile(8, [3, 4, 5], bytes(60)),
+    idxFile(8, [0, 28, 28], []),
+    idxFile(8, [2, 2, 2, 2], bytes(16)),
+  ];
   return [...raw, ...raw.map((f) => new Uint8Array(gzipSync(f)))];
 }
 
@@ -79,7 +84,8 @@ function flipBits(f: Uint8Array, rng: Rng): Uint8Array {
 }
 function setBytes(f: Uint8Array, rng: Rng): Uint8Array {
   const out = f.slice();
-  for (let i = 1 + rng.int(4); i > 0 && out.length > 0; i--) out[rng.int(out.length)] = rng.chance(0.5) ? rng.pick(SPECIAL_BYTES) : rng.int(256);
+  for (let i = 1 + rng.int(4); i > 0 && out.length > 0; i--)
+    out[rng.int(out.length)] = rng.chance(0.5) ? rng.pick(SPECIAL_BYTES) : rng.int(256);
   return out;
 }
 const truncate = (f: Uint8Array, rng: Rng): Uint8Array => f.slice(0, rng.int(f.length + 1));
@@ -92,9 +98,11 @@ function extend(f: Uint8Array, rng: Rng): Uint8Array {
 }
 function splice(f: Uint8Array, rng: Rng): Uint8Array {
   // Delete, duplicate or insert garbage at a random point.
-  const at = rng.int(f.length + 1), len = rng.int(Math.min(32, f.length - at) + 1);
+  const at = rng.int(f.length + 1),
+    len = rng.int(Math.min(32, f.length - at) + 1);
   const kind = rng.int(3);
-  const mid = kind === 0 ? new Uint8Array(0) : kind === 1 ? f.slice(at, at + len).slice() : new Uint8Array(1 + rng.int(16)).map(() => rng.int(256));
+  const mid =
+    kind === 0 ? new Uint8Array(0) : kind === 1 ? f.slice(at, at + len).slice() : new Uint8Array(1 + rng.int(16)).map(() => rng.int(256));
   const tail = kind === 0 ? f.subarray(at + len) : f.subarray(at);
   const out = new Uint8Array(at + mid.length + tail.length);
   out.set(f.subarray(0, at));
@@ -111,7 +119,26 @@ function mutateBytes(f: Uint8Array, rng: Rng): Uint8Array {
 // ---------------------------------------------------------------- safetensors structure
 
 const HOSTILE_NUMBERS: unknown[] = [
-  -1, 0, 1, 2, 7, 0.5, -0.0, 1e308, 2 ** 31, 2 ** 32, 2 ** 53, 2 ** 53 + 2, 2 ** 64, Number.MAX_SAFE_INTEGER, '3', null, true, [], {}, [1],
+  -1,
+  0,
+  1,
+  2,
+  7,
+  0.5,
+  -0.0,
+  1e308,
+  2 ** 31,
+  2 ** 32,
+  2 ** 53,
+  2 ** 53 + 2,
+  2 ** 64,
+  Number.MAX_SAFE_INTEGER,
+  '3',
+  null,
+  true,
+  [],
+  {},
+  [1],
 ];
 const DTYPES: unknown[] = ['F32', 'F64', 'F16', 'BF16', 'I32', 'I64', 'U8', 'BOOL', 'f32', '', null, 5, {}, ['F32'], 'F32 '];
 
@@ -148,23 +175,45 @@ function mutateHeaderJson(json: Record<string, unknown>, rng: Rng): void {
   const v = key === null ? null : json[key];
   const t = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   switch (rng.int(12)) {
-    case 0: if (t) t.dtype = rng.pick(DTYPES); break;
-    case 1: if (t) t.shape = Array.from({ length: rng.int(5) }, () => rng.pick(HOSTILE_NUMBERS)); break;
-    case 2: if (t && Array.isArray(t.shape) && t.shape.length > 0) (t.shape as unknown[])[rng.int(t.shape.length)] = rng.pick(HOSTILE_NUMBERS); break;
-    case 3: if (t) t.data_offsets = [rng.pick(HOSTILE_NUMBERS), rng.pick(HOSTILE_NUMBERS)]; break;
-    case 4: if (t && Array.isArray(t.data_offsets)) (t.data_offsets as unknown[])[rng.int(2)] = rng.pick(HOSTILE_NUMBERS); break;
-    case 5: if (t && Array.isArray(t.data_offsets)) t.data_offsets = (t.data_offsets as unknown[]).slice().reverse(); break;
+    case 0:
+      if (t) t.dtype = rng.pick(DTYPES);
+      break;
+    case 1:
+      if (t) t.shape = Array.from({ length: rng.int(5) }, () => rng.pick(HOSTILE_NUMBERS));
+      break;
+    case 2:
+      if (t && Array.isArray(t.shape) && t.shape.length > 0) (t.shape as unknown[])[rng.int(t.shape.length)] = rng.pick(HOSTILE_NUMBERS);
+      break;
+    case 3:
+      if (t) t.data_offsets = [rng.pick(HOSTILE_NUMBERS), rng.pick(HOSTILE_NUMBERS)];
+      break;
+    case 4:
+      if (t && Array.isArray(t.data_offsets)) (t.data_offsets as unknown[])[rng.int(2)] = rng.pick(HOSTILE_NUMBERS);
+      break;
+    case 5:
+      if (t && Array.isArray(t.data_offsets)) t.data_offsets = (t.data_offsets as unknown[]).slice().reverse();
+      break;
     case 6: {
       // Overlap or alias another tensor's bytes.
       const other = keys.length > 1 ? (json[rng.pick(keys)] as Record<string, unknown> | null) : null;
       if (t && typeof other === 'object' && other !== null) t.data_offsets = other.data_offsets;
       break;
     }
-    case 7: if (t) delete t[rng.pick(['dtype', 'shape', 'data_offsets'])]; break;
-    case 8: if (t) t[rng.pick(['extra', '__proto__', 'constructor'])] = rng.pick(HOSTILE_NUMBERS); break;
-    case 9: json.__metadata__ = rng.pick([{ a: 1 }, ['x'], 'meta', null, { b: { c: 'd' } }, { e: 'f' }]); break;
-    case 10: if (key !== null) json[rng.pick(['', '__metadata__', '\u0000', 'x'.repeat(300), '🙂'])] = json[key]; break;
-    default: if (key !== null) json[`${key}_copy`] = t; break;
+    case 7:
+      if (t) delete t[rng.pick(['dtype', 'shape', 'data_offsets'])];
+      break;
+    case 8:
+      if (t) t[rng.pick(['extra', '__proto__', 'constructor'])] = rng.pick(HOSTILE_NUMBERS);
+      break;
+    case 9:
+      json.__metadata__ = rng.pick([{ a: 1 }, ['x'], 'meta', null, { b: { c: 'd' } }, { e: 'f' }]);
+      break;
+    case 10:
+      if (key !== null) json[rng.pick(['', '__metadata__', '\u0000', 'x'.repeat(300), '🙂'])] = json[key];
+      break;
+    default:
+      if (key !== null) json[`${key}_copy`] = t;
+      break;
   }
 }
 
@@ -172,15 +221,34 @@ function mutateHeaderJson(json: Record<string, unknown>, rng: Rng): void {
 function hostileHeader(rng: Rng): string | Uint8Array {
   const depth = rng.pick([65, 1000, 100_000]);
   switch (rng.int(9)) {
-    case 0: return '['.repeat(depth) + ']'.repeat(depth);
-    case 1: return `{"a":${'{"b":'.repeat(depth)}1${'}'.repeat(depth)}}`;
-    case 2: return rng.pick(['[]', '1', 'null', '"str"', 'true', '', ' ', '{', '}', '{"a":}']);
-    case 3: return Uint8Array.from([0x7b, 0x22, rng.pick([0xc3, 0xed, 0xc0, 0xf8, 0xff]), rng.pick([0x28, 0xa0, 0x80]), 0x80, 0x22, 0x3a, 0x31, 0x7d]);
-    case 4: return Uint8Array.from([0xef, 0xbb, 0xbf, ...enc.encode('{}')]); // byte-order mark
-    case 5: return `{"t":{"dtype":"F32","shape":[${'9'.repeat(rng.pick([20, 400]))}],"data_offsets":[0,4]}}`;
-    case 6: return `{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"t":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}`;
-    case 7: return `{"t":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}}`;
-    default: return `{"${'\\'.repeat(rng.int(5))}"${'x'.repeat(rng.int(100))}":1}`;
+    case 0:
+      return '['.repeat(depth) + ']'.repeat(depth);
+    case 1:
+      return `{"a":${'{"b":'.repeat(depth)}1${'}'.repeat(depth)}}`;
+    case 2:
+      return rng.pick(['[]', '1', 'null', '"str"', 'true', '', ' ', '{', '}', '{"a":}']);
+    case 3:
+      return Uint8Array.from([
+        0x7b,
+        0x22,
+        rng.pick([0xc3, 0xed, 0xc0, 0xf8, 0xff]),
+        rng.pick([0x28, 0xa0, 0x80]),
+        0x80,
+        0x22,
+        0x3a,
+        0x31,
+        0x7d,
+      ]);
+    case 4:
+      return Uint8Array.from([0xef, 0xbb, 0xbf, ...enc.encode('{}')]); // byte-order mark
+    case 5:
+      return `{"t":{"dtype":"F32","shape":[${'9'.repeat(rng.pick([20, 400]))}],"data_offsets":[0,4]}}`;
+    case 6:
+      return `{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"t":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}}`;
+    case 7:
+      return `{"t":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}}`;
+    default:
+      return `{"${'\\'.repeat(rng.int(5))}"${'x'.repeat(rng.int(100))}":1}`;
   }
 }
 
@@ -226,16 +294,25 @@ function mutateIdx(f: Uint8Array, rng: Rng): Uint8Array {
   const v = new DataView(out.buffer);
   if (out.length < 4) return out;
   switch (kind) {
-    case 4: out[2] = rng.pick([0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x0e, 0x00, 0xff]); break;
-    case 5: out[3] = rng.pick([0, 1, 2, 3, 4, 60, 255]); break;
+    case 4:
+      out[2] = rng.pick([0x08, 0x09, 0x0b, 0x0c, 0x0d, 0x0e, 0x00, 0xff]);
+      break;
+    case 5:
+      out[3] = rng.pick([0, 1, 2, 3, 4, 60, 255]);
+      break;
     case 6: {
       const nd = out[3];
-      if (nd > 0 && out.length >= 4 + 4 * nd) v.setUint32(4 + 4 * rng.int(nd), rng.pick([0, 1, 2, 255, 65536, 2 ** 31, 2 ** 32 - 1]), false);
+      if (nd > 0 && out.length >= 4 + 4 * nd)
+        v.setUint32(4 + 4 * rng.int(nd), rng.pick([0, 1, 2, 255, 65536, 2 ** 31, 2 ** 32 - 1]), false);
       break;
     }
-    case 7: out[rng.int(2)] = rng.pick([1, 0x1f, 0xff]); break;
-    case 8: return new Uint8Array(gzipSync(mutateIdx(f, rng))); // valid gzip around hostile content
-    default: break;
+    case 7:
+      out[rng.int(2)] = rng.pick([1, 0x1f, 0xff]);
+      break;
+    case 8:
+      return new Uint8Array(gzipSync(mutateIdx(f, rng))); // valid gzip around hostile content
+    default:
+      break;
   }
   return out;
 }
@@ -280,7 +357,8 @@ export function verdict(format: 'safetensors' | 'idx', bytes: Uint8Array): Verdi
       const { shape, data } = A.data.loadIdx(bytes);
       produced = data.length;
       implied = bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b ? bytes.length * MAX_RATIO : bytes.length;
-      if (shape.reduce((a, b) => a * b, 1) !== data.length) return { outcome: 'other', problem: `shape [${shape}] does not match ${data.length} bytes` };
+      if (shape.reduce((a, b) => a * b, 1) !== data.length)
+        return { outcome: 'other', problem: `shape [${shape}] does not match ${data.length} bytes` };
     }
     if (produced > implied) return { outcome: 'other', problem: `decoded ${produced} bytes from a file implying at most ${implied}` };
     return { outcome: 'decoded' };

@@ -33,7 +33,8 @@ it('10,000 steps of the README loop without tidy stay under a bounded heap and w
     opt.zeroGrad();
     return loss.item();
   };
-  let first = NaN, last = NaN;
+  let first = NaN,
+    last = NaN;
   for (let step = 0; step < 10_000; step++) {
     const l = train();
     if (step === 0) first = l;

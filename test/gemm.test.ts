@@ -11,8 +11,20 @@ interface GemmExports {
   gemm_f32: GemmFn;
   gemm_f64: GemmFn;
 }
-type GemmFn = (a: number, b: number, c: number, M: number, N: number, K: number,
-  lda: number, ldb: number, ldc: number, transA: number, transB: number, accumulate: number) => void;
+type GemmFn = (
+  a: number,
+  b: number,
+  c: number,
+  M: number,
+  N: number,
+  K: number,
+  lda: number,
+  ldb: number,
+  ldc: number,
+  transA: number,
+  transB: number,
+  accumulate: number,
+) => void;
 type FloatArray = Float32Array | Float64Array;
 
 const memory = new WebAssembly.Memory({ initial: 2048 });
@@ -33,11 +45,19 @@ function rng(seed: number): () => number {
     seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 * 2 - 1;
+    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
   };
 }
 
-interface Case { M: number; N: number; K: number; ta: number; tb: number; acc: number; pad: number }
+interface Case {
+  M: number;
+  N: number;
+  K: number;
+  ta: number;
+  tb: number;
+  acc: number;
+  pad: number;
+}
 const DTYPES = [
   { name: 'f32', Arr: Float32Array, fn: () => k.gemm_f32, bytes: 4, tol: 1e-5 },
   { name: 'f64', Arr: Float64Array, fn: () => k.gemm_f64, bytes: 8, tol: 1e-12 },
@@ -47,7 +67,9 @@ type DType = (typeof DTYPES)[number];
 /** Writes random op(A), op(B), C into wasm memory (padded strides; C's padding holds a sentinel). */
 function setup(d: DType, c: Case, seed: number) {
   const r = rng(seed);
-  const lda = (c.ta ? c.M : c.K) + c.pad, ldb = (c.tb ? c.K : c.N) + c.pad, ldc = c.N + c.pad;
+  const lda = (c.ta ? c.M : c.K) + c.pad,
+    ldb = (c.tb ? c.K : c.N) + c.pad,
+    ldc = c.N + c.pad;
   const a = new d.Arr(memory.buffer, PA, (c.ta ? c.K : c.M) * lda);
   const b = new d.Arr(memory.buffer, PB, (c.tb ? c.N : c.K) * ldb);
   const cm = new d.Arr(memory.buffer, PC, c.M * ldc);
@@ -59,11 +81,13 @@ function setup(d: DType, c: Case, seed: number) {
 
 /** Naive float64 reference plus a per-element error scale Σ|a·b| + |C0|. */
 function reference(c: Case, s: ReturnType<typeof setup>) {
-  const ref = new Float64Array(c.M * c.N), scale = new Float64Array(c.M * c.N);
+  const ref = new Float64Array(c.M * c.N),
+    scale = new Float64Array(c.M * c.N);
   for (let i = 0; i < c.M; i++) {
     for (let j = 0; j < c.N; j++) {
       const c0 = c.acc ? s.cm[i * s.ldc + j] : 0;
-      let sum = c0, mag = Math.abs(c0);
+      let sum = c0,
+        mag = Math.abs(c0);
       for (let p = 0; p < c.K; p++) {
         const x = s.a[c.ta ? p * s.lda + i : i * s.lda + p] * s.b[c.tb ? j * s.ldb + p : p * s.ldb + j];
         sum += x;
@@ -88,9 +112,7 @@ function check(d: DType, c: Case, seed: number): string {
   for (let i = 0; i < c.M; i++) {
     for (let j = 0; j < s.ldc; j++) {
       const got = s.cm[i * s.ldc + j];
-      const bad = j < c.N
-        ? !(Math.abs(got - ref[i * c.N + j]) <= d.tol * scale[i * c.N + j] + 1e-300)
-        : got !== 12345;
+      const bad = j < c.N ? !(Math.abs(got - ref[i * c.N + j]) <= d.tol * scale[i * c.N + j] + 1e-300) : got !== 12345;
       if (bad) return `${d.name} ${JSON.stringify(c)} at (${i},${j}): got ${got}, want ${j < c.N ? ref[i * c.N + j] : 12345}`;
     }
   }
@@ -112,7 +134,12 @@ function sameBits(x: FloatArray, y: FloatArray): string {
 }
 
 const DIMS = [0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 33];
-const COMBOS = [[0, 0], [0, 1], [1, 0], [1, 1]] as const;
+const COMBOS = [
+  [0, 0],
+  [0, 1],
+  [1, 0],
+  [1, 1],
+] as const;
 
 describe.each(DTYPES)('gemm $name', (d) => {
   describe.each(COMBOS)('transA=%i transB=%i', (ta, tb) => {
@@ -120,16 +147,24 @@ describe.each(DTYPES)('gemm $name', (d) => {
       k.gemm_set_scratch(SCRATCH, SCRATCH_BYTES);
       const failures: string[] = [];
       let seed = 1;
-      for (const M of DIMS) for (const N of DIMS) for (const K of DIMS) {
-        const acc = (M + N + K) & 1, pad = (M * 7 + N * 3 + K) % 4;
-        const msg = check(d, { M, N, K, ta, tb, acc, pad }, seed++);
-        if (msg) failures.push(msg);
-      }
+      for (const M of DIMS)
+        for (const N of DIMS)
+          for (const K of DIMS) {
+            const acc = (M + N + K) & 1,
+              pad = (M * 7 + N * 3 + K) % 4;
+            const msg = check(d, { M, N, K, ta, tb, acc, pad }, seed++);
+            if (msg) failures.push(msg);
+          }
       expect(failures.slice(0, 5)).toEqual([]);
     });
 
     it('without scratch takes the unpacked path and gives identical bits', () => {
-      for (const [M, N, K] of [[5, 9, 17], [33, 16, 7], [4, 8, 1], [17, 33, 33]]) {
+      for (const [M, N, K] of [
+        [5, 9, 17],
+        [33, 16, 7],
+        [4, 8, 1],
+        [17, 33, 33],
+      ]) {
         for (const acc of [0, 1]) {
           const c: Case = { M, N, K, ta, tb, acc, pad: 3 };
           k.gemm_set_scratch(0, 0);

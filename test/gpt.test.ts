@@ -11,7 +11,10 @@ beforeAll(async () => {
   await A.init();
 });
 
-interface GptCase { config: { vocabSize: number; width: number; layers: number; heads: number; context: number }; layout: { key: string; shape: number[] }[] }
+interface GptCase {
+  config: { vocabSize: number; width: number; layers: number; heads: number; context: number };
+  layout: { key: string; shape: number[] }[];
+}
 
 describe('GPT against PyTorch (gpt_tiny fixture)', () => {
   const meta = JSON.parse(readFileSync(join(FIXTURES, 'gpt_tiny.json'), 'utf8')) as GptCase;
@@ -19,7 +22,9 @@ describe('GPT against PyTorch (gpt_tiny fixture)', () => {
   it('has the PyTorch module layout: the same state dict keys and shapes, head tied', () => {
     const m = new A.nn.GPT({ ...meta.config, dtype: 'float64' });
     const sd = m.stateDict();
-    const expected = meta.layout.flatMap((r) => (r.key.includes('{i}') ? [0, 1].map((i) => ({ ...r, key: r.key.replace('{i}', String(i)) })) : [r]));
+    const expected = meta.layout.flatMap((r) =>
+      r.key.includes('{i}') ? [0, 1].map((i) => ({ ...r, key: r.key.replace('{i}', String(i)) })) : [r],
+    );
     expect(Object.keys(sd).sort()).toEqual(expected.map((r) => r.key).sort());
     for (const r of expected) expect(sd[r.key].shape).toEqual(r.shape);
     expect(sd['head.weight']).toBe(sd['tokEmb.weight']);
@@ -33,7 +38,11 @@ describe('GPT against PyTorch (gpt_tiny fixture)', () => {
       const bytes = readFileSync(join(FIXTURES, `gpt_tiny.${dtype === 'float64' ? 'f64' : 'f32'}.safetensors`));
       const t = A.io.loadSafetensors(new Uint8Array(bytes));
       const m = new A.nn.GPT({ ...meta.config, dtype });
-      const params = Object.fromEntries(Object.entries(t).filter(([k]) => k.startsWith('param.')).map(([k, v]) => [k.slice(6), v]));
+      const params = Object.fromEntries(
+        Object.entries(t)
+          .filter(([k]) => k.startsWith('param.'))
+          .map(([k, v]) => [k.slice(6), v]),
+      );
       m.loadStateDict(params);
       const logits = m.forward(t['in.ids']);
       const loss = A.crossEntropy(logits, t['in.targets']);
@@ -42,7 +51,8 @@ describe('GPT against PyTorch (gpt_tiny fixture)', () => {
       A.add(A.sum(A.mul(logits, t['cot.logits'])), A.mul(loss, t['cot.loss'])).backward();
       const grads = Object.keys(t).filter((k) => k.startsWith('grad.param.'));
       expect(grads.length).toBe(m.parameters().length);
-      for (const [name, p] of m.namedParameters()) expect(relErr(p.grad!.toArray(), t[`grad.param.${name}`].toArray()), name).toBeLessThan(tol);
+      for (const [name, p] of m.namedParameters())
+        expect(relErr(p.grad!.toArray(), t[`grad.param.${name}`].toArray()), name).toBeLessThan(tol);
       m.dispose();
       for (const v of Object.values(t)) v.dispose();
     });
@@ -59,9 +69,15 @@ describe('GPT', () => {
         const want = /out_proj\.weight|mlp\.2\.weight/.test(name) ? 0.02 / Math.sqrt(4) : 0.02;
         expect(Math.abs(std(v) / want - 1), name).toBeLessThan(0.1);
       } else if (/ln\d?\.weight|lnF\.weight/.test(name)) {
-        expect(Array.from(v).every((x) => x === 1), name).toBe(true);
+        expect(
+          Array.from(v).every((x) => x === 1),
+          name,
+        ).toBe(true);
       } else {
-        expect(Array.from(v).every((x) => x === 0), name).toBe(true);
+        expect(
+          Array.from(v).every((x) => x === 0),
+          name,
+        ).toBe(true);
       }
     }
     // A seed fixes every weight.

@@ -38,11 +38,26 @@ describe('nested reverse mode', () => {
         ['sin', (x) => A.sum(A.sin(x)), (v) => -Math.cos(v)],
         ['exp(2x)', (x) => A.sum(A.exp(A.mul(x, 2))), (v) => 8 * Math.exp(2 * v)],
         ['log(1 + x²)', (x) => A.sum(A.log(A.add(A.square(x), 1))), (v) => (4 * v * (v * v - 3)) / (1 + v * v) ** 3],
-        ['tanh', (x) => A.sum(A.tanh(x)), (v) => { const y = Math.tanh(v); return -2 * (1 - y * y) * (1 - 3 * y * y); }],
-        ['sigmoid', (x) => A.sum(A.sigmoid(x)), (v) => { const s = 1 / (1 + Math.exp(-v)); return s * (1 - s) * (1 - 6 * s + 6 * s * s); }],
+        [
+          'tanh',
+          (x) => A.sum(A.tanh(x)),
+          (v) => {
+            const y = Math.tanh(v);
+            return -2 * (1 - y * y) * (1 - 3 * y * y);
+          },
+        ],
+        [
+          'sigmoid',
+          (x) => A.sum(A.sigmoid(x)),
+          (v) => {
+            const s = 1 / (1 + Math.exp(-v));
+            return s * (1 - s) * (1 - 6 * s + 6 * s * s);
+          },
+        ],
       ];
       for (const [name, f, d3] of cases) {
-        const x = t(xs), want = xs.map(d3);
+        const x = t(xs),
+          want = xs.map(d3);
         const g1 = A.grad(f) as F;
         const g2 = A.grad((y: Tensor) => A.sum(g1(y))) as F;
         const g3 = A.grad((y: Tensor) => A.sum(g2(y))) as F;
@@ -50,7 +65,11 @@ describe('nested reverse mode', () => {
         // jvp of grad∘grad, and the diagonal of jacfwd(jacrev(grad)) summed over one axis
         close(A.jvp(g2, [x], [A.ones([5], f64)])[1].toArray(), want, 1e-12);
         const T = A.jacfwd(A.jacrev(g1))(x); // [5, 5, 5], diagonal
-        close(Array.from({ length: 5 }, (_, i) => T.toArray()[i * 31]), want, 1e-12);
+        close(
+          Array.from({ length: 5 }, (_, i) => T.toArray()[i * 31]),
+          want,
+          1e-12,
+        );
         expect(name).toBeTruthy();
       }
     });
@@ -71,19 +90,27 @@ describe('nested reverse mode', () => {
 
   it('hessian agrees forward-over-reverse vs reverse-over-reverse (matmul, tanh, softmax, logsumexp)', () => {
     A.tidy(() => {
-      const W = t([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]);
+      const W = t([
+        [0.3, -0.2, 0.5],
+        [0.1, 0.4, -0.6],
+      ]);
       const f = (x: Tensor) => A.add(A.logsumexp(A.matmul(W, A.tanh(x))), A.sum(A.mul(A.softmax(x), x)));
       const x = t([0.2, -0.7, 1.1]);
       const fwd = A.hessian(f)(x).toArray();
       const rev = A.jacrev(A.grad(f) as F)(x).toArray();
       close(fwd, rev, 1e-13);
-      close(fwd, Array.from(fwd).map((_, k) => fwd[(k % 3) * 3 + Math.floor(k / 3)]), 1e-13); // symmetric
+      close(
+        fwd,
+        Array.from(fwd).map((_, k) => fwd[(k % 3) * 3 + Math.floor(k / 3)]),
+        1e-13,
+      ); // symmetric
     });
   });
 
   it('grad of a function that calls jvp (reverse over forward), also through tangents', () => {
     A.tidy(() => {
-      const x = t([0.5, -1]), v = t([1, 2]);
+      const x = t([0.5, -1]),
+        v = t([1, 2]);
       // d/dx Σ exp(x)·v = exp(x)·v
       const gx = A.grad((y: Tensor) => A.sum(A.jvp((z: Tensor) => A.exp(z), [y], [v])[1]))(x) as Tensor;
       close(gx.toArray(), [Math.exp(0.5), 2 * Math.exp(-1)]);
@@ -98,14 +125,20 @@ describe('nested reverse mode', () => {
       const d2 = A.jvp((x: Tensor) => A.jvp((z: Tensor) => A.sin(z), [x], [t([1])])[1], [t([0.3])], [t([1])])[1];
       close(d2.toArray(), [-Math.sin(0.3)]);
       close(A.jacfwd(A.jacfwd(cube))(t([1, 2])).toArray(), [6, 0, 0, 12], 0);
-      const d3 = A.jvp((x: Tensor) => A.jvp((y: Tensor) => A.jvp((z: Tensor) => A.exp(A.mul(z, 2)), [y], [t([1])])[1], [x], [t([1])])[1], [t([0.1])], [t([1])])[1];
+      const d3 = A.jvp(
+        (x: Tensor) => A.jvp((y: Tensor) => A.jvp((z: Tensor) => A.exp(A.mul(z, 2)), [y], [t([1])])[1], [x], [t([1])])[1],
+        [t([0.1])],
+        [t([1])],
+      )[1];
       close(d3.toArray(), [8 * Math.exp(0.2)]);
     });
   });
 
   it('vjp of vjp: the cotangent map differentiated again', () => {
     A.tidy(() => {
-      const x = t([0.4, -0.9]), ct = t([1.5, -2]), u = t([0.3, 0.7]);
+      const x = t([0.4, -0.9]),
+        ct = t([1.5, -2]),
+        u = t([0.3, 0.7]);
       const f = (z: Tensor) => A.mul(A.sin(z), A.sum(A.square(z)));
       // vjp wrt the cotangent: ct ↦ Jᵀct is linear, its transpose applied to u is J·u
       const [, back2] = A.vjp((c: Tensor) => A.vjp(f, x)[1](c)[0], ct);
@@ -123,7 +156,10 @@ describe('nested reverse mode', () => {
   it('fused gradient primitives differentiate again (dense, cross-entropy, layerNorm, sigmoid)', () => {
     A.tidy(() => {
       const lin = new A.nn.Linear(3, 4, { seed: 1, dtype: 'float64' });
-      const x = t([[0.2, -0.5, 1], [0.7, 0.1, -0.3]]);
+      const x = t([
+        [0.2, -0.5, 1],
+        [0.7, 0.1, -0.3],
+      ]);
       const loss = (z: Tensor) => A.crossEntropy(A.layerNorm(A.sigmoid(lin.forwardAct(z, 'tanh'))), [1, 3]);
       const H = A.hessian(loss)(x).toArray();
       const H2 = A.jacrev(A.grad(loss) as F)(x).toArray();
@@ -138,26 +174,49 @@ describe('nested reverse mode', () => {
 describe('through checkpoint and customVjp', () => {
   it('second derivatives through a checkpointed segment equal the plain ones (both orders)', () => {
     A.tidy(() => {
-      const W = A.tensor([[0.4, -0.2], [0.3, 0.9]], { ...f64, requiresGrad: true });
+      const W = A.tensor(
+        [
+          [0.4, -0.2],
+          [0.3, 0.9],
+        ],
+        { ...f64, requiresGrad: true },
+      );
       const seg = (h: Tensor) => A.tanh(A.matmul(A.sin(h), W));
       const plain = (x: Tensor) => A.sum(A.exp(seg(A.mul(x, 0.7))));
       const ck = (x: Tensor) => A.sum(A.exp(A.checkpoint(seg)(A.mul(x, 0.7))));
-      const x = t([[0.3, -0.5], [1.1, 0.2]]);
+      const x = t([
+        [0.3, -0.5],
+        [1.1, 0.2],
+      ]);
       close(A.hessian(ck)(x).toArray(), A.hessian(plain)(x).toArray(), 1e-14);
       close(A.jacrev(A.grad(ck) as F)(x).toArray(), A.jacrev(A.grad(plain) as F)(x).toArray(), 1e-14);
       // the parameters' gradient of a gradient norm, through the checkpoint
-      const once = (f: F) => { const g = A.grad(f)(x) as Tensor; A.sum(A.square(g)).backward(); const r = arr(W.grad!); W.grad!.dispose(); W.grad = null; return r; };
+      const once = (f: F) => {
+        const g = A.grad(f)(x) as Tensor;
+        A.sum(A.square(g)).backward();
+        const r = arr(W.grad!);
+        W.grad!.dispose();
+        W.grad = null;
+        return r;
+      };
       close(once(ck), once(plain), 1e-14);
     });
   });
 
   it('a customVjp whose backward is written with ops differentiates again', () => {
     A.tidy(() => {
-      const mySin = A.customVjp((x: Tensor) => A.sin(x), (g, [x]) => [A.mul(g, A.cos(x))]);
+      const mySin = A.customVjp(
+        (x: Tensor) => A.sin(x),
+        (g, [x]) => [A.mul(g, A.cos(x))],
+      );
       const x = t([0.2, 1.3]);
       close(A.jacrev(A.grad((z: Tensor) => A.sum(mySin(z))) as F)(x).toArray(), [-Math.sin(0.2), 0, 0, -Math.sin(1.3)], 1e-15);
       expect(() => A.hessian((z: Tensor) => A.sum(mySin(z)))(x)).toThrow(/forward mode \(jvp\) is not defined/); // no JVP given: a clear error
-      close((A.grad((z: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(mySin(u)))(z) as Tensor))(x) as Tensor).toArray(), [-Math.sin(0.2), -Math.sin(1.3)], 1e-15);
+      close(
+        (A.grad((z: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(mySin(u)))(z) as Tensor))(x) as Tensor).toArray(),
+        [-Math.sin(0.2), -Math.sin(1.3)],
+        1e-15,
+      );
     });
   });
 });
@@ -179,7 +238,8 @@ describe('PyTorch style', () => {
 
   it('backward with inputs writes only those leaves', () => {
     A.tidy(() => {
-      const a = A.tensor([1, 2], { ...f64, requiresGrad: true }), b = A.tensor([3, 4], { ...f64, requiresGrad: true });
+      const a = A.tensor([1, 2], { ...f64, requiresGrad: true }),
+        b = A.tensor([3, 4], { ...f64, requiresGrad: true });
       A.sum(A.mul(a, b)).backward(undefined, { inputs: [a] });
       expect(arr(a.grad!)).toEqual([3, 4]);
       expect(b.grad).toBe(null);

@@ -51,13 +51,26 @@ describe('specific hostile safetensors files', () => {
   const cases: [string, Uint8Array][] = [
     ['empty file', new Uint8Array(0)],
     ['header length beyond the file', assemble('{}', data8, 100)],
-    ['header length 2^64 − 1', (() => { const f = assemble('{}', data8); new DataView(f.buffer).setBigUint64(0, 2n ** 64n - 1n, true); return f; })()],
+    [
+      'header length 2^64 − 1',
+      (() => {
+        const f = assemble('{}', data8);
+        new DataView(f.buffer).setBigUint64(0, 2n ** 64n - 1n, true);
+        return f;
+      })(),
+    ],
     ['offsets past the data', assemble('{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}', new Uint8Array(4))],
-    ['overlapping tensors', assemble('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', data8)],
+    [
+      'overlapping tensors',
+      assemble('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', data8),
+    ],
     ['unknown dtype', assemble('{"t":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}', data8)],
     ['shape/size mismatch', assemble('{"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}', data8)],
     ['huge declared shape', assemble('{"t":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}}', data8)],
-    ['shape whose product overflows to a small number in 32 bits', assemble('{"t":{"dtype":"F32","shape":[65536,65536,2],"data_offsets":[0,8]}}', data8)],
+    [
+      'shape whose product overflows to a small number in 32 bits',
+      assemble('{"t":{"dtype":"F32","shape":[65536,65536,2],"data_offsets":[0,8]}}', data8),
+    ],
     ['non-UTF-8 header', assemble(Uint8Array.of(0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d), data8)],
     ['deeply nested JSON (100,000 levels)', assemble('['.repeat(100_000) + ']'.repeat(100_000), new Uint8Array(0))],
     ['header is an array', assemble('[]', new Uint8Array(0))],

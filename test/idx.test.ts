@@ -69,7 +69,10 @@ describe('loadIdx', () => {
 
   it('rejects truncated data and trailing bytes with expected vs actual', () => {
     const file = idx([2, 3, 4], pixels);
-    expectFormatError(() => loadIdx(file.subarray(0, file.length - 1)), /dims \[2, 3, 4\] need 24 data bytes but the file has 23 \(truncated\)/);
+    expectFormatError(
+      () => loadIdx(file.subarray(0, file.length - 1)),
+      /dims \[2, 3, 4\] need 24 data bytes but the file has 23 \(truncated\)/,
+    );
     expectFormatError(() => loadIdx(gzipSync(file.subarray(0, 20))), /need 24 data bytes but the file has 4 \(truncated\)/);
     expectFormatError(() => loadIdx(idx([2], [1, 2, 3])), /need 2 data bytes but the file has 3 \(trailing bytes\)/);
     expectFormatError(() => loadIdx(idx([65536, 65536, 65536], [])), /need 281474976710656 data bytes but the file has 0/);

@@ -56,7 +56,7 @@ function packBits(fields: Array<[value: number, bits: number, huffman?: boolean]
     for (let i = 0; i < bits; i++) {
       const bit = huffman ? (value >> (bits - 1 - i)) & 1 : (value >> i) & 1;
       if (n % 8 === 0) out.push(0);
-      out[out.length - 1] |= bit << n % 8;
+      out[out.length - 1] |= bit << (n % 8);
       n++;
     }
   }
@@ -128,7 +128,14 @@ describe('gunzip round-trips against node:zlib', () => {
 
   it('a hand-built fixed block with an overlapping match', () => {
     // 'a' (literal 0x61: 8-bit code 0x30 + 0x61), then length 3 (code 257: 7-bit 0000001) at distance 1, then end of block.
-    const stream = packBits([[1, 1], [1, 2], [0x30 + 0x61, 8, true], [1, 7, true], [0, 5, true], [0, 7, true]]);
+    const stream = packBits([
+      [1, 1],
+      [1, 2],
+      [0x30 + 0x61, 8, true],
+      [1, 7, true],
+      [0, 5, true],
+      [0, 7, true],
+    ]);
     expect(new TextDecoder().decode(inflateRaw(stream, new TextEncoder().encode('aaaa')))).toBe('aaaa');
   });
 });
@@ -207,14 +214,36 @@ describe('malformed deflate streams', () => {
   });
 
   it('a distance before the start of the output', () => {
-    const stream = packBits([[1, 1], [1, 2], [1, 7, true], [0, 5, true], [0, 7, true]]);
+    const stream = packBits([
+      [1, 1],
+      [1, 2],
+      [1, 7, true],
+      [0, 5, true],
+      [0, 7, true],
+    ]);
     expectFormatError(() => inflateRaw(stream), /invalid distance/);
   });
 
   it('fixed-code length symbol 286 and distance symbol 30', () => {
     // Symbols 280..287 have 8-bit codes 0xc0..0xc7; distance codes are the 5-bit symbol numbers.
-    expectFormatError(() => inflateRaw(packBits([[1, 1], [1, 2], [0xc6, 8, true]])), /invalid distance|unexpected EOF/);
-    const dist30 = packBits([[1, 1], [1, 2], [0x30 + 0x61, 8, true], [1, 7, true], [30, 5, true]]);
+    expectFormatError(
+      () =>
+        inflateRaw(
+          packBits([
+            [1, 1],
+            [1, 2],
+            [0xc6, 8, true],
+          ]),
+        ),
+      /invalid distance|unexpected EOF/,
+    );
+    const dist30 = packBits([
+      [1, 1],
+      [1, 2],
+      [0x30 + 0x61, 8, true],
+      [1, 7, true],
+      [30, 5, true],
+    ]);
     expectFormatError(() => inflateRaw(dist30), /invalid distance|unexpected EOF/);
   });
 
@@ -224,7 +253,19 @@ describe('malformed deflate streams', () => {
   }
 
   it('too many literal/length codes', () => {
-    expectFormatError(() => inflateRaw(packBits([[1, 1], [2, 2], [30, 5], [0, 5], [0, 4]])), /invalid length\/literal/);
+    expectFormatError(
+      () =>
+        inflateRaw(
+          packBits([
+            [1, 1],
+            [2, 2],
+            [30, 5],
+            [0, 5],
+            [0, 4],
+          ]),
+        ),
+      /invalid length\/literal/,
+    );
   });
 
   it('over-subscribed and incomplete code-length codes', () => {
@@ -237,7 +278,14 @@ describe('malformed deflate streams', () => {
 
   it('no end-of-block code', () => {
     // 138 + 119 zero lengths cover all 257 literal/length codes, then one distance code of length 1.
-    const fields: Array<[number, number, boolean?]> = [...dynamicHeader(257, 1, cl18and1), [1, 1], [127, 7], [1, 1], [108, 7], [0, 1, true]];
+    const fields: Array<[number, number, boolean?]> = [
+      ...dynamicHeader(257, 1, cl18and1),
+      [1, 1],
+      [127, 7],
+      [1, 1],
+      [108, 7],
+      [0, 1, true],
+    ];
     expectFormatError(() => inflateRaw(packBits(fields)), /in or after the member at offset 0/);
   });
 

@@ -21,7 +21,13 @@ const trunc = (v: number): number => (Number.isNaN(v) ? 0 : Math.max(-(2 ** 31),
 describe('creation', () => {
   it('tensor, zeros, ones, full and arange make int32 tensors whose toArray() is an Int32Array', () => {
     A.tidy(() => {
-      const t = A.tensor([[1, -2], [2 ** 31 - 1, -(2 ** 31)]], I32);
+      const t = A.tensor(
+        [
+          [1, -2],
+          [2 ** 31 - 1, -(2 ** 31)],
+        ],
+        I32,
+      );
       expect(t.dtype).toBe('int32');
       expect(t.toArray()).toBeInstanceOf(Int32Array);
       expect(arr(t)).toEqual([1, -2, 2 ** 31 - 1, -(2 ** 31)]);
@@ -39,7 +45,11 @@ describe('creation', () => {
     const before = A.memory().tensors;
     expect(() => A.tensor([1, 2], { dtype: 'int32', requiresGrad: true })).toThrow(A.GradError);
     expect(() => A.zeros([2], { dtype: 'int32', requiresGrad: true })).toThrow(/cannot require gradients/);
-    expect(() => { A.tidy(() => { A.zeros([2], I32).requiresGrad = true; }); }).toThrow(/int32/);
+    expect(() => {
+      A.tidy(() => {
+        A.zeros([2], I32).requiresGrad = true;
+      });
+    }).toThrow(/int32/);
     expect(A.memory().tensors).toBe(before);
   });
 });
@@ -76,7 +86,13 @@ describe('astype', () => {
 describe('data movement on int32', () => {
   it('reshape, transpose, permute, slice, concat, gather, broadcastTo, squeeze, unsqueeze, split, chunk, tril, triu', () => {
     A.tidy(() => {
-      const x = A.tensor([[1, 2, 3], [4, 5, 6]], I32);
+      const x = A.tensor(
+        [
+          [1, 2, 3],
+          [4, 5, 6],
+        ],
+        I32,
+      );
       const is32 = (t: Tensor) => expect(t.dtype).toBe('int32');
       const checks: [Tensor, number[], number[]][] = [
         [A.reshape(x, [3, 2]), [3, 2], [1, 2, 3, 4, 5, 6]],
@@ -109,14 +125,29 @@ describe('data movement on int32', () => {
       const vals = ints(80 * 70, 3, -(2 ** 31), 2 ** 31 - 1);
       const t = A.transpose(A.tensor(vals, { shape: [80, 70], dtype: 'int32' }));
       const got = t.toArray();
-      for (const [i, j] of [[0, 0], [5, 79], [69, 1], [33, 44]]) expect(got[i * 80 + j]).toBe(vals[j * 70 + i]);
+      for (const [i, j] of [
+        [0, 0],
+        [5, 79],
+        [69, 1],
+        [33, 44],
+      ])
+        expect(got[i * 80 + j]).toBe(vals[j * 70 + i]);
     });
   });
 
   it('gather takes an int32 index tensor of any shape', () => {
     A.tidy(() => {
       const x = A.reshape(A.arange(12), [4, 3]);
-      const g = A.gather(x, A.tensor([[3, 0], [1, 1]], I32));
+      const g = A.gather(
+        x,
+        A.tensor(
+          [
+            [3, 0],
+            [1, 1],
+          ],
+          I32,
+        ),
+      );
       expect(g.shape).toEqual([2, 2, 3]);
       expect(arr(g)).toEqual([9, 10, 11, 0, 1, 2, 3, 4, 5, 3, 4, 5]);
       const h = x.gather(A.tensor([2, 0], I32), 1);
@@ -126,14 +157,22 @@ describe('data movement on int32', () => {
 });
 
 describe('comparisons on int32 (0/1 in int32, broadcasting)', () => {
-  const fns = { eq: (a: number, b: number) => a === b, ne: (a: number, b: number) => a !== b, lt: (a: number, b: number) => a < b,
-    le: (a: number, b: number) => a <= b, gt: (a: number, b: number) => a > b, ge: (a: number, b: number) => a >= b } as const;
+  const fns = {
+    eq: (a: number, b: number) => a === b,
+    ne: (a: number, b: number) => a !== b,
+    lt: (a: number, b: number) => a < b,
+    le: (a: number, b: number) => a <= b,
+    gt: (a: number, b: number) => a > b,
+    ge: (a: number, b: number) => a >= b,
+  } as const;
   for (const [name, js] of Object.entries(fns) as [keyof typeof fns, (a: number, b: number) => boolean][]) {
     it(`${name} at every tail size, against a number and against a row`, () => {
       A.tidy(() => {
         for (const n of SIZES) {
-          const a = ints(2 * n, n, -3, 3), b = ints(n, n + 100, -3, 3);
-          const ta = A.tensor(a, { shape: [2, n], dtype: 'int32' }), tb = A.tensor(b, { shape: [n], dtype: 'int32' });
+          const a = ints(2 * n, n, -3, 3),
+            b = ints(n, n + 100, -3, 3);
+          const ta = A.tensor(a, { shape: [2, n], dtype: 'int32' }),
+            tb = A.tensor(b, { shape: [n], dtype: 'int32' });
           const y = A[name](ta, tb);
           expect(y.dtype).toBe('int32');
           expect(arr(y)).toEqual(a.map((v, i) => Number(js(v, b[i % n]))));
@@ -149,20 +188,30 @@ describe('argmax', () => {
   /** First index of the maximum along axis of [outer, len, inner], NaN largest (PyTorch). */
   function refArgmax(v: ArrayLike<number>, outer: number, len: number, inner: number): number[] {
     const out: number[] = [];
-    for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) {
-      let best = 0;
-      for (let k = 1; k < len; k++) {
-        const a = v[(o * len + k) * inner + i], b = v[(o * len + best) * inner + i];
-        if (a > b || (Number.isNaN(a) && !Number.isNaN(b))) best = k;
+    for (let o = 0; o < outer; o++)
+      for (let i = 0; i < inner; i++) {
+        let best = 0;
+        for (let k = 1; k < len; k++) {
+          const a = v[(o * len + k) * inner + i],
+            b = v[(o * len + best) * inner + i];
+          if (a > b || (Number.isNaN(a) && !Number.isNaN(b))) best = k;
+        }
+        out.push(best);
       }
-      out.push(best);
-    }
     return out;
   }
   for (const dtype of ['float32', 'float64', 'int32'] as const) {
     it(`${dtype}: last axis and inner axes at tail sizes, ties to the first, int32 result`, () => {
       A.tidy(() => {
-        for (const [outer, len, inner] of [[3, 1, 1], [2, 5, 1], [4, 17, 1], [2, 3, 4], [3, 6, 5], [1, 9, 17], [2, 4, 3]]) {
+        for (const [outer, len, inner] of [
+          [3, 1, 1],
+          [2, 5, 1],
+          [4, 17, 1],
+          [2, 3, 4],
+          [3, 6, 5],
+          [1, 9, 17],
+          [2, 4, 3],
+        ]) {
           const vals = ints(outer * len * inner, outer * 100 + len * 10 + inner, -4, 4); // small range: many ties
           const x = A.tensor(vals, { shape: [outer, len, inner], dtype });
           const y = A.argmax(x, 1);
@@ -179,14 +228,24 @@ describe('argmax', () => {
       for (const dtype of ['float32', 'float64'] as const) {
         const row = [1, NaN, 5, NaN, 2, 9, 0, 1];
         expect(arr(A.argmax(A.tensor(row, { dtype })))).toEqual([1]);
-        const cols = A.tensor([[1, 2, NaN, 4, 5], [NaN, 7, NaN, 0, 9], [3, NaN, 1, 1, 9]], { dtype });
+        const cols = A.tensor(
+          [
+            [1, 2, NaN, 4, 5],
+            [NaN, 7, NaN, 0, 9],
+            [3, NaN, 1, 1, 9],
+          ],
+          { dtype },
+        );
         expect(arr(A.argmax(cols, 0))).toEqual(refArgmax([1, 2, NaN, 4, 5, NaN, 7, NaN, 0, 9, 3, NaN, 1, 1, 9], 1, 3, 5));
       }
     });
   });
   it('without an axis it indexes the flattened tensor; a method too', () => {
     A.tidy(() => {
-      const x = A.tensor([[1, 8, 3], [8, 2, 0]]);
+      const x = A.tensor([
+        [1, 8, 3],
+        [8, 2, 0],
+      ]);
       const y = A.argmax(x);
       expect(y.shape).toEqual([]);
       expect(y.item()).toBe(1);
@@ -200,8 +259,18 @@ describe('int32 takes no arithmetic and no gradient', () => {
   it('float arithmetic is a DtypeError that says how to cast', () => {
     A.tidy(() => {
       const i = A.tensor([1, 2, 3], I32);
-      for (const f of [() => A.add(i, i), () => A.mul(i, 2), () => A.exp(i), () => A.matmul(i, i), () => A.sum(i), () => A.mean(i),
-        () => A.relu(i), () => A.softmax(i), () => A.crossEntropy(A.reshape(i, [1, 3]), [0]), () => A.layerNorm(i)]) {
+      for (const f of [
+        () => A.add(i, i),
+        () => A.mul(i, 2),
+        () => A.exp(i),
+        () => A.matmul(i, i),
+        () => A.sum(i),
+        () => A.mean(i),
+        () => A.relu(i),
+        () => A.softmax(i),
+        () => A.crossEntropy(A.reshape(i, [1, 3]), [0]),
+        () => A.layerNorm(i),
+      ]) {
         expect(f).toThrow(A.DtypeError);
         expect(f).toThrow(/int32.*astype\('float32'\)/);
       }
@@ -229,7 +298,13 @@ describe('uses of int32', () => {
   it('nn.Embedding takes an int32 index tensor of any shape', () => {
     A.tidy(() => {
       const emb = new A.nn.Embedding(5, 3, { seed: 2 });
-      const idx = A.tensor([[4, 0], [2, 2]], I32);
+      const idx = A.tensor(
+        [
+          [4, 0],
+          [2, 2],
+        ],
+        I32,
+      );
       const y = emb.forward(idx);
       expect(y.shape).toEqual([2, 2, 3]);
       const w = Array.from(emb.weight.toArray());
@@ -254,7 +329,8 @@ describe('uses of int32', () => {
       const f = A.compile((x: Tensor, m: Tensor) => A.sum(A.where(A.gt(m, 1), A.mul(x, 2), A.astype(A.argmax(x, 1, true), 'float32'))));
       A.tidy(() => {
         for (let s = 0; s < 3; s++) {
-          const x = A.randn([4, 5], { seed: s }), m = A.tensor(ints(20, s, 0, 4), { shape: [4, 5], dtype: 'int32' });
+          const x = A.randn([4, 5], { seed: s }),
+            m = A.tensor(ints(20, s, 0, 4), { shape: [4, 5], dtype: 'int32' });
           const eager = A.sum(A.where(A.gt(m, 1), A.mul(x, 2), A.astype(A.argmax(x, 1, true), 'float32')));
           expect(f(x, m).item()).toBe(eager.item());
         }
@@ -267,7 +343,14 @@ describe('uses of int32', () => {
 
   it('safetensors stores int32 as I32 and loads it back as int32, beside float tensors', () => {
     A.tidy(() => {
-      const ids = A.tensor([[-(2 ** 31), 7], [2 ** 31 - 1, 0]], I32), w = A.tensor([1.5, -2], { dtype: 'float64' });
+      const ids = A.tensor(
+          [
+            [-(2 ** 31), 7],
+            [2 ** 31 - 1, 0],
+          ],
+          I32,
+        ),
+        w = A.tensor([1.5, -2], { dtype: 'float64' });
       const bytes = A.io.saveSafetensors({ ids, w });
       expect(new TextDecoder().decode(bytes.subarray(8, 80))).toContain('"ids":{"dtype":"I32","shape":[2,2]');
       const back = A.io.loadSafetensors(bytes);

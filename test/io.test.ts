@@ -12,7 +12,6 @@ beforeAll(async () => {
   await A.init();
 });
 
-
 /**
  * Written by safetensors 0.8.0 (Python, safetensors.numpy.save) from
  *   {"0.weight": float32 [[0.5, -1.25, 3], [2, 0.125, -0.75]], "0.bias": float32 [1.5, -2.5],
@@ -26,10 +25,13 @@ const fromBase64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0
 describe('safetensors round trip', () => {
   it('keeps names, shapes, dtypes and every bit of the values', () => {
     const record = {
-      'a.weight': A.tensor([[1.5, -2], [1e-30, 3.4e38]]),
-      'b': A.tensor([Math.PI, -Math.E, 5e-324], { dtype: 'float64' }),
-      'scalar': A.tensor(7, { dtype: 'float64' }),
-      'empty': A.zeros([0, 3]),
+      'a.weight': A.tensor([
+        [1.5, -2],
+        [1e-30, 3.4e38],
+      ]),
+      b: A.tensor([Math.PI, -Math.E, 5e-324], { dtype: 'float64' }),
+      scalar: A.tensor(7, { dtype: 'float64' }),
+      empty: A.zeros([0, 3]),
     };
     const back = io.loadSafetensors(io.saveSafetensors(record));
     expect(Object.keys(back).sort()).toEqual(Object.keys(record).sort());
@@ -49,14 +51,18 @@ describe('safetensors round trip', () => {
   });
 
   it('save → load into a fresh model → identical predictions', () => {
-    const make = (seed: number) => new nn.Sequential(
-      new nn.Linear(6, 16, { seed }), new nn.GELU(), new nn.LayerNorm(16), new nn.Linear(16, 3, { seed: seed + 1 }),
-    );
+    const make = (seed: number) =>
+      new nn.Sequential(new nn.Linear(6, 16, { seed }), new nn.GELU(), new nn.LayerNorm(16), new nn.Linear(16, 3, { seed: seed + 1 }));
     const trained = make(1);
     // Move the weights off their initial values first.
     const opt = new A.optim.Adam(trained.parameters(), { lr: 0.01 });
     const x = A.randn([8, 6], { seed: 3 });
-    for (let i = 0; i < 5; i++) A.tidy(() => { A.crossEntropy(trained.forward(x), [0, 1, 2, 0, 1, 2, 0, 1]).backward(); opt.step(); opt.zeroGrad(); });
+    for (let i = 0; i < 5; i++)
+      A.tidy(() => {
+        A.crossEntropy(trained.forward(x), [0, 1, 2, 0, 1, 2, 0, 1]).backward();
+        opt.step();
+        opt.zeroGrad();
+      });
     const bytes = io.saveSafetensors(trained.stateDict());
     const fresh = make(99);
     fresh.loadStateDict(io.loadSafetensors(bytes));
@@ -89,7 +95,16 @@ describe('bad files', () => {
     ['truncated data', () => good().subarray(0, good().length - 1), /cover|exceed/],
     ['truncated header length', () => new Uint8Array(5), /too short/],
     ['header longer than the file', () => good().subarray(0, 20), /header length/],
-    ['header not JSON', () => { const b = good(); b[9] = 0x7b; b[10] = 0x7b; return b; }, /not valid JSON/],
+    [
+      'header not JSON',
+      () => {
+        const b = good();
+        b[9] = 0x7b;
+        b[10] = 0x7b;
+        return b;
+      },
+      /not valid JSON/,
+    ],
   ])('%s → FormatError', (_n, bytes, msg) => {
     expect(() => io.loadSafetensors(bytes())).toThrow(A.FormatError);
     expect(() => io.loadSafetensors(bytes())).toThrow(msg);

@@ -61,18 +61,52 @@ function tensorMethods(): Callable[] {
 /** A junk value, built fresh per call (tensors inside the call's tidy scope). */
 type Junk = () => unknown;
 const junk: [string, Junk][] = [
-  ['0', () => 0], ['1', () => 1], ['-1', () => -1], ['2', () => 2], ['0.5', () => 0.5], ['NaN', () => NaN],
-  ['Infinity', () => Infinity], ['-Infinity', () => -Infinity], ['2**31', () => 2 ** 31], ['-0', () => -0],
-  ["''", () => ''], ["'abc'", () => 'abc'], ["'1e-3'", () => '1e-3'], ["'float32'", () => 'float32'], ["'mean'", () => 'mean'],
-  ['null', () => null], ['undefined', () => undefined], ['true', () => true], ['false', () => false],
-  ['{}', () => ({})], ['{keepdim}', () => ({ keepdim: false })], ['{lr}', () => ({ lr: '1e-3' })], ['{seed}', () => ({ seed: 1 })],
-  ['[]', () => []], ['[1]', () => [1]], ['[2,3]', () => [2, 3]], ['[-1]', () => [-1]], ['[0.5]', () => [0.5]], ["['a']", () => ['a']],
-  ['[null]', () => [null]], ['[[1]]', () => [[1]]], ['3n', () => 3n], ['Symbol', () => Symbol('junk')],
-  ['fn', () => (x: unknown) => x], ['fn0', () => () => 1], ['Int32Array', () => Int32Array.of(0, 1)], ['Float32Array', () => Float32Array.of(1, 2)],
-  ['f32[2,3]', () => A.randn([2, 3], { seed: 1 })], ['f64[3]', () => A.randn([3], { seed: 2, dtype: 'float64' })],
-  ['f32[]', () => A.tensor(1.5)], ['f32[0]', () => A.zeros([0])], ['f32[1,1,1,1]', () => A.ones([1, 1, 1, 1])],
-  ['f32[2,3] grad', () => A.randn([2, 3], { seed: 3, requiresGrad: true })], ['disposed', () => disposed(A.ones([2, 3]))],
-  ['[tensors]', () => [A.ones([2]), A.ones([2])]], ['{w: tensor}', () => ({ w: A.ones([2]) })],
+  ['0', () => 0],
+  ['1', () => 1],
+  ['-1', () => -1],
+  ['2', () => 2],
+  ['0.5', () => 0.5],
+  ['NaN', () => NaN],
+  ['Infinity', () => Infinity],
+  ['-Infinity', () => -Infinity],
+  ['2**31', () => 2 ** 31],
+  ['-0', () => -0],
+  ["''", () => ''],
+  ["'abc'", () => 'abc'],
+  ["'1e-3'", () => '1e-3'],
+  ["'float32'", () => 'float32'],
+  ["'mean'", () => 'mean'],
+  ['null', () => null],
+  ['undefined', () => undefined],
+  ['true', () => true],
+  ['false', () => false],
+  ['{}', () => ({})],
+  ['{keepdim}', () => ({ keepdim: false })],
+  ['{lr}', () => ({ lr: '1e-3' })],
+  ['{seed}', () => ({ seed: 1 })],
+  ['[]', () => []],
+  ['[1]', () => [1]],
+  ['[2,3]', () => [2, 3]],
+  ['[-1]', () => [-1]],
+  ['[0.5]', () => [0.5]],
+  ["['a']", () => ['a']],
+  ['[null]', () => [null]],
+  ['[[1]]', () => [[1]]],
+  ['3n', () => 3n],
+  ['Symbol', () => Symbol('junk')],
+  ['fn', () => (x: unknown) => x],
+  ['fn0', () => () => 1],
+  ['Int32Array', () => Int32Array.of(0, 1)],
+  ['Float32Array', () => Float32Array.of(1, 2)],
+  ['f32[2,3]', () => A.randn([2, 3], { seed: 1 })],
+  ['f64[3]', () => A.randn([3], { seed: 2, dtype: 'float64' })],
+  ['f32[]', () => A.tensor(1.5)],
+  ['f32[0]', () => A.zeros([0])],
+  ['f32[1,1,1,1]', () => A.ones([1, 1, 1, 1])],
+  ['f32[2,3] grad', () => A.randn([2, 3], { seed: 3, requiresGrad: true })],
+  ['disposed', () => disposed(A.ones([2, 3]))],
+  ['[tensors]', () => [A.ones([2]), A.ones([2])]],
+  ['{w: tensor}', () => ({ w: A.ones([2]) })],
 ];
 function disposed(t: A.Tensor): A.Tensor {
   t.dispose();
@@ -81,8 +115,11 @@ function disposed(t: A.Tensor): A.Tensor {
 
 /** Receivers for Tensor methods (made fresh per call: a method may dispose its receiver). */
 const receivers: (() => A.Tensor)[] = [
-  () => A.randn([2, 3], { seed: 4 }), () => A.randn([3], { seed: 5, dtype: 'float64' }), () => A.tensor(2),
-  () => A.randn([2, 3], { seed: 6, requiresGrad: true }), () => disposed(A.ones([2])),
+  () => A.randn([2, 3], { seed: 4 }),
+  () => A.randn([3], { seed: 5, dtype: 'float64' }),
+  () => A.tensor(2),
+  () => A.randn([2, 3], { seed: 6, requiresGrad: true }),
+  () => disposed(A.ones([2])),
 ];
 
 /** Functions that change engine-wide state: reset after every call. */
@@ -119,13 +156,17 @@ describe('junk arguments', () => {
         async (ci, argIx, ri) => {
           const c = callables[ci];
           calls++;
-          if (process.env.JUNK_TRACE) (await import("node:fs")).appendFileSync("/tmp/safety/trace.txt", `${c.name} ${argIx.map((i) => junk[i][0]).join(", ")}\n`);
+          if (process.env.JUNK_TRACE)
+            (await import('node:fs')).appendFileSync('/tmp/safety/trace.txt', `${c.name} ${argIx.map((i) => junk[i][0]).join(', ')}\n`);
           let result: unknown;
           let error: unknown = null;
           try {
             let pending: Promise<unknown> | null = null;
             result = A.tidy(() => {
-              const r = c.call(argIx.map((i) => junk[i][1]()), receivers[ri]);
+              const r = c.call(
+                argIx.map((i) => junk[i][1]()),
+                receivers[ri],
+              );
               if (r instanceof Promise) pending = r; // init, fashionMnist: awaited outside the (synchronous) scope
               return r instanceof Promise ? undefined : r;
             });
@@ -149,7 +190,20 @@ describe('junk arguments', () => {
     expect([...bad.values()]).toEqual([]);
 
     // The engine still works: a known matmul, exactly.
-    const m = A.tidy(() => Array.from(A.matmul(A.tensor([[1, 2], [3, 4]]), A.tensor([[5, 6], [7, 8]])).toArray()));
+    const m = A.tidy(() =>
+      Array.from(
+        A.matmul(
+          A.tensor([
+            [1, 2],
+            [3, 4],
+          ]),
+          A.tensor([
+            [5, 6],
+            [7, 8],
+          ]),
+        ).toArray(),
+      ),
+    );
     expect(m).toEqual([19, 22, 43, 50]);
     // And nothing leaked: what a call left unreachable is reclaimed by the garbage collector.
     for (let i = 0; i < 4 && A.memory().tensors !== start.tensors; i++) {

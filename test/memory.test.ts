@@ -64,7 +64,9 @@ describe('memory()', () => {
 
 // ------------------------------------------------------------------ a training step
 
-const B = 16, D = 32, ACT = B * D * 4; // one layer's activation: batch × width × float32
+const B = 16,
+  D = 32,
+  ACT = B * D * 4; // one layer's activation: batch × width × float32
 
 interface Setup {
   layers: Layer[];
@@ -85,7 +87,8 @@ function setup(L: number): Setup {
     return { forward: (h: Tensor) => A.tidy(() => A.tanh(A.add(A.matmul(h, W), b))) };
   });
   const sgd = new A.optim.SGD(params, { lr: 1e-3, momentum: 0.9 }); // momentum: optimizer state to subtract
-  const x = A.keep(A.randn([B, D], { seed: 100 })), target = A.keep(A.randn([B, D], { seed: 101 }));
+  const x = A.keep(A.randn([B, D], { seed: 100 })),
+    target = A.keep(A.randn([B, D], { seed: 101 }));
   const dispose = () => {
     for (const t of [...params, x, target]) t.dispose();
     sgd.dispose();
@@ -94,15 +97,17 @@ function setup(L: number): Setup {
 }
 
 /** Checkpointed segments of `size` layers each, all recomputed, intermediates freed as they are consumed. */
-const fixedSegments = (layers: readonly Layer[], size: number) => (x: Tensor): Tensor => {
-  let h = x;
-  for (let i = 0; i < layers.length; i += size) {
-    const next = A.checkpoint((z: Tensor) => sequentialForward(layers.slice(i, i + size), z))(h);
-    if (h !== x) h.dispose();
-    h = next;
-  }
-  return h;
-};
+const fixedSegments =
+  (layers: readonly Layer[], size: number) =>
+  (x: Tensor): Tensor => {
+    let h = x;
+    for (let i = 0; i < layers.length; i += size) {
+      const next = A.checkpoint((z: Tensor) => sequentialForward(layers.slice(i, i + size), z))(h);
+      if (h !== x) h.dispose();
+      h = next;
+    }
+    return h;
+  };
 
 /** One step (zeroGrad, forward, loss, backward, update) after resetPeak(); returns memory() after it. */
 function measuredStep(s: Setup, plan?: CheckpointPlan | ((x: Tensor) => Tensor)): A.MemoryInfo {
@@ -123,7 +128,10 @@ describe('a training step’s activation peak', () => {
     const m0 = A.memory();
     const s = setup(8);
     const m = measuredStep(s);
-    const P = s.params.reduce((a, p) => a + p.size * 4, 0), G = P, O = P, data = 2 * ACT; // SGD momentum: one buffer per parameter
+    const P = s.params.reduce((a, p) => a + p.size * 4, 0),
+      G = P,
+      O = P,
+      data = 2 * ACT; // SGD momentum: one buffer per parameter
     expect(m.gradBytes - m0.gradBytes).toBe(G);
     expect(m.bytesInUse - m0.bytesInUse).toBe(P + G + O + data);
     // zeroGrad() frees the gradients and backward builds them again while it frees activations,

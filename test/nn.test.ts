@@ -33,7 +33,9 @@ describe('Linear', () => {
   });
 
   it('is deterministic per seed; seeds, weight and bias differ', () => {
-    const a = new nn.Linear(8, 4, { seed: 7 }), b = new nn.Linear(8, 4, { seed: 7 }), c = new nn.Linear(8, 4, { seed: 8 });
+    const a = new nn.Linear(8, 4, { seed: 7 }),
+      b = new nn.Linear(8, 4, { seed: 7 }),
+      c = new nn.Linear(8, 4, { seed: 8 });
     expect(arr(a.weight)).toEqual(arr(b.weight));
     expect(arr(a.bias!)).toEqual(arr(b.bias!));
     expect(arr(a.weight)).not.toEqual(arr(c.weight));
@@ -44,9 +46,15 @@ describe('Linear', () => {
 
   it('y = x·Wᵀ + b for 1-D, 2-D and 3-D inputs (float64 closed form)', () => {
     const l = new nn.Linear(3, 2, { seed: 1, ...f64 });
-    const W = arr(l.weight), b = arr(l.bias!);
+    const W = arr(l.weight),
+      b = arr(l.bias!);
     const ref = (x: number[]) => [0, 1].map((o) => b[o] + x.reduce((s, v, i) => s + v * W[o * 3 + i], 0));
-    const rows = [[1, 2, 3], [-1, 0.5, 2], [0, 0, 1], [4, -2, 1]];
+    const rows = [
+      [1, 2, 3],
+      [-1, 0.5, 2],
+      [0, 0, 1],
+      [4, -2, 1],
+    ];
     close(arr(l.forward(A.tensor(rows[0], f64))), ref(rows[0]));
     expect(l.forward(A.tensor(rows[0], f64)).shape).toEqual([2]);
     close(arr(l.forward(A.tensor(rows, f64))), rows.flatMap(ref));
@@ -55,7 +63,10 @@ describe('Linear', () => {
     close(arr(y3), rows.flatMap(ref));
     const nb = new nn.Linear(3, 2, { seed: 1, bias: false, ...f64 });
     expect(names(nb)).toEqual(['weight:[2,3]']);
-    close(arr(nb.forward(A.tensor(rows, f64))), rows.flatMap((x) => ref(x).map((v, o) => v - b[o])));
+    close(
+      arr(nb.forward(A.tensor(rows, f64))),
+      rows.flatMap((x) => ref(x).map((v, o) => v - b[o])),
+    );
   });
 
   it('gradients pass gradcheck (weight, bias and input)', () => {
@@ -70,10 +81,25 @@ describe('Linear', () => {
   });
 
   it.each([
-    ['wrong input width', () => new nn.Linear(3, 2).forward(A.zeros([4, 5])), A.ShapeError, /Linear: expected input with last axis \(in_features\) = 3, got shape \[4,5\]/],
-    ['wrong dtype', () => new nn.Linear(3, 2).forward(A.zeros([4, 3], f64)), A.DtypeError, /input is float64 but the layer's parameters are float32/],
+    [
+      'wrong input width',
+      () => new nn.Linear(3, 2).forward(A.zeros([4, 5])),
+      A.ShapeError,
+      /Linear: expected input with last axis \(in_features\) = 3, got shape \[4,5\]/,
+    ],
+    [
+      'wrong dtype',
+      () => new nn.Linear(3, 2).forward(A.zeros([4, 3], f64)),
+      A.DtypeError,
+      /input is float64 but the layer's parameters are float32/,
+    ],
     ['zero features', () => new nn.Linear(0, 2), A.ArgumentError, /inFeatures must be a positive integer, got 0/],
-    ['unknown feedback mode', () => new nn.Linear(3, 2, { feedback: 'dfa' as 'bp' }), A.ArgumentError, /Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/],
+    [
+      'unknown feedback mode',
+      () => new nn.Linear(3, 2, { feedback: 'dfa' as 'bp' }),
+      A.ArgumentError,
+      /Linear: feedback must be one of 'bp', 'alignment', 'sign', got "dfa"/,
+    ],
   ])('%s gives a clear error', (_n, f, Err, msg) => {
     expect(f).toThrow(Err);
     expect(f).toThrow(msg);
@@ -86,8 +112,14 @@ describe('Sequential and naming', () => {
     expect(names(m)).toEqual(['0.weight:[8,4]', '0.bias:[8]', '2.weight:[2,8]', '2.bias:[2]']);
     const outer = new nn.Sequential(new nn.LayerNorm(4), new nn.Residual(new nn.Sequential(new nn.Linear(4, 4), new nn.GELU())), m);
     expect(names(outer)).toEqual([
-      '0.weight:[4]', '0.bias:[4]', '1.module.0.weight:[4,4]', '1.module.0.bias:[4]',
-      '2.0.weight:[8,4]', '2.0.bias:[8]', '2.2.weight:[2,8]', '2.2.bias:[2]',
+      '0.weight:[4]',
+      '0.bias:[4]',
+      '1.module.0.weight:[4,4]',
+      '1.module.0.bias:[4]',
+      '2.0.weight:[8,4]',
+      '2.0.bias:[8]',
+      '2.2.weight:[2,8]',
+      '2.2.bias:[2]',
     ]);
     expect(outer.parameters().length).toBe(8);
     expect(Object.keys(outer.stateDict())).toEqual(outer.namedParameters().map(([n]) => n));
@@ -120,7 +152,14 @@ describe('Sequential and naming', () => {
     const before = A.memory().tensors;
     const m = A.tidy(() => new nn.Sequential(new nn.Linear(3, 4), new nn.ReLU(), new nn.Linear(4, 1)));
     expect(A.memory().tensors).toBe(before + 4);
-    expect(() => A.tidy(() => m.forward(A.ones([2, 3])).sum().item())).not.toThrow();
+    expect(() =>
+      A.tidy(() =>
+        m
+          .forward(A.ones([2, 3]))
+          .sum()
+          .item(),
+      ),
+    ).not.toThrow();
     m.dispose();
     expect(A.memory().tensors).toBe(before);
   });
@@ -130,7 +169,8 @@ describe('stateDict / loadStateDict', () => {
   const make = (seed: number) => new nn.Sequential(new nn.Linear(3, 5, { seed }), new nn.ReLU(), new nn.Linear(5, 2, { seed: seed + 1 }));
 
   it('round trip: a second model gives identical outputs', () => {
-    const a = make(1), b = make(50);
+    const a = make(1),
+      b = make(50);
     const x = A.randn([4, 3], { seed: 4 });
     expect(arr(a.forward(x))).not.toEqual(arr(b.forward(x)));
     b.loadStateDict(a.stateDict());
@@ -179,7 +219,11 @@ describe('activation and normalisation layers', () => {
   it.each([
     ['ReLU', () => new nn.ReLU(), (v: number) => Math.max(v, 0)],
     ['Tanh', () => new nn.Tanh(), Math.tanh],
-    ['GELU (tanh approximation)', () => new nn.GELU(), (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3)))],
+    [
+      'GELU (tanh approximation)',
+      () => new nn.GELU(),
+      (v: number) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v ** 3))),
+    ],
     ['GELU exact', () => new nn.GELU({ approximate: 'none' }), (v: number) => 0.5 * v * (1 + R.erf(v * Math.SQRT1_2))],
   ])('%s matches the float64 formula', (_n, make, f) => {
     close(arr(make().forward(A.tensor(xs, f64))), xs.map(f), 1e-15);
@@ -190,18 +234,29 @@ describe('activation and normalisation layers', () => {
     expect(names(ln)).toEqual(['weight:[4]', 'bias:[4]']);
     expect(arr(ln.weight!)).toEqual([1, 1, 1, 1]);
     expect(arr(ln.bias!)).toEqual([0, 0, 0, 0]);
-    const rows = [[1, 2, 3, 4], [-1, 0, 5, 0.5]];
+    const rows = [
+      [1, 2, 3, 4],
+      [-1, 0, 5, 0.5],
+    ];
     const ref = rows.flatMap((r) => {
-      const mu = r.reduce((a, b) => a + b) / 4, v = r.reduce((a, b) => a + (b - mu) ** 2, 0) / 4;
+      const mu = r.reduce((a, b) => a + b) / 4,
+        v = r.reduce((a, b) => a + (b - mu) ** 2, 0) / 4;
       return r.map((x) => (x - mu) / Math.sqrt(v + 1e-5));
     });
     close(arr(ln.forward(A.tensor(rows, f64))), ref, 1e-14);
     // With a non-trivial affine part (at weight 1, bias 0 the bias gradient of this loss is ~0).
-    const w = [0.5, -1, 2, 1.5], b = [0.1, 0.2, -0.3, 0.4];
+    const w = [0.5, -1, 2, 1.5],
+      b = [0.1, 0.2, -0.3, 0.4];
     ln.loadStateDict({ weight: A.tensor(w, f64), bias: A.tensor(b, f64) });
-    close(arr(ln.forward(A.tensor(rows, f64))), ref.map((v, i) => v * w[i % 4] + b[i % 4]), 1e-14);
+    close(
+      arr(ln.forward(A.tensor(rows, f64))),
+      ref.map((v, i) => v * w[i % 4] + b[i % 4]),
+      1e-14,
+    );
     const x = A.tensor(rows, f64);
-    expect(A.gradcheck((xx: Tensor, ww: Tensor, bb: Tensor) => A.layerNorm(xx, ww, bb).square().sum(), [x, ln.weight!, ln.bias!]).ok).toBe(true);
+    expect(A.gradcheck((xx: Tensor, ww: Tensor, bb: Tensor) => A.layerNorm(xx, ww, bb).square().sum(), [x, ln.weight!, ln.bias!]).ok).toBe(
+      true,
+    );
     expect(() => ln.forward(A.zeros([2, 3], f64))).toThrow(/LayerNorm: expected input with last axis = 4/);
   });
 
@@ -229,13 +284,21 @@ describe('activation and normalisation layers', () => {
   it('Embedding: N(0, 1) init, row gather, index shape kept, gradient scattered', () => {
     const e = new nn.Embedding(1000, 20, { seed: 1 });
     const w = arr(e.weight);
-    const mean = w.reduce((a, b) => a + b) / w.length, sd = Math.sqrt(w.reduce((a, b) => a + (b - mean) ** 2, 0) / w.length);
+    const mean = w.reduce((a, b) => a + b) / w.length,
+      sd = Math.sqrt(w.reduce((a, b) => a + (b - mean) ** 2, 0) / w.length);
     expect(Math.abs(mean)).toBeLessThan(0.02);
     expect(Math.abs(sd - 1)).toBeLessThan(0.02);
     const y = e.forward([3, 3, 999]);
     expect(y.shape).toEqual([3, 20]);
     expect(arr(y).slice(0, 20)).toEqual(w.slice(60, 80));
-    expect(e.forward(A.tensor([[1, 2], [3, 4]])).shape).toEqual([2, 2, 20]);
+    expect(
+      e.forward(
+        A.tensor([
+          [1, 2],
+          [3, 4],
+        ]),
+      ).shape,
+    ).toEqual([2, 2, 20]);
     e.forward([3, 3, 7]).sum().backward();
     const g = arr(e.weight.grad!);
     expect(g.slice(60, 80).every((v) => v === 2)).toBe(true);
@@ -247,7 +310,10 @@ describe('activation and normalisation layers', () => {
   it('Residual adds its input', () => {
     const l = new nn.Linear(3, 3, { seed: 2, ...f64 });
     const x = A.tensor([[1, -1, 2]], f64);
-    close(arr(new nn.Residual(l).forward(x)), arr(l.forward(x)).map((v, i) => v + [1, -1, 2][i]));
+    close(
+      arr(new nn.Residual(l).forward(x)),
+      arr(l.forward(x)).map((v, i) => v + [1, -1, 2][i]),
+    );
   });
 });
 
@@ -265,27 +331,39 @@ describe('Conv2d', () => {
   it('forward matches a direct float64 convolution (stride 2, padding 1)', () => {
     const c = new nn.Conv2d(2, 3, 3, { stride: 2, padding: 1, seed: 4, ...f64 });
     const x = A.randn([1, 2, 5, 5], { seed: 2, ...f64 });
-    const X = arr(x), W = arr(c.weight), B = arr(c.bias!);
+    const X = arr(x),
+      W = arr(c.weight),
+      B = arr(c.bias!);
     const y = c.forward(x);
     expect(y.shape).toEqual([1, 3, 3, 3]);
     const ref: number[] = [];
-    for (let o = 0; o < 3; o++) for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) {
-      let s = B[o];
-      for (let ci = 0; ci < 2; ci++) for (let a = 0; a < 3; a++) for (let b = 0; b < 3; b++) {
-        const h = 2 * i - 1 + a, w = 2 * j - 1 + b;
-        if (h >= 0 && h < 5 && w >= 0 && w < 5) s += W[((o * 2 + ci) * 3 + a) * 3 + b] * X[(ci * 5 + h) * 5 + w];
-      }
-      ref.push(s);
-    }
+    for (let o = 0; o < 3; o++)
+      for (let i = 0; i < 3; i++)
+        for (let j = 0; j < 3; j++) {
+          let s = B[o];
+          for (let ci = 0; ci < 2; ci++)
+            for (let a = 0; a < 3; a++)
+              for (let b = 0; b < 3; b++) {
+                const h = 2 * i - 1 + a,
+                  w = 2 * j - 1 + b;
+                if (h >= 0 && h < 5 && w >= 0 && w < 5) s += W[((o * 2 + ci) * 3 + a) * 3 + b] * X[(ci * 5 + h) * 5 + w];
+              }
+          ref.push(s);
+        }
     close(arr(y), ref, 1e-14);
     expect(() => c.forward(A.zeros([1, 3, 5, 5], f64))).toThrow(/Conv2d: expected input with channels \(axis 1 of NCHW\) = 2/);
   });
 
   it('a LeNet-style CNN: gradients of every parameter pass gradcheck in float64', () => {
     const model = new nn.Sequential(
-      new nn.Conv2d(1, 2, 3, { padding: 1, seed: 1, ...f64 }), new nn.ReLU(), new nn.MaxPool2d(2),
-      new nn.Conv2d(2, 3, 3, { padding: 1, seed: 2, ...f64 }), new nn.Tanh(), new nn.AvgPool2d(2),
-      new nn.Flatten(), new nn.Linear(3 * 2 * 2, 3, { seed: 3, ...f64 }),
+      new nn.Conv2d(1, 2, 3, { padding: 1, seed: 1, ...f64 }),
+      new nn.ReLU(),
+      new nn.MaxPool2d(2),
+      new nn.Conv2d(2, 3, 3, { padding: 1, seed: 2, ...f64 }),
+      new nn.Tanh(),
+      new nn.AvgPool2d(2),
+      new nn.Flatten(),
+      new nn.Linear(3 * 2 * 2, 3, { seed: 3, ...f64 }),
     );
     const x = A.randn([2, 1, 8, 8], { seed: 5, ...f64 });
     const params = model.parameters();

@@ -24,7 +24,9 @@ describe('init memory options', () => {
       await expect(A.init({ memory })).rejects.toThrow(A.ArgumentError);
     }
     await expect(A.init({ memory: { maximumBytes: 65536 } })).rejects.toThrow(/leaves no room for tensors/);
-    await expect(A.init({ memory: { initialBytes: 4 * MAX, maximumBytes: MAX } })).rejects.toThrow(/initialBytes .* exceeds memory.maximumBytes/);
+    await expect(A.init({ memory: { initialBytes: 4 * MAX, maximumBytes: MAX } })).rejects.toThrow(
+      /initialBytes .* exceeds memory.maximumBytes/,
+    );
     expect(() => A.zeros([1])).toThrow(/not initialised.*await init\(\)/);
   });
 
@@ -58,7 +60,9 @@ describe('allocations past maximumBytes', () => {
     const e = caught(() => A.zeros([MAX / 4]));
     expect(e).toBeInstanceOf(A.OutOfMemoryError);
     expect(e.message).toContain(`${before + 5} tensors are live`);
-    expect(e.message).toMatch(/most live bytes were created by exp \(512\.0 KiB\), (matmul|add) \(256\.0 KiB\), (matmul|add) \(256\.0 KiB\)/);
+    expect(e.message).toMatch(
+      /most live bytes were created by exp \(512\.0 KiB\), (matmul|add) \(256\.0 KiB\), (matmul|add) \(256\.0 KiB\)/,
+    );
     expect(e.message).toMatch(/tidy\(/);
     expect(e.message).toMatch(/`using`/);
     for (const t of [a, ...held]) t.dispose();
@@ -66,7 +70,8 @@ describe('allocations past maximumBytes', () => {
   });
 
   it('name the op when an op allocates its output', () => {
-    const a = A.ones([1024, 1]), b = A.ones([1, 1024]);
+    const a = A.ones([1024, 1]),
+      b = A.ones([1, 1024]);
     const e = caught(() => A.tidy(() => A.mul(a, b).mul(a))); // 4 MiB, then a second 4 MiB
     expect(e).toBeInstanceOf(A.OutOfMemoryError);
     expect(e.message).toMatch(/^mul: alloc: cannot allocate 4194304 bytes/);
@@ -97,7 +102,7 @@ describe('allocations past maximumBytes', () => {
 
   it('failed ops leave nothing allocated, even outside tidy (seeded storm near the limit)', () => {
     let seed = 12345;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
     // Each case is one public call on inputs made beforehand (x [r, c] and its view x3 [r, 1, c]),
     // (and xt, x viewed as [c, r]), so whatever is left allocated after a failure was leaked by the library, not by the test.
     const ops: [string, (x: A.Tensor, x3: A.Tensor, xt: A.Tensor) => A.Tensor][] = [
@@ -106,7 +111,14 @@ describe('allocations past maximumBytes', () => {
       ['sum over axes 0 and 2', (_x, x3) => A.sum(x3, [0, 2])],
       ['max over axes 0 and 2', (_x, x3) => A.max(x3, [0, 2], true)],
       ['mean', (_x, x3) => A.mean(x3, [0, 2])],
-      ['gather', (x) => A.gather(x, Array.from({ length: 3 * x.shape[0] }, (_, i) => i % x.shape[0]))],
+      [
+        'gather',
+        (x) =>
+          A.gather(
+            x,
+            Array.from({ length: 3 * x.shape[0] }, (_, i) => i % x.shape[0]),
+          ),
+      ],
       ['transpose', (x) => A.transpose(x)],
       ['broadcastTo', (_x, x3) => A.broadcastTo(x3, [x3.shape[0], 3, x3.shape[2]])],
       ['concat', (x) => A.concat([x, x, x], 1)],
@@ -115,13 +127,24 @@ describe('allocations past maximumBytes', () => {
       ['softmax', (x) => A.softmax(x, 0)],
       ['logsumexp', (x) => A.logsumexp(x, 0)],
       ['layerNorm', (x) => A.layerNorm(x)],
-      ['crossEntropy', (x) => A.crossEntropy(x, Array.from({ length: x.shape[0] }, () => 0))],
-      ['backward', (x) => A.tidy(() => {
-        const w = A.reshape(x, x.shape);
-        w.requiresGrad = true;
-        A.sum(A.mul(A.tanh(w), w)).backward();
-        return w.grad!.share();
-      })],
+      [
+        'crossEntropy',
+        (x) =>
+          A.crossEntropy(
+            x,
+            Array.from({ length: x.shape[0] }, () => 0),
+          ),
+      ],
+      [
+        'backward',
+        (x) =>
+          A.tidy(() => {
+            const w = A.reshape(x, x.shape);
+            w.requiresGrad = true;
+            A.sum(A.mul(A.tanh(w), w)).backward();
+            return w.grad!.share();
+          }),
+      ],
     ];
     const base = A.memory();
     const leaks = new Set<string>();
@@ -130,8 +153,9 @@ describe('allocations past maximumBytes', () => {
       const [name, op] = ops[Math.floor(rand() * ops.length)];
       const made: A.Tensor[] = [];
       try {
-        made.push(A.ones([Math.floor(rand() * 6 * 1024 * 1024 / 4)])); // ballast up to 6 MiB
-        const rows = 1 + Math.floor(rand() * 512), cols = 1 + Math.floor(rand() * 1024);
+        made.push(A.ones([Math.floor((rand() * 6 * 1024 * 1024) / 4)])); // ballast up to 6 MiB
+        const rows = 1 + Math.floor(rand() * 512),
+          cols = 1 + Math.floor(rand() * 1024);
         made.push(A.randn([rows, cols], { seed: it }));
         made.push(A.reshape(made[1], [rows, 1, cols]));
         made.push(A.reshape(made[1], [cols, rows]));
@@ -210,8 +234,9 @@ describe('the arena under a limit (fragmentation)', () => {
 
   it('random alloc/free sequences never hand out overlapping or out-of-range blocks', () => {
     let seed = 99;
-    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    const pages = 16, a = arena(pages);
+    const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pages = 16,
+      a = arena(pages);
     const live = new Map<number, number>(); // ptr → bytes
     let failures = 0;
     for (let i = 0; i < 20_000; i++) {

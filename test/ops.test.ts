@@ -16,7 +16,9 @@ const TAILS = [0, 1, 3, 4, 5, 16, 17];
 const worst = { rel: 0, name: '' };
 
 afterAll(() => {
-  console.log(`ops covered by the table: ${new Set(SPECS.map((s) => s.name.split(' ')[0].replace(/\(.*/, ''))).size}, rows: ${SPECS.length}`);
+  console.log(
+    `ops covered by the table: ${new Set(SPECS.map((s) => s.name.split(' ')[0].replace(/\(.*/, ''))).size}, rows: ${SPECS.length}`,
+  );
   console.log(`worst gradcheck rel error over the table: ${worst.rel.toExponential(3)} (${worst.name})`);
 });
 
@@ -65,10 +67,12 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('%s', (_name, spec) => {
     A.tidy(() => {
       const vals = values(spec);
       const [x32, x64] = [tensors(vals, spec.shapes, 'float32'), tensors(vals, spec.shapes, 'float64')];
-      const y32 = spec.f(...x32), y64 = spec.f(...x64);
+      const y32 = spec.f(...x32),
+        y64 = spec.f(...x64);
       expect(y32.dtype).toBe('float32');
       expect(relErr(y32.toArray(), y64.toArray())).toBeLessThan(F32_RTOL);
-      const g32 = gradsOf(projected(spec.f, 'float32'), x32), g64 = gradsOf(projected(spec.f, 'float64'), x64);
+      const g32 = gradsOf(projected(spec.f, 'float32'), x32),
+        g64 = gradsOf(projected(spec.f, 'float64'), x64);
       g64.forEach((g, i) => expect(relErr(g32[i], g)).toBeLessThan(F32_RTOL));
     });
   });
@@ -91,9 +95,15 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('%s', (_name, spec) => {
 
   if (spec.kind === 'binary') {
     it.each([
-      [[3, 1], [1, 4]],
+      [
+        [3, 1],
+        [1, 4],
+      ],
       [[4], [2, 3, 4]],
-      [[2, 3, 4], [3, 1]],
+      [
+        [2, 3, 4],
+        [3, 1],
+      ],
       [[], [3, 4]],
       [[3, 4], []],
     ])('broadcasts [%s] with [%s]', (sa, sb) => {
@@ -110,11 +120,19 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('%s', (_name, spec) => {
 
     it('takes a number operand on either side', () => {
       const [[u], [v]] = values(spec, [[1], [1]], 2); // in each operand's domain
-      const vals = values(spec, [[2, 3], [2, 3]], 3);
+      const vals = values(
+        spec,
+        [
+          [2, 3],
+          [2, 3],
+        ],
+        3,
+      );
       A.tidy(() => {
         const a = A.tensor(vals[0], { shape: [2, 3], dtype: 'float64' });
         const b = A.tensor(vals[1], { shape: [2, 3], dtype: 'float64' });
-        const left = spec.f(a, v as unknown as Tensor), right = spec.f(u as unknown as Tensor, b);
+        const left = spec.f(a, v as unknown as Tensor),
+          right = spec.f(u as unknown as Tensor, b);
         expect(left.dtype).toBe('float64');
         expect(relErr(left.toArray(), spec.ref(R.nd([2, 3], vals[0]), R.scalar(v)).data)).toBeLessThan(FWD_RTOL);
         expect(relErr(right.toArray(), spec.ref(R.scalar(u), R.nd([2, 3], vals[1])).data)).toBeLessThan(FWD_RTOL);
@@ -136,7 +154,12 @@ describe('fan-out: one value feeding several consumers', () => {
       const xs = [0.3, -1.1, 2.0, 0.7, -0.2];
       const x = A.tensor(xs, { dtype: 'float64', requiresGrad: true });
       A.sum(A.add(A.mul(x, x), A.sin(x))).backward();
-      expect(relErr(x.grad!.toArray(), xs.map((v) => 2 * v + Math.cos(v)))).toBeLessThan(1e-15);
+      expect(
+        relErr(
+          x.grad!.toArray(),
+          xs.map((v) => 2 * v + Math.cos(v)),
+        ),
+      ).toBeLessThan(1e-15);
     });
   });
 
@@ -147,7 +170,8 @@ describe('fan-out: one value feeding several consumers', () => {
       const t = A.tanh(x);
       A.sum(A.add(A.add(A.mul(t, t), A.exp(t)), A.mul(t, x))).backward();
       const expected = xs.map((v) => {
-        const th = Math.tanh(v), dt = 1 - th * th;
+        const th = Math.tanh(v),
+          dt = 1 - th * th;
         return (2 * th + Math.exp(th) + v) * dt + th;
       });
       expect(relErr(x.grad!.toArray(), expected)).toBeLessThan(1e-14);
@@ -156,12 +180,21 @@ describe('fan-out: one value feeding several consumers', () => {
 
   it('the same tensor as both operands of add, mul, div and matmul', () => {
     A.tidy(() => {
-      const x = A.tensor([[1.5, -0.5], [0.25, 2]], { dtype: 'float64', requiresGrad: true });
+      const x = A.tensor(
+        [
+          [1.5, -0.5],
+          [0.25, 2],
+        ],
+        { dtype: 'float64', requiresGrad: true },
+      );
       const y = A.add(A.add(A.sum(A.add(x, x)), A.sum(A.mul(x, x))), A.add(A.sum(A.div(x, x)), A.sum(A.matmul(x, x))));
       y.backward();
       // d/dx [Σ2x + Σx² + Σ1 + Σ(x·x)]: 2 + 2x + 0 + (1·xᵀ row sums + xᵀ·1 column sums)
-      const v = [[1.5, -0.5], [0.25, 2]];
-      const mm = (i: number, j: number) => (v[j][0] + v[j][1]) + (v[0][i] + v[1][i]);
+      const v = [
+        [1.5, -0.5],
+        [0.25, 2],
+      ];
+      const mm = (i: number, j: number) => v[j][0] + v[j][1] + (v[0][i] + v[1][i]);
       const e = [0, 1].flatMap((i) => [0, 1].map((j) => 2 + 2 * v[i][j] + mm(i, j)));
       expect(relErr(x.grad!.toArray(), e)).toBeLessThan(1e-15);
       expect(A.gradcheck((a) => A.sum(A.mul(A.matmul(a, a), A.sin(a))), [x]).maxRelError).toBeLessThan(GRAD_RTOL);

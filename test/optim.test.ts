@@ -31,7 +31,11 @@ const close = (got: ArrayLike<number>, want: ArrayLike<number>, tol: number) => 
 };
 
 /** torch.optim.SGD, float64, over several steps. */
-function refSGD(p: number[], grads: number[][], o: { lr: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean }): number[] {
+function refSGD(
+  p: number[],
+  grads: number[][],
+  o: { lr: number; momentum?: number; dampening?: number; weightDecay?: number; nesterov?: boolean },
+): number[] {
   const { lr, momentum = 0, dampening = 0, weightDecay = 0, nesterov = false } = o;
   const x = [...p];
   let buf: number[] | null = null;
@@ -47,8 +51,14 @@ function refSGD(p: number[], grads: number[][], o: { lr: number; momentum?: numb
 }
 
 /** torch.optim.Adam / AdamW, float64, over several steps. */
-function refAdam(p: number[], grads: number[][], o: { lr: number; betas: [number, number]; eps: number; weightDecay: number; decoupled: boolean }): number[] {
-  const x = [...p], m = p.map(() => 0), v = p.map(() => 0);
+function refAdam(
+  p: number[],
+  grads: number[][],
+  o: { lr: number; betas: [number, number]; eps: number; weightDecay: number; decoupled: boolean },
+): number[] {
+  const x = [...p],
+    m = p.map(() => 0),
+    v = p.map(() => 0);
   const [b1, b2] = o.betas;
   grads.forEach((g0_, k) => {
     const t = k + 1;
@@ -58,7 +68,8 @@ function refAdam(p: number[], grads: number[][], o: { lr: number; betas: [number
       else g[i] += o.weightDecay * x[i];
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      const mhat = m[i] / (1 - b1 ** t), vhat = v[i] / (1 - b2 ** t);
+      const mhat = m[i] / (1 - b1 ** t),
+        vhat = v[i] / (1 - b2 ** t);
       x[i] -= (o.lr * mhat) / (Math.sqrt(vhat) + o.eps);
     }
   });
@@ -68,7 +79,11 @@ function refAdam(p: number[], grads: number[][], o: { lr: number; betas: [number
 // Sizes around the SIMD width (4 f32 / 2 f64 lanes): body only, tail only, both.
 const SIZES = [0, 1, 3, 4, 5, 16, 17];
 
-interface Row { name: string; make: (ps: Tensor[]) => A.optim.Optimizer; ref: (p: number[], gs: number[][]) => number[] }
+interface Row {
+  name: string;
+  make: (ps: Tensor[]) => A.optim.Optimizer;
+  ref: (p: number[], gs: number[][]) => number[];
+}
 const ROWS: Row[] = [
   { name: 'SGD plain', make: (ps) => new optim.SGD(ps, { lr: 0.1 }), ref: (p, gs) => refSGD(p, gs, { lr: 0.1 }) },
   {
@@ -161,7 +176,8 @@ describe('hand-computed single steps', () => {
 
 describe('Optimizer bookkeeping', () => {
   it('skips parameters without a gradient; zeroGrad disposes gradients', () => {
-    const a = param([1, 2], [1, 1]), b = A.tensor([5, 6], { dtype: 'float64', requiresGrad: true });
+    const a = param([1, 2], [1, 1]),
+      b = A.tensor([5, 6], { dtype: 'float64', requiresGrad: true });
     const opt = new optim.SGD([a, b], { lr: 1 });
     opt.step();
     expect(Array.from(a.toArray())).toEqual([0, 1]);
@@ -173,7 +189,8 @@ describe('Optimizer bookkeeping', () => {
   });
 
   it('lr can be changed between steps; Adam counts steps per parameter', () => {
-    const a = param([0], [1]), b = param([0], [1]);
+    const a = param([0], [1]),
+      b = param([0], [1]);
     const opt = new optim.Adam([a, b], { lr: 0.1 });
     opt.step();
     b.grad!.dispose();
@@ -198,9 +215,19 @@ describe('Optimizer bookkeeping', () => {
 
   it('20 steps of a training loop follow the float64 reference trajectory', () => {
     // Linear regression y = x·wᵀ + b under MSE; the reference computes the gradient by hand.
-    const X = [[1, 2, 3], [0, 1, 0], [2, 0, 1], [1, 1, 1]], Y = [1, 2, 3, 4];
+    const X = [
+        [1, 2, 3],
+        [0, 1, 0],
+        [2, 0, 1],
+        [1, 1, 1],
+      ],
+      Y = [1, 2, 3, 4];
     const model = new A.nn.Linear(3, 1, { seed: 1, dtype: 'float64' });
-    const x = A.tensor(X, { dtype: 'float64' }), y = A.tensor(Y.map((v) => [v]), { dtype: 'float64' });
+    const x = A.tensor(X, { dtype: 'float64' }),
+      y = A.tensor(
+        Y.map((v) => [v]),
+        { dtype: 'float64' },
+      );
     const opt = new optim.AdamW(model.parameters(), { lr: 0.05, weightDecay: 0.1 });
     const w = [...model.weight.toArray(), model.bias!.toArray()[0]];
     const o = { lr: 0.05, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: 0.1, decoupled: true };
@@ -225,7 +252,14 @@ describe('Optimizer bookkeeping', () => {
     ['negative lr', () => new optim.Adam([A.zeros([1])], { lr: -1 }), /lr must be a finite number ≥ 0, got -1/],
     ['beta out of range', () => new optim.Adam([A.zeros([1])], { betas: [0.9, 1] }), /betas\[1\] must be a finite number in \[0, 1\)/],
     ['nesterov without momentum', () => new optim.SGD([A.zeros([1])], { lr: 0.1, nesterov: true }), /nesterov requires momentum > 0/],
-    ['duplicate parameter', () => { const t = A.zeros([1]); return new optim.SGD([t, t], { lr: 1 }); }, /more than once/],
+    [
+      'duplicate parameter',
+      () => {
+        const t = A.zeros([1]);
+        return new optim.SGD([t, t], { lr: 1 });
+      },
+      /more than once/,
+    ],
     ['not a tensor', () => new optim.SGD([1 as unknown as Tensor], { lr: 1 }), /params\[0\] must be a Tensor/],
   ])('%s is refused with a clear ArgumentError', (_name, f, message) => {
     expect(f).toThrow(A.ArgumentError);
@@ -235,7 +269,8 @@ describe('Optimizer bookkeeping', () => {
 
 describe('clipping', () => {
   it('clipGradNorm returns the total norm before clipping and scales to maxNorm', () => {
-    const a = param([0, 0], [3, 0]), b = param([0, 0, 0], [0, 4, 0], 'float32');
+    const a = param([0, 0], [3, 0]),
+      b = param([0, 0, 0], [0, 4, 0], 'float32');
     const norm = A.clipGradNorm([a, b], 1);
     expect(norm).toBe(5);
     close(a.grad!.toArray(), [3 / (5 + 1e-6), 0], 1e-15);
@@ -252,8 +287,12 @@ describe('clipping', () => {
   });
 
   it('scales a gradient buffer shared by two parameters once', () => {
-    const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }), b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
-    A.add(a, b).mul(A.tensor([3, 4], { dtype: 'float64' })).sum().backward();
+    const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }),
+      b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
+    A.add(a, b)
+      .mul(A.tensor([3, 4], { dtype: 'float64' }))
+      .sum()
+      .backward();
     const norm = A.clipGradNorm([a, b], 1);
     expect(norm).toBeCloseTo(Math.sqrt(2 * 25), 12);
     const c = 1 / (norm + 1e-6);

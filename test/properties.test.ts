@@ -33,12 +33,16 @@ function values(rng: Rng, n: number): Float64Array {
 /** NumPy broadcasting written out: out[i] = f(a[idx_a(i)], b[idx_b(i)]). */
 function jsBroadcast(a: Float64Array, sa: number[], b: Float64Array, sb: number[], f: (x: number, y: number) => number) {
   const n = Math.max(sa.length, sb.length);
-  const pa = [...Array(n - sa.length).fill(1), ...sa], pb = [...Array(n - sb.length).fill(1), ...sb];
+  const pa = [...Array(n - sa.length).fill(1), ...sa],
+    pb = [...Array(n - sb.length).fill(1), ...sb];
   const shape = pa.map((d, i) => Math.max(d, pb[i]));
   const out = new Float64Array(sizeOf(shape));
-  const so = stridesOf(shape), ta = stridesOf(pa), tb = stridesOf(pb);
+  const so = stridesOf(shape),
+    ta = stridesOf(pa),
+    tb = stridesOf(pb);
   for (let i = 0; i < out.length; i++) {
-    let ia = 0, ib = 0;
+    let ia = 0,
+      ib = 0;
     for (let d = 0; d < n; d++) {
       const k = Math.floor(i / so[d]) % shape[d];
       if (pa[d] !== 1) ia += k * ta[d];
@@ -61,7 +65,8 @@ describe('broadcasting', () => {
     const rng = new Rng(101);
     for (let c = 0; c < CASES; c++) {
       const [sa, sb] = broadcastPair(rng);
-      const a = values(rng, sizeOf(sa)), b = values(rng, sizeOf(sb));
+      const a = values(rng, sizeOf(sa)),
+        b = values(rng, sizeOf(sb));
       const want = jsBroadcast(a, sa, b, sb, f);
       for (const dtype of ['float64', 'float32'] as const) {
         const [shape, got] = A.tidy(() => {
@@ -142,7 +147,9 @@ describe('round trips', () => {
         const y = A.transpose(x, perm);
         const out = perm.map((p) => shape[p]);
         expect(y.shape).toEqual(out);
-        const xs = stridesOf(shape), ys = stridesOf(out), got = y.toArray();
+        const xs = stridesOf(shape),
+          ys = stridesOf(out),
+          got = y.toArray();
         for (let i = 0; i < got.length; i++) {
           let src = 0;
           for (let d = 0; d < out.length; d++) src += (Math.floor(i / ys[d]) % out[d]) * xs[perm[d]];
@@ -164,7 +171,13 @@ describe('round trips', () => {
         const pieces: A.Tensor[] = [];
         for (let at = 0; at < shape[axis]; ) {
           const len = 1 + rng.int(shape[axis] - at);
-          pieces.push(A.slice(x, shape.map((_, d) => (d === axis ? at : 0)), shape.map((s, d) => (d === axis ? len : s))));
+          pieces.push(
+            A.slice(
+              x,
+              shape.map((_, d) => (d === axis ? at : 0)),
+              shape.map((s, d) => (d === axis ? len : s)),
+            ),
+          );
           at += len;
         }
         const back = A.concat(pieces, axis - (rng.chance(0.5) ? shape.length : 0)); // negative axes too
@@ -199,8 +212,15 @@ function randomFunction(rng: Rng, shape: readonly number[]): (x: A.Tensor) => A.
     steps.forEach((s, i) => {
       const c = A.tensor(consts[i], { shape, dtype: 'float64' });
       h = [
-        () => A.sin(h), () => A.tanh(h), () => A.sigmoid(h), () => A.mul(h, c), () => A.add(A.square(h), c),
-        () => A.softplus(h), () => A.cos(A.mul(h, 0.5)), () => A.maximum(h, c), () => A.mul(A.exp(A.mul(h, 0.1)), h),
+        () => A.sin(h),
+        () => A.tanh(h),
+        () => A.sigmoid(h),
+        () => A.mul(h, c),
+        () => A.add(A.square(h), c),
+        () => A.softplus(h),
+        () => A.cos(A.mul(h, 0.5)),
+        () => A.maximum(h, c),
+        () => A.mul(A.exp(A.mul(h, 0.1)), h),
       ][s]();
     });
     return A.sum(A.mul(h, x));
@@ -219,12 +239,15 @@ describe('linearity of the derivative', () => {
     const rng = new Rng(301);
     for (let c = 0; c < CASES; c++) {
       const shape = randomShape(rng, 3, 4);
-      const f = randomFunction(rng, shape), g = randomFunction(rng, shape);
-      const a = values(rng, 1)[0], b = values(rng, 1)[0];
+      const f = randomFunction(rng, shape),
+        g = randomFunction(rng, shape);
+      const a = values(rng, 1)[0],
+        b = values(rng, 1)[0];
       A.tidy(() => {
         const x = A.tensor(values(rng, sizeOf(shape)), { shape, dtype: 'float64' });
         const lhs = (A.grad((t: A.Tensor) => A.add(A.mul(f(t), a), A.mul(g(t), b)))(x) as A.Tensor).toArray();
-        const gf = (A.grad(f)(x) as A.Tensor).toArray(), gg = (A.grad(g)(x) as A.Tensor).toArray();
+        const gf = (A.grad(f)(x) as A.Tensor).toArray(),
+          gg = (A.grad(g)(x) as A.Tensor).toArray();
         const rhs = gf.map((v, i) => a * v + b * gg[i]);
         expect(close(lhs, rhs), `case ${c}`).toBe(null);
       });
@@ -237,7 +260,8 @@ describe('linearity of the derivative', () => {
       const shape = randomShape(rng, 3, 4);
       const f = randomFunction(rng, shape);
       const vecF = (t: A.Tensor) => A.mul(A.tanh(t), A.reshape(f(t), [])); // non-scalar output of x's shape
-      const a = values(rng, 1)[0], b = values(rng, 1)[0];
+      const a = values(rng, 1)[0],
+        b = values(rng, 1)[0];
       A.tidy(() => {
         const x = A.tensor(values(rng, sizeOf(shape)), { shape, dtype: 'float64' });
         const u = A.tensor(values(rng, sizeOf(shape)), { shape, dtype: 'float64' });
@@ -245,8 +269,15 @@ describe('linearity of the derivative', () => {
         const [, back] = A.vjp(vecF, x);
         try {
           const lhs = back(A.add(A.mul(u, a), A.mul(v, b)))[0].toArray();
-          const bu = back(u)[0].toArray(), bv = back(v)[0].toArray();
-          expect(close(lhs, bu.map((w, i) => a * w + b * bv[i])), `case ${c}`).toBe(null);
+          const bu = back(u)[0].toArray(),
+            bv = back(v)[0].toArray();
+          expect(
+            close(
+              lhs,
+              bu.map((w, i) => a * w + b * bv[i]),
+            ),
+            `case ${c}`,
+          ).toBe(null);
         } finally {
           back.release();
         }
@@ -258,7 +289,8 @@ describe('linearity of the derivative', () => {
     const rng = new Rng(303);
     for (let c = 0; c < CASES / 3; c++) {
       const shape = randomShape(rng, 3, 4);
-      const f = randomFunction(rng, shape), g = randomFunction(rng, shape);
+      const f = randomFunction(rng, shape),
+        g = randomFunction(rng, shape);
       A.tidy(() => {
         const x = A.tensor(values(rng, sizeOf(shape)), { shape, dtype: 'float64' });
         const y = A.tensor(values(rng, sizeOf(shape)), { shape, dtype: 'float64' });

@@ -14,14 +14,23 @@ describe('purity', () => {
     A.tidy(() => {
       const w = A.tensor([0.5, -1.5], { ...f64, requiresGrad: true });
       const x = A.tensor([0.3, 0.8], { ...f64, requiresGrad: true });
-      const junkW = A.keep(t([111, 222])), junkX = A.keep(t([333, 444]));
+      const junkW = A.keep(t([111, 222])),
+        junkX = A.keep(t([333, 444]));
       w.grad = junkW;
       x.grad = junkX;
       const f = (z: Tensor) => A.sum(A.mul(A.sin(z), w));
       const checks: [string, () => number[]][] = [
         ['grad', () => arr(A.grad(f)(x) as Tensor)],
         ['valueAndGrad', () => arr(A.valueAndGrad(f)(x)[1] as Tensor)],
-        ['vjp', () => { const [, b] = A.vjp(f, x); const r = arr(b(t(1))[0]); b.release(); return r; }],
+        [
+          'vjp',
+          () => {
+            const [, b] = A.vjp(f, x);
+            const r = arr(b(t(1))[0]);
+            b.release();
+            return r;
+          },
+        ],
         ['jacrev', () => arr(A.jacrev(f)(x))],
         ['jacfwd', () => arr(A.jacfwd(f)(x))],
         ['hvp', () => arr(A.hvp(f, x, t([1, 0])))],
@@ -32,7 +41,10 @@ describe('purity', () => {
         hvp: [-0.5 * Math.sin(0.3), 0],
         hessian: [-0.5 * Math.sin(0.3), 0, 0, 1.5 * Math.sin(0.8)],
       };
-      want.valueAndGrad = want.grad; want.vjp = want.grad; want.jacrev = want.grad; want.jacfwd = want.grad;
+      want.valueAndGrad = want.grad;
+      want.vjp = want.grad;
+      want.jacrev = want.grad;
+      want.jacfwd = want.grad;
       for (const [name, run] of checks) {
         close(run(), want[name], 1e-15);
         expect(w.grad, name).toBe(junkW);
@@ -79,11 +91,14 @@ describe('purity', () => {
 
   it('the graph of a transform is freed with its results (no leak over repeated calls)', () => {
     const x = A.keep(t([0.1, 0.2, 0.3]));
-    const run = () => A.tidy(() => {
-      const h = A.hessian((z: Tensor) => A.sum(A.exp(A.mul(z, z))))(x);
-      const g3 = A.grad((z: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(A.grad((v: Tensor) => A.sum(A.tanh(v)))(u) as Tensor))(z) as Tensor))(x);
-      return [arr(h), arr(g3 as Tensor)];
-    });
+    const run = () =>
+      A.tidy(() => {
+        const h = A.hessian((z: Tensor) => A.sum(A.exp(A.mul(z, z))))(x);
+        const g3 = A.grad((z: Tensor) =>
+          A.sum(A.grad((u: Tensor) => A.sum(A.grad((v: Tensor) => A.sum(A.tanh(v)))(u) as Tensor))(z) as Tensor),
+        )(x);
+        return [arr(h), arr(g3 as Tensor)];
+      });
     run();
     const m0 = A.memory();
     for (let i = 0; i < 5; i++) run();
@@ -94,42 +109,70 @@ describe('purity', () => {
   });
 });
 
-describe('gradient penalty (WGAN-GP): the parameters\' gradient of mean((‖∂D/∂x‖ − 1)²)', () => {
+describe("gradient penalty (WGAN-GP): the parameters' gradient of mean((‖∂D/∂x‖ − 1)²)", () => {
   it('linear critic D(x) = x·w + b: closed form 2(‖w‖ − 1)·w/‖w‖, and b gets none', () => {
     A.tidy(() => {
       const wv = [0.6, -1.2, 0.9];
-      const w = A.tensor(wv, { ...f64, requiresGrad: true }), b = A.tensor([0.3], { ...f64, requiresGrad: true });
-      const xhat = t([[0.1, 0.2, 0.3], [-1, 0.5, 2], [0.7, -0.4, 0.0]]);
+      const w = A.tensor(wv, { ...f64, requiresGrad: true }),
+        b = A.tensor([0.3], { ...f64, requiresGrad: true });
+      const xhat = t([
+        [0.1, 0.2, 0.3],
+        [-1, 0.5, 2],
+        [0.7, -0.4, 0.0],
+      ]);
       const D = (x: Tensor) => A.add(A.matmul(x, w), b);
       const g = A.grad((x: Tensor) => A.sum(D(x)))(xhat) as Tensor; // each row is w
       expect(w.grad).toBe(null);
       const penalty = A.mean(A.square(A.sub(A.sqrt(A.sum(A.square(g), 1)), 1)));
       penalty.backward();
       const n = Math.hypot(...wv);
-      close(arr(w.grad!), wv.map((v) => (2 * (n - 1) * v) / n), 1e-14);
+      close(
+        arr(w.grad!),
+        wv.map((v) => (2 * (n - 1) * v) / n),
+        1e-14,
+      );
       expect(b.grad).toBe(null); // ∂D/∂x does not depend on b
     });
   });
 
   it('one hidden tanh layer: backward() through the penalty matches central differences in the parameters', () => {
     A.tidy(() => {
-      const W1 = A.tensor([[0.5, -0.3], [0.8, 0.2], [-0.4, 0.9]], { ...f64, requiresGrad: true });
+      const W1 = A.tensor(
+        [
+          [0.5, -0.3],
+          [0.8, 0.2],
+          [-0.4, 0.9],
+        ],
+        { ...f64, requiresGrad: true },
+      );
       const v = A.tensor([0.7, -1.1, 0.6], { ...f64, requiresGrad: true });
-      const xhat = t([[0.2, -0.5], [1.0, 0.3]]);
+      const xhat = t([
+        [0.2, -0.5],
+        [1.0, 0.3],
+      ]);
       const penaltyOf = (W: Tensor, u: Tensor) => {
         const D = (x: Tensor) => A.sum(A.mul(A.tanh(A.matmul(x, A.transpose(W))), u));
         const g = A.grad(D)(xhat) as Tensor;
         return A.mean(A.square(A.sub(A.sqrt(A.sum(A.square(g), 1)), 1)));
       };
       penaltyOf(W1, v).backward();
-      const fd = (p: Tensor, other: (q: Tensor) => Tensor) => Array.from(p.toArray()).map((_, i) => {
-        const e = new Float64Array(p.size);
-        e[i] = 1e-6;
-        const at = (s: number) => A.tidy(() => other(A.add(A.detach(p), A.mul(A.tensor(e, { shape: p.shape, ...f64 }), s))).item());
-        return (at(1) - at(-1)) / 2e-6;
-      });
-      close(arr(W1.grad!), fd(W1, (q) => A.noGrad(() => penaltyOf(q, v))), 1e-8);
-      close(arr(v.grad!), fd(v, (q) => A.noGrad(() => penaltyOf(W1, q))), 1e-8);
+      const fd = (p: Tensor, other: (q: Tensor) => Tensor) =>
+        Array.from(p.toArray()).map((_, i) => {
+          const e = new Float64Array(p.size);
+          e[i] = 1e-6;
+          const at = (s: number) => A.tidy(() => other(A.add(A.detach(p), A.mul(A.tensor(e, { shape: p.shape, ...f64 }), s))).item());
+          return (at(1) - at(-1)) / 2e-6;
+        });
+      close(
+        arr(W1.grad!),
+        fd(W1, (q) => A.noGrad(() => penaltyOf(q, v))),
+        1e-8,
+      );
+      close(
+        arr(v.grad!),
+        fd(v, (q) => A.noGrad(() => penaltyOf(W1, q))),
+        1e-8,
+      );
     });
   });
 });

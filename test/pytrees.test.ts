@@ -23,7 +23,8 @@ describe('pytrees', () => {
   it('nested arrays and records, argnums over several trees, unused leaves get zeros', () => {
     A.tidy(() => {
       const a = [t([1, 2]), { u: t(3), v: [t(4)] }];
-      const c = t(10), unused = t([7, 7, 7]);
+      const c = t(10),
+        unused = t([7, 7, 7]);
       const f = (tree: [Tensor, { u: Tensor; v: Tensor[] }], k: Tensor, z: { z: Tensor }) =>
         A.add(A.mul(A.sum(A.mul(tree[0], tree[1].u)), tree[1].v[0]), A.mul(k, 0 * z.z.size + 1));
       const [g0, g2] = A.grad(f, { argnums: [0, 2] })(a, c, { z: unused }) as [any, any];
@@ -76,12 +77,22 @@ describe('pytrees', () => {
 });
 
 describe('functionalCall', () => {
-  const model = () => new A.nn.Sequential(new A.nn.Linear(4, 5, { seed: 1, dtype: 'float64' }), new A.nn.Tanh(), new A.nn.Linear(5, 3, { seed: 2, dtype: 'float64' }));
-  const x = () => A.tensor(Array.from({ length: 8 }, (_, i) => Math.sin(i + 1)), { shape: [2, 4], ...f64 });
+  const model = () =>
+    new A.nn.Sequential(
+      new A.nn.Linear(4, 5, { seed: 1, dtype: 'float64' }),
+      new A.nn.Tanh(),
+      new A.nn.Linear(5, 3, { seed: 2, dtype: 'float64' }),
+    );
+  const x = () =>
+    A.tensor(
+      Array.from({ length: 8 }, (_, i) => Math.sin(i + 1)),
+      { shape: [2, 4], ...f64 },
+    );
 
   it('grad over the parameter record equals what backward() writes into .grad, and touches no .grad', () => {
     A.tidy(() => {
-      const m = model(), xs = x();
+      const m = model(),
+        xs = x();
       const loss = (out: Tensor) => A.crossEntropy(out, [2, 0]);
       const g = A.grad((p: Record<string, Tensor>) => loss(A.functionalCall(m, p, xs)))(m.stateDict()) as Record<string, Tensor>;
       expect(Object.keys(g)).toEqual(['0.weight', '0.bias', '2.weight', '2.bias']);
@@ -93,9 +104,10 @@ describe('functionalCall', () => {
     });
   });
 
-  it('replaces for one call only (restored after a throw too), partial records keep the module\'s own', () => {
+  it("replaces for one call only (restored after a throw too), partial records keep the module's own", () => {
     A.tidy(() => {
-      const m = model(), xs = x();
+      const m = model(),
+        xs = x();
       const W0 = m.parameters()[0];
       const zeros = { '2.weight': A.zeros([3, 5], f64), '2.bias': t([1, 2, 3]) };
       expect(arr(A.functionalCall(m, zeros, xs))).toEqual([1, 2, 3, 1, 2, 3]);
@@ -113,7 +125,8 @@ describe('functionalCall', () => {
 
   it('second order through functionalCall: Hessian-vector product in parameter space by jvp of grad', () => {
     A.tidy(() => {
-      const m = model(), xs = x();
+      const m = model(),
+        xs = x();
       const L = (p: Record<string, Tensor>) => A.sum(A.square(A.functionalCall(m, p, xs)));
       const b = (w: Tensor) => L({ ...m.stateDict(), '2.bias': w });
       const w0 = m.stateDict()['2.bias'];

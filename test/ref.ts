@@ -41,7 +41,8 @@ export const map = (x: Nd, f: (v: number) => number): Nd => ({ shape: x.shape, d
 export function broadcastShape(a: readonly number[], b: readonly number[]): number[] {
   const n = Math.max(a.length, b.length);
   return Array.from({ length: n }, (_, i) => {
-    const da = a[a.length - n + i] ?? 1, db = b[b.length - n + i] ?? 1;
+    const da = a[a.length - n + i] ?? 1,
+      db = b[b.length - n + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) throw new Error(`ref: cannot broadcast [${a}] and [${b}]`);
     return da === 1 ? db : da;
   });
@@ -49,7 +50,10 @@ export function broadcastShape(a: readonly number[], b: readonly number[]): numb
 
 /** x read at an index of the broadcast shape `shape`. */
 const bcastAt = (x: Nd, idx: readonly number[]): number =>
-  at(x, x.shape.map((d, i) => (d === 1 ? 0 : idx[idx.length - x.shape.length + i])));
+  at(
+    x,
+    x.shape.map((d, i) => (d === 1 ? 0 : idx[idx.length - x.shape.length + i])),
+  );
 
 export const broadcastTo = (x: Nd, shape: readonly number[]): Nd => gen(shape, (idx) => bcastAt(x, idx));
 
@@ -58,10 +62,18 @@ export function zip(a: Nd, b: Nd, f: (u: number, v: number) => number): Nd {
 }
 
 const normAxes = (rank: number, axis?: number | readonly number[]): number[] =>
-  axis === undefined ? Array.from({ length: rank }, (_, i) => i) : (typeof axis === 'number' ? [axis] : [...axis]).map((a) => (a < 0 ? a + rank : a));
+  axis === undefined
+    ? Array.from({ length: rank }, (_, i) => i)
+    : (typeof axis === 'number' ? [axis] : [...axis]).map((a) => (a < 0 ? a + rank : a));
 
 /** Folds the elements over `axes` with f (from init). */
-function reduce(x: Nd, axis: number | readonly number[] | undefined, keepdims: boolean, f: (acc: number, v: number) => number, init: number): Nd {
+function reduce(
+  x: Nd,
+  axis: number | readonly number[] | undefined,
+  keepdims: boolean,
+  f: (acc: number, v: number) => number,
+  init: number,
+): Nd {
   const axes = normAxes(x.shape.length, axis);
   const kept = x.shape.map((d, i) => (axes.includes(i) ? 1 : d));
   const out = gen(kept, () => init);
@@ -70,7 +82,12 @@ function reduce(x: Nd, axis: number | readonly number[] | undefined, keepdims: b
     const j = unravel(i, x.shape).reduce((acc, v, d) => acc + (axes.includes(d) ? 0 : v * ks[d]), 0);
     out.data[j] = f(out.data[j], x.data[i]);
   }
-  return keepdims ? out : nd(x.shape.filter((_, i) => !axes.includes(i)), out.data);
+  return keepdims
+    ? out
+    : nd(
+        x.shape.filter((_, i) => !axes.includes(i)),
+        out.data,
+      );
 }
 
 type AxisArg = number | readonly number[] | undefined;
@@ -82,7 +99,11 @@ export function mean(x: Nd, axis?: AxisArg, keepdims = false): Nd {
 }
 export function logsumexp(x: Nd, axis?: AxisArg, keepdims = false): Nd {
   const m = max(x, axis, true);
-  const s = sum(zip(x, m, (v, mm) => Math.exp(v - mm)), axis, true);
+  const s = sum(
+    zip(x, m, (v, mm) => Math.exp(v - mm)),
+    axis,
+    true,
+  );
   const r = zip(s, m, (v, mm) => Math.log(v) + mm);
   return keepdims ? r : reshape(r, sum(x, axis, false).shape);
 }
@@ -91,7 +112,14 @@ export const reshape = (x: Nd, shape: readonly number[]): Nd => nd(shape, x.data
 
 export function transpose(x: Nd, perm?: readonly number[]): Nd {
   const p = perm ?? x.shape.map((_, i) => x.shape.length - 1 - i);
-  return gen(p.map((i) => x.shape[i]), (idx) => at(x, p.map((_, d) => idx[p.indexOf(d)])));
+  return gen(
+    p.map((i) => x.shape[i]),
+    (idx) =>
+      at(
+        x,
+        p.map((_, d) => idx[p.indexOf(d)]),
+      ),
+  );
 }
 
 export function concat(xs: readonly Nd[], axis = 0): Nd {
@@ -99,29 +127,45 @@ export function concat(xs: readonly Nd[], axis = 0): Nd {
   const shape = [...xs[0].shape];
   shape[a] = xs.reduce((acc, x) => acc + x.shape[a], 0);
   return gen(shape, (idx) => {
-    let i = idx[a], k = 0;
+    let i = idx[a],
+      k = 0;
     while (i >= xs[k].shape[a]) i -= xs[k++].shape[a];
-    return at(xs[k], idx.map((v, d) => (d === a ? i : v)));
+    return at(
+      xs[k],
+      idx.map((v, d) => (d === a ? i : v)),
+    );
   });
 }
 
 export const slice = (x: Nd, begin: readonly number[], size: readonly number[]): Nd =>
-  gen(size, (idx) => at(x, idx.map((v, d) => v + begin[d])));
+  gen(size, (idx) =>
+    at(
+      x,
+      idx.map((v, d) => v + begin[d]),
+    ),
+  );
 
 export function gather(x: Nd, indices: readonly number[], axis = 0): Nd {
   const a = axis < 0 ? axis + x.shape.length : axis;
   const shape = x.shape.map((d, i) => (i === a ? indices.length : d));
-  return gen(shape, (idx) => at(x, idx.map((v, d) => (d === a ? indices[v] : v))));
+  return gen(shape, (idx) =>
+    at(
+      x,
+      idx.map((v, d) => (d === a ? indices[v] : v)),
+    ),
+  );
 }
 
 /** NumPy matmul: 1-D operands are promoted and the added axis removed; batch axes broadcast. */
 export function matmul(a: Nd, b: Nd): Nd {
   const a2 = a.shape.length === 1 ? reshape(a, [1, a.shape[0]]) : a;
   const b2 = b.shape.length === 1 ? reshape(b, [b.shape[0], 1]) : b;
-  const [m, kk] = a2.shape.slice(-2), n = b2.shape[b2.shape.length - 1];
+  const [m, kk] = a2.shape.slice(-2),
+    n = b2.shape[b2.shape.length - 1];
   const batch = broadcastShape(a2.shape.slice(0, -2), b2.shape.slice(0, -2));
   const y = gen([...batch, m, n], (idx) => {
-    const bi = idx.slice(0, -2), [i, j] = idx.slice(-2);
+    const bi = idx.slice(0, -2),
+      [i, j] = idx.slice(-2);
     let s = 0;
     for (let k = 0; k < kk; k++) s += bcastAt(a2, [...bi, i, k]) * bcastAt(b2, [...bi, k, j]);
     return s;
@@ -138,8 +182,12 @@ export function softmax(x: Nd, axis = -1): Nd {
 export const logSoftmax = (x: Nd, axis = -1): Nd => zip(x, logsumexp(x, axis, true), (v, l) => v - l);
 
 export function crossEntropy(logits: Nd, labels: readonly number[], reduction: 'mean' | 'sum' | 'none' = 'mean'): Nd {
-  const ls = logSoftmax(logits, -1), c = logits.shape[1];
-  const picked = nd([labels.length], labels.map((l, i) => -ls.data[i * c + l]));
+  const ls = logSoftmax(logits, -1),
+    c = logits.shape[1];
+  const picked = nd(
+    [labels.length],
+    labels.map((l, i) => -ls.data[i * c + l]),
+  );
   return reduction === 'none' ? picked : reduction === 'sum' ? sum(picked) : mean(picked);
 }
 
@@ -151,7 +199,14 @@ export function mseLoss(p: Nd, t: Nd, reduction: 'mean' | 'sum' | 'none' = 'mean
 export function layerNorm(x: Nd, w?: Nd, b?: Nd, eps = 1e-5): Nd {
   const mu = mean(x, -1, true);
   const xc = zip(x, mu, (u, v) => u - v);
-  const sd = map(mean(map(xc, (v) => v * v), -1, true), (v) => Math.sqrt(v + eps));
+  const sd = map(
+    mean(
+      map(xc, (v) => v * v),
+      -1,
+      true,
+    ),
+    (v) => Math.sqrt(v + eps),
+  );
   let y = zip(xc, sd, (u, v) => u / v);
   if (w) y = zip(y, w, (u, v) => u * v);
   if (b) y = zip(y, b, (u, v) => u + v);
@@ -172,15 +227,21 @@ export function erf(v: number): number {
   if (Number.isNaN(v)) return NaN;
   const x = Math.abs(v);
   if (x >= 6) return Math.sign(v);
-  const c = 134217729 * x, xh = c - (c - x), xl = x - xh; // Dekker split: x = xh + xl, 26-bit halves
-  const hi = x * x, lo = xh * xh - hi + 2 * xh * xl + xl * xl;
+  const c = 134217729 * x,
+    xh = c - (c - x),
+    xl = x - xh; // Dekker split: x = xh + xl, 26-bit halves
+  const hi = x * x,
+    lo = xh * xh - hi + 2 * xh * xl + xl * xl;
   const e = Math.exp(-hi) * (1 - lo);
   let y: number;
   if (x < 1) {
-    let p = x, sum = x, comp = 0; // Taylor: Σ (−1)ⁿ x^{2n+1}/(n!(2n+1)), summed with Kahan's compensation
+    let p = x,
+      sum = x,
+      comp = 0; // Taylor: Σ (−1)ⁿ x^{2n+1}/(n!(2n+1)), summed with Kahan's compensation
     for (let n = 1; n < 30; n++) {
       p *= -(hi + lo) / n;
-      const t = p / (2 * n + 1) - comp, s = sum + t;
+      const t = p / (2 * n + 1) - comp,
+        s = sum + t;
       comp = s - sum - t;
       sum = s;
     }

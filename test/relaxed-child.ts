@@ -18,7 +18,11 @@ const weights: Record<string, number[]> = {};
 function train(dtype: 'float32' | 'float64'): string {
   const x = A.randn([6, 3, 13, 11], { seed: 1, dtype });
   const labels = [0, 3, 1, 4, 2, 1];
-  let ps = [A.randn([5, 3, 3, 3], { seed: 2, dtype }).mul(0.3), A.zeros([5], { dtype }), A.randn([5 * 6 * 5, 5], { seed: 3, dtype }).mul(0.1)];
+  let ps = [
+    A.randn([5, 3, 3, 3], { seed: 2, dtype }).mul(0.3),
+    A.zeros([5], { dtype }),
+    A.randn([5 * 6 * 5, 5], { seed: 3, dtype }).mul(0.1),
+  ];
   for (let s = 0; s < 3; s++) {
     ps = A.tidy(() => {
       for (const p of ps) p.requiresGrad = true;

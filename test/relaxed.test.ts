@@ -17,17 +17,39 @@ import { hasRelaxedSimd, relaxedKernelBytes } from '../src/wasm/relaxed.js';
 
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd'); // default from Node 22 (V8 11.4) on
 const root = fileURLToPath(new URL('..', import.meta.url));
-const FLAG_ON = '--experimental-wasm-relaxed-simd', FLAG_OFF = '--no-experimental-wasm-relaxed-simd';
+const FLAG_ON = '--experimental-wasm-relaxed-simd',
+  FLAG_OFF = '--no-experimental-wasm-relaxed-simd';
 
-type Gemm = (a: number, b: number, c: number, M: number, N: number, K: number, lda: number, ldb: number, ldc: number, ta: number, tb: number, acc: number) => void;
-interface Kernels { heap_base(): number; gemm_scratch_bytes(M: number, N: number, K: number, e: number): number; gemm_set_scratch(p: number, b: number): void; gemm_f32: Gemm; gemm_f64: Gemm; kernels_relaxed(): number }
+type Gemm = (
+  a: number,
+  b: number,
+  c: number,
+  M: number,
+  N: number,
+  K: number,
+  lda: number,
+  ldb: number,
+  ldc: number,
+  ta: number,
+  tb: number,
+  acc: number,
+) => void;
+interface Kernels {
+  heap_base(): number;
+  gemm_scratch_bytes(M: number, N: number, K: number, e: number): number;
+  gemm_set_scratch(p: number, b: number): void;
+  gemm_f32: Gemm;
+  gemm_f64: Gemm;
+  kernels_relaxed(): number;
+}
 
 /** One build's kernels on a memory of their own, with the packing scratch registered; A, B, C regions of 4 MB each. */
 async function load(file: string) {
   const memory = new WebAssembly.Memory({ initial: 512 });
   const { instance } = await WebAssembly.instantiate(readFileSync(join(root, 'build', file)), { env: { memory } });
   const k = instance.exports as unknown as Kernels;
-  const scratch = (k.heap_base() + 63) & ~63, bytes = k.gemm_scratch_bytes(1 << 30, 1 << 30, 1 << 30, 8);
+  const scratch = (k.heap_base() + 63) & ~63,
+    bytes = k.gemm_scratch_bytes(1 << 30, 1 << 30, 1 << 30, 8);
   k.gemm_set_scratch(scratch, bytes);
   const base = (scratch + bytes + 63) & ~63;
   return { k, memory, scratch, bytes, pa: base, pb: base + (4 << 20), pc: base + (8 << 20) };
@@ -35,7 +57,17 @@ async function load(file: string) {
 type Loaded = Awaited<ReturnType<typeof load>>;
 
 /** Runs C = op(A)·op(B) (M×N, depth K) on `m` with the given operands; returns C. */
-function gemm(m: Loaded, f64: boolean, a: ArrayLike<number>, b: ArrayLike<number>, M: number, N: number, K: number, ta: boolean, tb: boolean): Float32Array | Float64Array {
+function gemm(
+  m: Loaded,
+  f64: boolean,
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  M: number,
+  N: number,
+  K: number,
+  ta: boolean,
+  tb: boolean,
+): Float32Array | Float64Array {
   const Arr = f64 ? Float64Array : Float32Array;
   new Arr(m.memory.buffer, m.pa, a.length).set(a);
   new Arr(m.memory.buffer, m.pb, b.length).set(b);
@@ -65,7 +97,8 @@ const hasFma = (): boolean => {
 
 let def: Loaded, rel: Loaded;
 beforeAll(async () => {
-  if (!existsSync(join(root, 'build/adjoint-relaxed.wasm'))) throw new Error('build/adjoint-relaxed.wasm is missing: run `npm run asbuild`');
+  if (!existsSync(join(root, 'build/adjoint-relaxed.wasm')))
+    throw new Error('build/adjoint-relaxed.wasm is missing: run `npm run asbuild`');
   [def, rel] = await Promise.all([load('adjoint.wasm'), load('adjoint-relaxed.wasm')]);
 });
 
@@ -82,7 +115,9 @@ describe('relaxed kernels: GEMM', () => {
   it('fuse the multiply-add: c + a·b rounded once where the CPU has FMA, twice in the default build', () => {
     // x·x = 1 + 2⁻¹¹ + 2⁻²⁴ exactly; rounded to f32 it is 1 + 2⁻¹¹ (a tie, to even). The sum
     // −(1 + 2⁻¹¹) + x·x is therefore 0 with mul then add, 2⁻²⁴ fused. K = 2, one full 4×8 tile.
-    const x = 1 + 2 ** -12, M = 4, N = 8;
+    const x = 1 + 2 ** -12,
+      M = 4,
+      N = 8;
     const a = Array.from({ length: M * 2 }, (_, i) => (i % 2 === 0 ? 1 : x));
     const b = [...Array(N).fill(-(1 + 2 ** -11)), ...Array(N).fill(x)];
     expect(Array.from(gemm(def, false, a, b, M, N, 2, false, false))).toEqual(Array(M * N).fill(0));
@@ -93,10 +128,21 @@ describe('relaxed kernels: GEMM', () => {
   it('stay within f32 and f64 rounding of the default build for every transpose combination and edge tiles', () => {
     for (const f64 of [false, true]) {
       const eps = f64 ? 2 ** -53 : 2 ** -24;
-      for (const [M, N, K] of [[37, 29, 300], [4, 8, 1], [65, 130, 513]]) {
-        for (const [ta, tb] of [[false, false], [true, false], [false, true], [true, true]]) {
-          const a = rand(M * K, M + K), b = rand(K * N, N * 3 + K);
-          const d = gemm(def, f64, a, b, M, N, K, ta, tb), r = gemm(rel, f64, a, b, M, N, K, ta, tb);
+      for (const [M, N, K] of [
+        [37, 29, 300],
+        [4, 8, 1],
+        [65, 130, 513],
+      ]) {
+        for (const [ta, tb] of [
+          [false, false],
+          [true, false],
+          [false, true],
+          [true, true],
+        ]) {
+          const a = rand(M * K, M + K),
+            b = rand(K * N, N * 3 + K);
+          const d = gemm(def, f64, a, b, M, N, K, ta, tb),
+            r = gemm(rel, f64, a, b, M, N, K, ta, tb);
           let worst = 0;
           for (let i = 0; i < M; i++) {
             for (let j = 0; j < N; j++) {
@@ -114,7 +160,9 @@ describe('relaxed kernels: GEMM', () => {
 
   it('give the same bits on the packed path and the unpacked (no scratch) path', () => {
     for (const f64 of [false, true]) {
-      const [M, N, K] = [23, 19, 290], a = rand(M * K, 5), b = rand(K * N, 6);
+      const [M, N, K] = [23, 19, 290],
+        a = rand(M * K, 5),
+        b = rand(K * N, 6);
       const packed = gemm(rel, f64, a, b, M, N, K, false, true);
       rel.k.gemm_set_scratch(0, 0);
       const unpacked = gemm(rel, f64, a, b, M, N, K, false, true);
@@ -133,14 +181,21 @@ describe('init({ relaxedSimd })', () => {
     await A.init({ relaxedSimd: true });
     expect(A.backend()).toEqual({ kernels: 'relaxed', relaxedSimdAvailable: true, threads: 1 });
     A.tidy(() => {
-      const x = A.randn([3, 4, 12, 10], { seed: 1 }), w = A.randn([6, 4, 3, 3], { seed: 2 });
+      const x = A.randn([3, 4, 12, 10], { seed: 1 }),
+        w = A.randn([6, 4, 3, 3], { seed: 2 });
       const f = (xx: A.Tensor, ww: A.Tensor) => A.conv2d(xx, ww, undefined, { stride: 2, padding: 1 });
       const [x64, w64] = [x.astype('float64'), w.astype('float64')];
       const g = A.randn(f(x, w).shape as number[], { seed: 3 });
-      const [dx, dw] = A.vjp(f, x, w)[1](g), [dx64, dw64] = A.vjp(f, x64, w64)[1](g.astype('float64'));
-      const pairs: [A.Tensor, A.Tensor, number][] = [[f(x, w), f(x64, w64), 36], [dx, dx64, 6], [dw, dw64, 3 * 6 * 5]];
+      const [dx, dw] = A.vjp(f, x, w)[1](g),
+        [dx64, dw64] = A.vjp(f, x64, w64)[1](g.astype('float64'));
+      const pairs: [A.Tensor, A.Tensor, number][] = [
+        [f(x, w), f(x64, w64), 36],
+        [dx, dx64, 6],
+        [dw, dw64, 3 * 6 * 5],
+      ];
       for (const [lo, hi, K] of pairs) {
-        const l = lo.toArray(), h = hi.toArray();
+        const l = lo.toArray(),
+          h = hi.toArray();
         const scale = Math.max(...Array.from(h, Math.abs));
         for (let i = 0; i < l.length; i++) expect(Math.abs(l[i] - h[i])).toBeLessThan(2 * K * 2 ** -24 * scale * 4);
       }
@@ -153,25 +208,35 @@ describe('relaxed kernels in child processes', () => {
   const bundle = join(scratch, 'relaxed-child.mjs');
   beforeAll(async () => {
     await build({
-      entryPoints: [join(root, 'test/relaxed-child.ts')], outfile: bundle, bundle: true, format: 'esm',
-      platform: 'node', target: 'node20', packages: 'external', logLevel: 'error',
+      entryPoints: [join(root, 'test/relaxed-child.ts')],
+      outfile: bundle,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'error',
     });
   }, 60_000);
   function child(nodeFlag: string, ...args: string[]): Record<string, unknown> & { weights: Record<string, number[]> } {
     const p = spawnSync(process.execPath, [nodeFlag, bundle, ...args], { encoding: 'utf8', timeout: 120_000, cwd: root });
     const line = p.stdout.trim().split('\n').pop() ?? '';
-    if (p.status !== 0 || !line.startsWith('{')) throw new Error(`child ${args.join(' ')} failed (${p.status ?? p.signal}):\n${p.stdout}\n${p.stderr}`);
+    if (p.status !== 0 || !line.startsWith('{'))
+      throw new Error(`child ${args.join(' ')} failed (${p.status ?? p.signal}):\n${p.stdout}\n${p.stderr}`);
     return JSON.parse(line);
   }
 
   it('load the default kernels where the engine has no relaxed SIMD, with the same bits as never asking', () => {
-    const asked = child(FLAG_OFF, '--relaxed'), plain = child(FLAG_OFF);
+    const asked = child(FLAG_OFF, '--relaxed'),
+      plain = child(FLAG_OFF);
     expect(asked).toMatchObject({ kernels: 'default', relaxedSimdAvailable: false, threads: 1 });
     expect([asked.f32, asked.f64]).toEqual([plain.f32, plain.f64]);
   }, 120_000);
 
   it('run the same build on the workers: the same bits on 2 threads as on 1, close to the default kernels', () => {
-    const one = child(FLAG_ON, '--relaxed'), two = child(FLAG_ON, '--relaxed', '--threads', '2'), def1 = child(FLAG_ON);
+    const one = child(FLAG_ON, '--relaxed'),
+      two = child(FLAG_ON, '--relaxed', '--threads', '2'),
+      def1 = child(FLAG_ON);
     expect(one).toMatchObject({ kernels: 'relaxed', threads: 1 });
     expect(two).toMatchObject({ kernels: 'relaxed', threads: 2 });
     expect(def1).toMatchObject({ kernels: 'default', relaxedSimdAvailable: true });
@@ -179,7 +244,9 @@ describe('relaxed kernels in child processes', () => {
     expect([two.f32, two.f64]).toEqual([one.f32, one.f64]);
     if (hasFma()) expect(one.f32).not.toBe(def1.f32); // the fused kernels really ran
     for (const dtype of ['float32', 'float64']) {
-      const r = one.weights[dtype], d = def1.weights[dtype], tol = dtype === 'float32' ? 1e-5 : 1e-13;
+      const r = one.weights[dtype],
+        d = def1.weights[dtype],
+        tol = dtype === 'float32' ? 1e-5 : 1e-13;
       const scale = Math.max(...d.map(Math.abs));
       expect(Math.max(...r.map((v, i) => Math.abs(v - d[i]))), dtype).toBeLessThan(tol * scale);
     }

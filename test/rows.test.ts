@@ -39,8 +39,13 @@ describe('the rule table', () => {
         const loss = (...ys: Tensor[]) => A.sum(A.mul(spec.f(...ys), A.keep(weights(spec.f(...ys).shape, 'float64'))));
         for (const p of primitivesRun(() => {
           A.grad(loss, { argnums: xs.map((_, i) => i) })(...xs);
-          A.jvp((...ys: Tensor[]) => spec.f(...ys), xs, xs.map((x) => A.ones(x.shape, { dtype: 'float64' })));
-        })) run.add(p);
+          A.jvp(
+            (...ys: Tensor[]) => spec.f(...ys),
+            xs,
+            xs.map((x) => A.ones(x.shape, { dtype: 'float64' })),
+          );
+        }))
+          run.add(p);
       });
     }
     const missing = Object.keys(rules).filter((p) => !run.has(p) && !(p in OTHER));

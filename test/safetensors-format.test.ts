@@ -79,7 +79,11 @@ describe('encodeSafetensors / decodeSafetensors round-trip', () => {
   it('keeps integer-like names in string order', () => {
     const t = (name: string): SafetensorsEntry => ({ name, dtype: 'F32', shape: [1], data: Float32Array.of(Number(name)) });
     const back = decodeSafetensors(encodeSafetensors([t('2'), t('10'), t('1')]));
-    expect(back.map((b) => [b.name, b.data[0]])).toEqual([['1', 1], ['10', 10], ['2', 2]]);
+    expect(back.map((b) => [b.name, b.data[0]])).toEqual([
+      ['1', 1],
+      ['10', 10],
+      ['2', 2],
+    ]);
   });
 
   it('copies the data out of an unaligned view of a larger buffer', () => {
@@ -97,10 +101,23 @@ describe('exact byte layout', () => {
     const bytes = encodeSafetensors([{ name: 'a', dtype: 'F32', shape: [2], data: Float32Array.of(1, -2) }]);
     const header = '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}  '; // 54 bytes of JSON + 2 spaces
     const expected = [
-      56, 0, 0, 0, 0, 0, 0, 0,
+      56,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
       ...Array.from(header, (c) => c.charCodeAt(0)),
-      0x00, 0x00, 0x80, 0x3f, // 1.0f, little-endian
-      0x00, 0x00, 0x00, 0xc0, // -2.0f
+      0x00,
+      0x00,
+      0x80,
+      0x3f, // 1.0f, little-endian
+      0x00,
+      0x00,
+      0x00,
+      0xc0, // -2.0f
     ];
     expect(Array.from(bytes)).toEqual(expected);
   });
@@ -169,39 +186,63 @@ describe('decodeSafetensors rejects malformed files', () => {
 
   it('non-object entries and unsupported dtypes name the tensor', () => {
     expectFormatError(() => decodeSafetensors(file('{"w":[1]}')), /tensor "w" must be an object/);
-    expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F16', [2], [0, 4])}}`, 4)), /tensor "w" has dtype "F16"; only F32, F64 and I32/);
+    expectFormatError(
+      () => decodeSafetensors(file(`{${entry('w', 'F16', [2], [0, 4])}}`, 4)),
+      /tensor "w" has dtype "F16"; only F32, F64 and I32/,
+    );
     expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'I64', [1], [0, 8])}}`, 8)), /tensor "w" has dtype "I64"/);
   });
 
   it('bad shapes', () => {
     for (const shape of [2, [-1], [1.5], ['2'], null, [2 ** 53]]) {
-      expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F32', shape, [0, 8])}}`, 8)), /tensor "w" shape must be an array of non-negative integers/);
+      expectFormatError(
+        () => decodeSafetensors(file(`{${entry('w', 'F32', shape, [0, 8])}}`, 8)),
+        /tensor "w" shape must be an array of non-negative integers/,
+      );
     }
   });
 
   it('bad data_offsets', () => {
     for (const offsets of [[0], [0, 8, 9], [-8, 0], [0, '8'], null]) {
-      expectFormatError(() => decodeSafetensors(file(`{${ok('w', offsets as number[])}}`, 8)), /tensor "w" data_offsets must be \[begin, end\]/);
+      expectFormatError(
+        () => decodeSafetensors(file(`{${ok('w', offsets as number[])}}`, 8)),
+        /tensor "w" data_offsets must be \[begin, end\]/,
+      );
     }
     expectFormatError(() => decodeSafetensors(file(`{${ok('w', [8, 0])}}`, 8)), /data_offsets \[8, 0\] end before they begin/);
-    expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F32', [100], [0, 400])}}`, 256)), /tensor "w" data_offsets \[0, 400\] exceed the data section \(256 bytes\)/);
+    expectFormatError(
+      () => decodeSafetensors(file(`{${entry('w', 'F32', [100], [0, 400])}}`, 256)),
+      /tensor "w" data_offsets \[0, 400\] exceed the data section \(256 bytes\)/,
+    );
   });
 
   it('shape and byte span disagree, overflowing shapes included', () => {
-    expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F64', [2], [0, 8])}}`, 8)), /shape \[2\] of F64 needs 16 bytes but data_offsets \[0, 8\] span 8/);
+    expectFormatError(
+      () => decodeSafetensors(file(`{${entry('w', 'F64', [2], [0, 8])}}`, 8)),
+      /shape \[2\] of F64 needs 16 bytes but data_offsets \[0, 8\] span 8/,
+    );
     const huge = [2 ** 40, 2 ** 40, 2 ** 40];
     expectFormatError(() => decodeSafetensors(file(`{${entry('w', 'F32', huge, [0, 8])}}`, 8)), /needs .* bytes but/);
   });
 
   it('gaps, overlaps and uncovered trailing bytes', () => {
-    expectFormatError(() => decodeSafetensors(file(`{${ok('a', [0, 8])},${ok('b', [12, 20])}}`, 20)), /"b" data_offsets \[12, 20\] leave a gap: bytes \[8, 12\]/);
-    expectFormatError(() => decodeSafetensors(file(`{${ok('a', [0, 8])},${ok('b', [4, 12])}}`, 12)), /"b" data_offsets \[4, 12\] overlap tensor "a", which ends at 8/);
+    expectFormatError(
+      () => decodeSafetensors(file(`{${ok('a', [0, 8])},${ok('b', [12, 20])}}`, 20)),
+      /"b" data_offsets \[12, 20\] leave a gap: bytes \[8, 12\]/,
+    );
+    expectFormatError(
+      () => decodeSafetensors(file(`{${ok('a', [0, 8])},${ok('b', [4, 12])}}`, 12)),
+      /"b" data_offsets \[4, 12\] overlap tensor "a", which ends at 8/,
+    );
     expectFormatError(() => decodeSafetensors(file(`{${ok('a', [0, 8])}}`, 12)), /cover 8 bytes but the data section has 12/);
     expectFormatError(() => decodeSafetensors(file(`{${ok('a', [4, 12])}}`, 12)), /leave a gap: bytes \[0, 4\]/);
   });
 
   it('metadata must map strings to strings', () => {
-    expectFormatError(() => decodeSafetensors(file('{"__metadata__":{"a":1}}')), /__metadata__ must map strings to strings, but key "a" holds 1/);
+    expectFormatError(
+      () => decodeSafetensors(file('{"__metadata__":{"a":1}}')),
+      /__metadata__ must map strings to strings, but key "a" holds 1/,
+    );
     expectFormatError(() => decodeSafetensors(file('{"__metadata__":"x"}')), /__metadata__ must be an object/);
   });
 

@@ -43,7 +43,13 @@ beforeAll(async () => {
 describe('Tensor.view', () => {
   it('is a differentiable reshape: gradients flow through it', () => {
     A.tidy(() => {
-      const x = A.tensor([[1, 2, 3], [4, 5, 6]], { requiresGrad: true });
+      const x = A.tensor(
+        [
+          [1, 2, 3],
+          [4, 5, 6],
+        ],
+        { requiresGrad: true },
+      );
       const c = A.tensor([1, 10, 100, 1000, 1e4, 1e5]);
       const y = x.view([6]);
       expect(y.shape).toEqual([6]);
@@ -85,7 +91,9 @@ describe('no argument silently ignored', () => {
 
   it('a Tensor method given more arguments than it takes throws instead of dropping them', () => {
     const x = A.ones([2, 3]);
-    expect(thrown(() => loose(x).sum(0, false, 'extra')).message).toBe('Tensor.sum: takes at most 2 arguments, got 3 (an extra argument would be ignored)');
+    expect(thrown(() => loose(x).sum(0, false, 'extra')).message).toBe(
+      'Tensor.sum: takes at most 2 arguments, got 3 (an extra argument would be ignored)',
+    );
     expect(thrown(() => loose(x).relu(1))).toBeInstanceOf(A.ArgumentError);
     expect(thrown(() => loose(x).toArray('float64'))).toBeInstanceOf(A.ArgumentError);
     expect(x.disposed).toBe(false);
@@ -120,10 +128,30 @@ describe('messages', () => {
     const x = A.ones([2, 3]);
     const cases: [string, () => unknown, typeof A.AdjointError, RegExp][] = [
       ['Embedding 0.5', () => emb.forward([0, 0.5]), A.ArgumentError, /Embedding: index 0\.5 \(a number\) at position 1 is not an integer/],
-      ['lr string', () => new A.optim.SGD(lin.parameters(), any({ lr: '1e-3' })), A.ArgumentError, /SGD: lr must be a finite number ≥ 0, got "1e-3" \(a string\)/],
-      ['concat non-array', () => A.concat(any(x)), A.ArgumentError, /concat: expected a non-empty array of tensors, got a float32 Tensor \[2,3\]/],
-      ['Tensor.concat non-array', () => x.concat(any(x)), A.ArgumentError, /concat: others must be an array of Tensors, got a float32 Tensor/],
-      ['reshape non-array', () => A.reshape(x, any('6')), A.ArgumentError, /reshape: shape must be an array of integers, got "6" \(a string\)/],
+      [
+        'lr string',
+        () => new A.optim.SGD(lin.parameters(), any({ lr: '1e-3' })),
+        A.ArgumentError,
+        /SGD: lr must be a finite number ≥ 0, got "1e-3" \(a string\)/,
+      ],
+      [
+        'concat non-array',
+        () => A.concat(any(x)),
+        A.ArgumentError,
+        /concat: expected a non-empty array of tensors, got a float32 Tensor \[2,3\]/,
+      ],
+      [
+        'Tensor.concat non-array',
+        () => x.concat(any(x)),
+        A.ArgumentError,
+        /concat: others must be an array of Tensors, got a float32 Tensor/,
+      ],
+      [
+        'reshape non-array',
+        () => A.reshape(x, any('6')),
+        A.ArgumentError,
+        /reshape: shape must be an array of integers, got "6" \(a string\)/,
+      ],
       ['hessian non-function', () => A.hessian(any(5)), A.ArgumentError, /hessian: f must be a function, got 5 \(a number\)/],
       ['jacfwd non-function', () => A.jacfwd(any(null)), A.ArgumentError, /jacfwd: f must be a function, got null/],
       ['jacrev non-function', () => A.jacrev(any('f')), A.ArgumentError, /jacrev: f must be a function/],
@@ -135,7 +163,12 @@ describe('messages', () => {
       ['astype BigInt', () => A.astype(x, any(1n)), A.DtypeError, /astype: dtype must be/],
       ['astype Symbol', () => x.astype(any(Symbol('d'))), A.DtypeError, /astype: dtype must be .*got Symbol\(d\)/],
       ['dropout null', () => A.dropout(x, 0.5, any(null)), A.ArgumentError, /dropout: options must be an object, got null/],
-      ['gradcheck null', () => A.gradcheck((t) => A.sum(t), [x], any(null)), A.ArgumentError, /gradcheck: options must be an object, got null/],
+      [
+        'gradcheck null',
+        () => A.gradcheck((t) => A.sum(t), [x], any(null)),
+        A.ArgumentError,
+        /gradcheck: options must be an object, got null/,
+      ],
       ['gather Symbol axis', () => x.gather([0], any(Symbol('a'))), A.ArgumentError, /gather: axis must be an integer, got Symbol\(a\)/],
     ];
     const failures: string[] = [];
@@ -194,7 +227,12 @@ describe('the garbage collector', () => {
     let loss: A.Tensor | null = (() => A.sum(A.tanh(A.mul(A.exp(A.mul(w, 3)), w))))();
     const expected = (() => {
       const v = [0.5, -1, 2];
-      return v.map((a) => { const e = Math.exp(3 * a), u = e * a, t = Math.tanh(u); return (1 - t * t) * (3 * e * a + e); });
+      return v.map((a) => {
+        const e = Math.exp(3 * a),
+          u = e * a,
+          t = Math.tanh(u);
+        return (1 - t * t) * (3 * e * a + e);
+      });
     })();
     // Other allocations reuse whatever the collector frees: nothing the graph saved may be among it.
     await collect();

@@ -6,7 +6,14 @@ import type { Fixtures, Row } from './error-rows.js';
 type ErrorClass = Row['error'];
 const row = (fn: string, call: () => unknown, error: ErrorClass, ...says: string[]): Row => ({ fn, call, error, says });
 const any = (v: unknown) => v as any; // eslint-disable-line @typescript-eslint/no-explicit-any
-const ints = () => A.tensor([[1, 2, 3], [4, 5, 6]], { dtype: 'int32' });
+const ints = () =>
+  A.tensor(
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    { dtype: 'int32' },
+  );
 
 function shapeOpRows(f: Fixtures): Row[] {
   return [
@@ -85,17 +92,71 @@ function crossEntropyRows(): Row[] {
   const logits = () => A.randn([2, 3], { seed: 8 });
   return [
     row('crossEntropy', () => A.crossEntropy(logits(), A.tensor([0, 1])), A.DtypeError, 'float32 tensor', '[2]', "astype('int32')"),
-    row('crossEntropy', () => A.crossEntropy(logits(), A.tensor([[1, 0, 0], [0, 1, 0]], { dtype: 'int32' })), A.ShapeError, 'one-hot', '[2]', '[2,3]'),
-    row('crossEntropy', () => A.crossEntropy(logits(), [[1, 0, 0], [0, 1, 0]]), A.ShapeError, 'one-hot', '[2,3]'),
+    row(
+      'crossEntropy',
+      () =>
+        A.crossEntropy(
+          logits(),
+          A.tensor(
+            [
+              [1, 0, 0],
+              [0, 1, 0],
+            ],
+            { dtype: 'int32' },
+          ),
+        ),
+      A.ShapeError,
+      'one-hot',
+      '[2]',
+      '[2,3]',
+    ),
+    row(
+      'crossEntropy',
+      () =>
+        A.crossEntropy(logits(), [
+          [1, 0, 0],
+          [0, 1, 0],
+        ]),
+      A.ShapeError,
+      'one-hot',
+      '[2,3]',
+    ),
     row('crossEntropy', () => A.crossEntropy(logits(), [1, 0, 0, 0, 1, 0]), A.ShapeError, '6 labels', '2 rows', 'one-hot'),
     row('crossEntropy', () => A.crossEntropy(logits(), any(['cat', 'dog'])), A.ArgumentError, 'label "cat"', 'position 0', 'string'),
     row('crossEntropy', () => A.crossEntropy(logits(), any('cat')), A.ArgumentError, 'labels is a string', '"cat"'),
-    row('crossEntropy', () => A.crossEntropy(logits(), A.tensor([0, 1, 2], { dtype: 'int32' })), A.ShapeError, 'labels [3]', 'logits [2,3]', '[2]'),
+    row(
+      'crossEntropy',
+      () => A.crossEntropy(logits(), A.tensor([0, 1, 2], { dtype: 'int32' })),
+      A.ShapeError,
+      'labels [3]',
+      'logits [2,3]',
+      '[2]',
+    ),
     row('crossEntropy', () => A.crossEntropy(logits(), A.ones([2, 3], { dtype: 'float64' })), A.DtypeError, 'float64', 'float32'),
-    row('crossEntropy', () => A.crossEntropy(logits(), A.ones([2, 3]), { ignoreIndex: 0 }), A.ArgumentError, 'ignoreIndex', 'probabilities'),
-    row('crossEntropy', () => A.crossEntropy(logits(), [0, 1], { labelSmoothing: 1.5 }), A.ArgumentError, 'labelSmoothing', '[0, 1]', '1.5'),
+    row(
+      'crossEntropy',
+      () => A.crossEntropy(logits(), A.ones([2, 3]), { ignoreIndex: 0 }),
+      A.ArgumentError,
+      'ignoreIndex',
+      'probabilities',
+    ),
+    row(
+      'crossEntropy',
+      () => A.crossEntropy(logits(), [0, 1], { labelSmoothing: 1.5 }),
+      A.ArgumentError,
+      'labelSmoothing',
+      '[0, 1]',
+      '1.5',
+    ),
     row('crossEntropy', () => A.crossEntropy(logits(), [0, 1], { ignoreIndex: 0.5 }), A.ArgumentError, 'ignoreIndex', 'integer', '0.5'),
-    row('crossEntropy', () => A.crossEntropy(logits(), [0, 7], { ignoreIndex: -100 }), A.ArgumentError, 'label 7', '[0, 3)', 'ignoreIndex (-100)'),
+    row(
+      'crossEntropy',
+      () => A.crossEntropy(logits(), [0, 7], { ignoreIndex: -100 }),
+      A.ArgumentError,
+      'label 7',
+      '[0, 3)',
+      'ignoreIndex (-100)',
+    ),
   ];
 }
 

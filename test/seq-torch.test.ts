@@ -24,7 +24,8 @@ describe.skipIf(!present)('PyTorch fixtures', () => {
     for (const dt of ['f64', 'f32'] as const) {
       it(`${name} (${dt}): loss and ∂loss/∂logits`, () => {
         A.tidy(() => {
-          const f = load(name, dt), opts = config(name).options;
+          const f = load(name, dt),
+            opts = config(name).options;
           const labels = f['in.labels'];
           expect(labels.dtype).toBe(name.startsWith('ce_probs') ? (dt === 'f64' ? 'float64' : 'float32') : 'int32');
           const [loss, back] = A.vjp((x: Tensor) => A.crossEntropy(x, labels, opts), f['in.logits']);

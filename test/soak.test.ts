@@ -53,7 +53,10 @@ describe('soak', () => {
       A.tidy(() => {
         opt.zeroGrad();
         const rows = Int32Array.from({ length: 16 }, (_, j) => (i * 16 + j) % 64);
-        const loss = A.crossEntropy(model.forward(A.gather(x, rows)), Array.from(rows, (r) => labels[r]));
+        const loss = A.crossEntropy(
+          model.forward(A.gather(x, rows)),
+          Array.from(rows, (r) => labels[r]),
+        );
         loss.backward();
         opt.step();
         if (i % 1000 === 0 || i === 9999) losses.push(loss.item());

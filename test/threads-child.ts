@@ -32,7 +32,14 @@ function train(steps: number, dtype: 'float32' | 'float64'): string {
   const x = A.randn([n, d0], { seed: 1, dtype });
   const labels = Array.from({ length: n }, (_, i) => (i * 7) % d3);
   const init = (shape: number[], seed: number) => A.randn(shape, { seed, dtype }).mul(1 / Math.sqrt(shape[0]));
-  let ps = [init([d0, d1], 2), A.zeros([d1], { dtype }), init([d1, d2], 3), A.zeros([d2], { dtype }), init([d2, d3], 4), A.zeros([d3], { dtype })];
+  let ps = [
+    init([d0, d1], 2),
+    A.zeros([d1], { dtype }),
+    init([d1, d2], 3),
+    A.zeros([d2], { dtype }),
+    init([d2, d3], 4),
+    A.zeros([d3], { dtype }),
+  ];
   for (let s = 0; s < steps; s++) {
     ps = A.tidy(() => {
       for (const p of ps) p.requiresGrad = true;
@@ -57,8 +64,14 @@ function wideGemms(): string {
   const hash = createHash('sha256');
   A.tidy(() => {
     for (const dtype of ['float32', 'float64'] as const) {
-      for (const [ta, tb] of [[false, false], [true, false], [false, true], [true, true]]) {
-        const a = A.randn(ta ? [301, 5] : [5, 301], { seed: 7, dtype }), b = A.randn(tb ? [517, 301] : [301, 517], { seed: 8, dtype });
+      for (const [ta, tb] of [
+        [false, false],
+        [true, false],
+        [false, true],
+        [true, true],
+      ]) {
+        const a = A.randn(ta ? [301, 5] : [5, 301], { seed: 7, dtype }),
+          b = A.randn(tb ? [517, 301] : [301, 517], { seed: 8, dtype });
         hash.update(matmulT(a, b, ta, tb).toArray());
       }
     }
@@ -90,7 +103,9 @@ function optimizers(): string {
 function bigMatmul(): string {
   return A.tidy(() => {
     const c = A.matmul(A.randn([96, 200], { seed: 5 }), A.randn([200, 120], { seed: 6 }));
-    return createHash('sha256').update(c.toArray() as Float32Array).digest('hex');
+    return createHash('sha256')
+      .update(c.toArray() as Float32Array)
+      .digest('hex');
   });
 }
 
@@ -103,9 +118,21 @@ if (mode === 'digest') {
     busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
   }
   if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
-  const f32 = train(4, 'float32'), f64 = train(2, 'float64'), wide = wideGemms(), optim = optimizers();
+  const f32 = train(4, 'float32'),
+    f64 = train(2, 'float64'),
+    wide = wideGemms(),
+    optim = optimizers();
   // The pool's size, not threadCount(): that is 1 while the busy-machine pause is on.
-  out({ threads: poolSize(), f32, f64, wide, optim, dispatches: threadStats.dispatches, stolen: threadStats.stolen, pauses: threadStats.pauses });
+  out({
+    threads: poolSize(),
+    f32,
+    f64,
+    wide,
+    optim,
+    dispatches: threadStats.dispatches,
+    stolen: threadStats.stolen,
+    pauses: threadStats.pauses,
+  });
 } else if (mode === 'fallback') {
   const warnings: string[] = [];
   console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
@@ -124,9 +151,11 @@ if (mode === 'digest') {
   } catch (e) {
     error = { name: (e as Error).name, message: (e as Error).message, isAdjoint: e instanceof A.AdjointError };
   }
-  const afterThreads = threadCount(), after = bigMatmul();
+  const afterThreads = threadCount(),
+    after = bigMatmul();
   await A.init();
-  const restarted = threadCount(), again = bigMatmul();
+  const restarted = threadCount(),
+    again = bigMatmul();
   out({ error, afterThreads, afterOk: after === reference, restarted, againOk: again === reference, dispatches: threadStats.dispatches });
 } else if (mode === 'terminate') {
   await A.init({ threads: 2 });
@@ -134,9 +163,14 @@ if (mode === 'digest') {
   // One GEMM of n³ cut unevenly: the caller's piece is 16 rows, the worker's the rest (≈ 0.1 s on
   // one core), and the worker is terminated 25 ms in. If the caller claimed the worker's piece
   // itself (the worker was descheduled: a loaded machine), nothing died: try again.
-  const n = 1024, a = A.randn([n, n], { seed: 11 }), b = A.randn([n, n], { seed: 12 }), c = A.randn([n, n], { seed: 13 }); // overwritten (accumulate = 0)
+  const n = 1024,
+    a = A.randn([n, n], { seed: 11 }),
+    b = A.randn([n, n], { seed: 12 }),
+    c = A.randn([n, n], { seed: 13 }); // overwritten (accumulate = 0)
   const job = (i0: number, i1: number) => [a.ptr + i0 * n * 4, b.ptr, c.ptr + i0 * n * 4, i1 - i0, n, n, n, n, n, 0, 0, 0];
-  let error: { message: string; isAdjoint: boolean } | null = null, attempts = 0, waitedMs = 0;
+  let error: { message: string; isAdjoint: boolean } | null = null,
+    attempts = 0,
+    waitedMs = 0;
   while (error === null && attempts++ < 20) {
     const w0 = threadStats.waitMs;
     terminateWorkerLater(0, 25);
@@ -150,9 +184,11 @@ if (mode === 'digest') {
       waitedMs = threadStats.waitMs - w0;
     }
   }
-  const afterThreads = threadCount(), after = bigMatmul();
+  const afterThreads = threadCount(),
+    after = bigMatmul();
   await A.init();
-  const restarted = threadCount(), again = bigMatmul();
+  const restarted = threadCount(),
+    again = bigMatmul();
   out({ error, attempts, waitedMs, afterThreads, afterOk: after === reference, restarted, againOk: again === reference });
 } else if (mode === 'resize') {
   // One engine, its pool resized by init({ threads }) between runs: same bytes every time.

@@ -19,8 +19,14 @@ const bundle = join(scratch, 'threads-child.mjs');
 
 beforeAll(async () => {
   await build({
-    entryPoints: [join(root, 'test/threads-child.ts')], outfile: bundle, bundle: true, format: 'esm',
-    platform: 'node', target: 'node20', packages: 'external', logLevel: 'error',
+    entryPoints: [join(root, 'test/threads-child.ts')],
+    outfile: bundle,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'error',
   });
 }, 60_000);
 
@@ -43,7 +49,12 @@ describe('threads: determinism', () => {
     for (const t of ['1', '2', '3']) {
       const r = child('digest', '--threads', t);
       expect(r.threads).toBe(Number(t));
-      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({
+        f32: base.f32,
+        f64: base.f64,
+        wide: base.wide,
+        optim: base.optim,
+      });
       if (t !== '1') expect(r.dispatches).toBeGreaterThan(0); // the pool really ran kernels
     }
   }, 240_000);
@@ -52,7 +63,12 @@ describe('threads: determinism', () => {
     const base = child('digest');
     for (const t of ['2', '3']) {
       const r = child('digest', '--threads', t, '--force');
-      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
+      expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({
+        f32: base.f32,
+        f64: base.f64,
+        wide: base.wide,
+        optim: base.optim,
+      });
       expect(r.dispatches).toBeGreaterThan(100);
     }
   }, 240_000);
@@ -62,7 +78,12 @@ describe('threads: determinism', () => {
     const r = child('digest', '--threads', '2', '--force', '--pause');
     expect(r.pauses).toBeGreaterThan(0);
     expect(r.dispatches).toBeGreaterThan(0);
-    expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({ f32: base.f32, f64: base.f64, wide: base.wide, optim: base.optim });
+    expect({ f32: r.f32, f64: r.f64, wide: r.wide, optim: r.optim }).toEqual({
+      f32: base.f32,
+      f64: base.f64,
+      wide: base.wide,
+      optim: base.optim,
+    });
   }, 120_000);
 });
 
@@ -107,8 +128,23 @@ describe('threads: kernels for a shared memory', () => {
     cpSync(join(root, 'assembly'), join(src, 'assembly'), { recursive: true });
     cpSync(join(root, 'asconfig.json'), join(src, 'asconfig.json'));
     const compileTo = (out: string, extra: string[]) => {
-      const p = spawnSync(process.execPath, [asc, 'assembly/index.ts', '--config', 'asconfig.json', '--target', 'release',
-        '--outFile', out, '--textFile', out.replace(/wasm$/, 'wat'), ...extra], { cwd: src, encoding: 'utf8' });
+      const p = spawnSync(
+        process.execPath,
+        [
+          asc,
+          'assembly/index.ts',
+          '--config',
+          'asconfig.json',
+          '--target',
+          'release',
+          '--outFile',
+          out,
+          '--textFile',
+          out.replace(/wasm$/, 'wat'),
+          ...extra,
+        ],
+        { cwd: src, encoding: 'utf8' },
+      );
       if (p.status !== 0) throw new Error(p.stderr);
       return new Uint8Array(readFileSync(out));
     };
@@ -126,7 +162,15 @@ describe('threads: kernels for a shared memory', () => {
 
 describe('threads: ranges', () => {
   it('covers [0, n) with at most `parts` pieces cut at multiples of `align`', () => {
-    for (const [n, parts, align] of [[1000, 3, 16], [17, 2, 16], [16, 4, 16], [5, 8, 1], [67, 3, 8], [1, 2, 4], [0, 2, 4]]) {
+    for (const [n, parts, align] of [
+      [1000, 3, 16],
+      [17, 2, 16],
+      [16, 4, 16],
+      [5, 8, 1],
+      [67, 3, 8],
+      [1, 2, 4],
+      [0, 2, 4],
+    ]) {
       const rs = ranges(n, parts, align);
       expect(rs.length).toBeLessThanOrEqual(parts);
       let at = 0;

@@ -34,10 +34,12 @@ describe.each(CASES)('%s matches PyTorch', (name, f) => {
       const [dx] = back(fx['cot.y']);
       // erf: relative to the value. GELU's left tail is ½x(1 + erf(x/√2)), where 1 + erf cancels
       // in any implementation (PyTorch's too): its error scales with |x|, not with the value.
-      const x = fx['in.x'].toArray(), gelu = name !== 'erf';
+      const x = fx['in.x'].toArray(),
+        gelu = name !== 'erf';
       expect(relErr(y.toArray(), fx['out.y'].toArray(), (i) => (gelu ? Math.abs(x[i]) : 0))).toBeLessThan(TOL[dtype].value);
       // Gradients vanish in the tails (e^{−x²}); compare them against the largest gradient.
-      const g = Float64Array.from(fx['grad.in.x'].toArray()), big = g.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      const g = Float64Array.from(fx['grad.in.x'].toArray()),
+        big = g.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
       expect(relErr(dx.toArray(), g, () => big)).toBeLessThan(TOL[dtype].grad);
     });
   });

@@ -23,7 +23,8 @@ interface CaseJson {
 /** max |a − b| / max |b| (one scale per tensor). */
 export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
-  let e = 0, m = 0;
+  let e = 0,
+    m = 0;
   for (let i = 0; i < b.length; i++) {
     e = Math.max(e, Math.abs(a[i] - b[i]));
     m = Math.max(m, Math.abs(b[i]));
@@ -39,14 +40,22 @@ function resolve(v: unknown, t: Record<string, Tensor>): unknown {
 }
 
 /** The case's outputs by name (out.<name>), computed by the module or op. */
-function run(c: CaseJson, t: Record<string, Tensor>, dtype: 'float32' | 'float64'): { outs: Record<string, Tensor>; params: [string, Tensor][] } {
+function run(
+  c: CaseJson,
+  t: Record<string, Tensor>,
+  dtype: 'float32' | 'float64',
+): { outs: Record<string, Tensor>; params: [string, Tensor][] } {
   const fwd = Object.fromEntries(Object.entries(c.forward ?? {}).map(([k, v]) => [k, resolve(v, t)]));
   if (c.op === 'scaledDotProductAttention') {
     return { outs: { y: A.scaledDotProductAttention(t['in.q'], t['in.k'], t['in.v'], { ...c.options, mask: t['in.mask'] }) }, params: [] };
   }
   const Ctor = (A.nn as unknown as Record<string, new (...a: unknown[]) => A.nn.Module<unknown>>)[c.module!.replace(/^nn\./, '')];
   const m = new Ctor(...(c.args ?? []), { ...c.options, dtype });
-  const params = Object.fromEntries(Object.entries(t).filter(([k]) => k.startsWith('param.')).map(([k, v]) => [k.slice(6), v]));
+  const params = Object.fromEntries(
+    Object.entries(t)
+      .filter(([k]) => k.startsWith('param.'))
+      .map(([k, v]) => [k.slice(6), v]),
+  );
   m.loadStateDict(params);
   const fn = m as unknown as { forward: (...a: unknown[]) => unknown };
   const x = t['in.x'];
@@ -101,7 +110,8 @@ export function checkFixture(name: string, dtype: 'float32' | 'float64'): Record
     loss!.backward();
     for (const k of c.keys.filter((k) => k.startsWith('grad.in.'))) errs[k] = relErr(t[k.slice(5)].grad!.toArray(), t[k].toArray());
     const byName = new Map(params);
-    for (const k of c.keys.filter((k) => k.startsWith('grad.param.'))) errs[k] = relErr(byName.get(k.slice(11))!.grad!.toArray(), t[k].toArray());
+    for (const k of c.keys.filter((k) => k.startsWith('grad.param.')))
+      errs[k] = relErr(byName.get(k.slice(11))!.grad!.toArray(), t[k].toArray());
     return errs;
   });
 }

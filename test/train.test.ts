@@ -36,7 +36,9 @@ describe('data.digits', () => {
 
   it('is a partition of the data set, reproducible per seed', () => {
     const raw = data.digitsRaw();
-    const a = data.digits({ seed: 3, testFraction: 0.5 }), b = data.digits({ seed: 3, testFraction: 0.5 }), c = data.digits({ seed: 4, testFraction: 0.5 });
+    const a = data.digits({ seed: 3, testFraction: 0.5 }),
+      b = data.digits({ seed: 3, testFraction: 0.5 }),
+      c = data.digits({ seed: 4, testFraction: 0.5 });
     expect(Array.from(a.xTest.toArray())).toEqual(Array.from(b.xTest.toArray()));
     expect(Array.from(a.yTrain)).toEqual(Array.from(b.yTrain));
     expect(Array.from(a.yTrain)).not.toEqual(Array.from(c.yTrain));
@@ -47,10 +49,16 @@ describe('data.digits', () => {
       const k = key(raw.pixels.subarray(i * 64, i * 64 + 64), raw.labels[i]);
       want.set(k, (want.get(k) ?? 0) + 1);
     }
-    for (const [x, y] of [[a.xTrain, a.yTrain], [a.xTest, a.yTest]] as const) {
+    for (const [x, y] of [
+      [a.xTrain, a.yTrain],
+      [a.xTest, a.yTest],
+    ] as const) {
       const v = x.toArray();
       for (let i = 0; i < y.length; i++) {
-        const k = key(Array.from(v.subarray(i * 64, i * 64 + 64), (p) => p * 16), y[i]);
+        const k = key(
+          Array.from(v.subarray(i * 64, i * 64 + 64), (p) => p * 16),
+          y[i],
+        );
         want.set(k, want.get(k)! - 1);
       }
     }
@@ -79,7 +87,10 @@ describe('data.batches', () => {
     expect(rows(1)).toEqual(a);
     expect(rows(2)).not.toEqual(a);
     const plain = [...data.batches(x(), y, { batchSize: 2, shuffle: false, dropLast: true })].map((b) => Array.from(b.y));
-    expect(plain).toEqual([[0, 1], [2, 3]]);
+    expect(plain).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
   });
 
   it('frees each batch when the next is drawn and when the loop ends or breaks', () => {
@@ -144,7 +155,8 @@ describe('IDX files and Fashion-MNIST', () => {
 
   it('a label outside 0..9 is a FormatError naming the file', async () => {
     const bad = mkdtempSync(join(tmpdir(), 'adjoint-bad-'));
-    for (const f of ['train-images-idx3-ubyte', 't10k-images-idx3-ubyte']) writeFileSync(join(bad, f), idx([1, 28, 28], new Array(784).fill(0)));
+    for (const f of ['train-images-idx3-ubyte', 't10k-images-idx3-ubyte'])
+      writeFileSync(join(bad, f), idx([1, 28, 28], new Array(784).fill(0)));
     writeFileSync(join(bad, 'train-labels-idx1-ubyte'), idx([1], [12]));
     writeFileSync(join(bad, 't10k-labels-idx1-ubyte'), idx([1], [1]));
     await expect(data.fashionMnist(bad)).rejects.toThrow(/train-labels-idx1-ubyte: label 12 at position 0 is outside 0..9/);
@@ -152,14 +164,18 @@ describe('IDX files and Fashion-MNIST', () => {
   });
 
   const FASHION = '/usr/share/datasets/fashion-mnist';
-  it.skipIf(!existsSync(FASHION))('loads the real Fashion-MNIST (60 000 / 10 000)', async () => {
-    const d = await data.fashionMnist(FASHION);
-    expect(d.xTrain.shape).toEqual([60000, 784]);
-    expect(d.xTest.shape).toEqual([10000, 784]);
-    expect(counts(d.yTest)).toEqual(new Array(10).fill(1000));
-    d.xTrain.dispose();
-    d.xTest.dispose();
-  }, 60_000);
+  it.skipIf(!existsSync(FASHION))(
+    'loads the real Fashion-MNIST (60 000 / 10 000)',
+    async () => {
+      const d = await data.fashionMnist(FASHION);
+      expect(d.xTrain.shape).toEqual([60000, 784]);
+      expect(d.xTest.shape).toEqual([10000, 784]);
+      expect(counts(d.yTest)).toEqual(new Array(10).fill(1000));
+      d.xTrain.dispose();
+      d.xTest.dispose();
+    },
+    60_000,
+  );
 });
 
 describe('training on the digits', () => {

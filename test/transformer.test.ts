@@ -22,14 +22,31 @@ const int32 = (): boolean => {
 };
 
 describe('PyTorch parity (test/fixtures/torch)', () => {
-  const cases = ['sdpa_plain', 'sdpa_causal', 'sdpa_causal_rect', 'sdpa_addmask', 'sdpa_boolmask',
-    'mha_bf', 'mha_seqfirst', 'mha_causal', 'mha_mask_seqfirst', 'mha_cross',
-    'tel_post_relu', 'tel_pre_relu', 'tel_post_gelu', 'tel_pre_gelu', 'tel_pre_gelu_causal'];
+  const cases = [
+    'sdpa_plain',
+    'sdpa_causal',
+    'sdpa_causal_rect',
+    'sdpa_addmask',
+    'sdpa_boolmask',
+    'mha_bf',
+    'mha_seqfirst',
+    'mha_causal',
+    'mha_mask_seqfirst',
+    'mha_cross',
+    'tel_post_relu',
+    'tel_pre_relu',
+    'tel_post_gelu',
+    'tel_pre_gelu',
+    'tel_pre_gelu_causal',
+  ];
   for (const name of cases) {
     it(name, (ctx) => {
       if (!hasFixture(name)) return ctx.skip(); // fixtures not generated in this checkout
       if (name.includes('boolmask') && !int32()) return ctx.skip(); // needs int32 tensors
-      for (const [dtype, tol] of [['float64', 1e-10], ['float32', 1e-5]] as const) {
+      for (const [dtype, tol] of [
+        ['float64', 1e-10],
+        ['float32', 1e-5],
+      ] as const) {
         for (const [k, e] of Object.entries(checkFixture(name, dtype))) expect(e, `${dtype} ${k}`).toBeLessThan(tol);
       }
     });
@@ -38,13 +55,18 @@ describe('PyTorch parity (test/fixtures/torch)', () => {
 
 /** MHA written out with matmul and softmax: x [B, T, E] layouts, weights as PyTorch's. */
 function mhaReference(m: A.nn.MultiheadAttention, q: Tensor, k: Tensor, v: Tensor, causal: boolean): Tensor {
-  const E = m.embedDim, H = m.numHeads, d = E / H, W = m.in_proj_weight, b = m.in_proj_bias!;
+  const E = m.embedDim,
+    H = m.numHeads,
+    d = E / H,
+    W = m.in_proj_weight,
+    b = m.in_proj_bias!;
   const proj = (x: Tensor, i: number) => A.add(A.matmul(x, A.transpose(A.slice(W, [i * E, 0], [E, E]))), A.slice(b, [i * E], [E]));
   const heads = (x: Tensor) => A.transpose(A.reshape(x, [x.shape[0], x.shape[1], H, d]), [0, 2, 1, 3]);
   const [Q, K, V] = [proj(q, 0), proj(k, 1), proj(v, 2)].map(heads);
   let s = A.mul(A.matmul(Q, A.transpose(K, [0, 1, 3, 2])), 1 / Math.sqrt(d));
   if (causal) {
-    const [Tq, Tk] = [q.shape[1], k.shape[1]], a = new Float64Array(Tq * Tk);
+    const [Tq, Tk] = [q.shape[1], k.shape[1]],
+      a = new Float64Array(Tq * Tk);
     for (let i = 0; i < Tq; i++) for (let j = i + 1; j < Tk; j++) a[i * Tk + j] = -Infinity;
     s = A.add(s, A.tensor(a, { shape: [Tq, Tk], ...f64 }));
   }
@@ -57,9 +79,15 @@ describe('nn.MultiheadAttention', () => {
     A.tidy(() => {
       const m = new A.nn.MultiheadAttention(12, 3, { seed: 1, ...f64 });
       const sf = new A.nn.MultiheadAttention(12, 3, { seed: 1, batchFirst: false, ...f64 });
-      const x = rn([2, 5, 12], 2), kv = rn([2, 7, 12], 3);
-      for (const [q, k, causal] of [[x, x, false], [x, x, true], [x, kv, false]] as const) {
-        const y = m.forward(q, k, k, { isCausal: causal }), want = mhaReference(m, q, k, k, causal);
+      const x = rn([2, 5, 12], 2),
+        kv = rn([2, 7, 12], 3);
+      for (const [q, k, causal] of [
+        [x, x, false],
+        [x, x, true],
+        [x, kv, false],
+      ] as const) {
+        const y = m.forward(q, k, k, { isCausal: causal }),
+          want = mhaReference(m, q, k, k, causal);
         expect(relErr(y.toArray(), want.toArray())).toBeLessThan(1e-12);
         const ys = sf.forward(A.transpose(q, [1, 0, 2]), A.transpose(k, [1, 0, 2]), undefined, { isCausal: causal });
         expect(relErr(A.transpose(ys, [1, 0, 2]).toArray(), want.toArray())).toBeLessThan(1e-12);
@@ -75,28 +103,39 @@ describe('nn.MultiheadAttention', () => {
     });
   });
 
-  it('has PyTorch\'s names and init: xavier_uniform in_proj_weight, zero biases; seeded', () => {
+  it("has PyTorch's names and init: xavier_uniform in_proj_weight, zero biases; seeded", () => {
     A.tidy(() => {
       const m = new A.nn.MultiheadAttention(16, 4, { seed: 3 });
-      expect(m.namedParameters().map(([n, t]) => `${n}:${t.shape}`)).toEqual(['in_proj_weight:48,16', 'in_proj_bias:48', 'out_proj.weight:16,16', 'out_proj.bias:16']);
-      const w = Array.from(m.in_proj_weight.toArray()), bound = Math.sqrt(6 / 64);
+      expect(m.namedParameters().map(([n, t]) => `${n}:${t.shape}`)).toEqual([
+        'in_proj_weight:48,16',
+        'in_proj_bias:48',
+        'out_proj.weight:16,16',
+        'out_proj.bias:16',
+      ]);
+      const w = Array.from(m.in_proj_weight.toArray()),
+        bound = Math.sqrt(6 / 64);
       expect(Math.max(...w.map(Math.abs))).toBeLessThanOrEqual(bound);
       expect(Math.max(...w.map(Math.abs))).toBeGreaterThan(0.9 * bound);
       expect(Array.from(m.in_proj_bias!.toArray()).every((v) => v === 0)).toBe(true);
       expect(Array.from(m.out_proj.bias!.toArray()).every((v) => v === 0)).toBe(true);
       expect(Array.from(new A.nn.MultiheadAttention(16, 4, { seed: 3 }).in_proj_weight.toArray())).toEqual(w.map(Math.fround));
-      expect(new A.nn.MultiheadAttention(16, 4, { bias: false }).namedParameters().map(([n]) => n)).toEqual(['in_proj_weight', 'out_proj.weight']);
+      expect(new A.nn.MultiheadAttention(16, 4, { bias: false }).namedParameters().map(([n]) => n)).toEqual([
+        'in_proj_weight',
+        'out_proj.weight',
+      ]);
     });
   });
 
   it('an attnMask [B·H, Tq, Tk] applies per head; dropout only in training mode, seeded', () => {
     A.tidy(() => {
       const m = new A.nn.MultiheadAttention(8, 2, { seed: 1, dropout: 0.5, ...f64 });
-      const x = rn([2, 4, 8], 2), mask = A.mul(rn([4, 4, 4], 3), 2);
+      const x = rn([2, 4, 8], 2),
+        mask = A.mul(rn([4, 4, 4], 3), 2);
       m.eval();
       const y = m.forward(x, { attnMask: mask });
       const heads = A.reshape(mask, [2, 2, 4, 4]);
-      const one = (b: number) => m.forward(A.slice(x, [b, 0, 0], [1, 4, 8]), { attnMask: A.reshape(A.slice(heads, [b, 0, 0, 0], [1, 2, 4, 4]), [2, 4, 4]) });
+      const one = (b: number) =>
+        m.forward(A.slice(x, [b, 0, 0], [1, 4, 8]), { attnMask: A.reshape(A.slice(heads, [b, 0, 0, 0], [1, 2, 4, 4]), [2, 4, 4]) });
       expect(relErr(y.toArray(), A.concat([one(0), one(1)], 0).toArray())).toBeLessThan(1e-12);
       expect(Array.from(m.forward(x).toArray())).toEqual(Array.from(m.forward(x).toArray()));
       m.train();
@@ -106,24 +145,48 @@ describe('nn.MultiheadAttention', () => {
   });
 
   it.each([
-    ['embedDim not divisible by numHeads', () => new A.nn.MultiheadAttention(10, 4), /MultiheadAttention: embedDim \(10\) must be divisible by numHeads \(4\)/],
-    ['an attnMask of the wrong shape', () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 8]), { attnMask: A.zeros([3, 4, 4]) }),
-      /attnMask must be \[4, 4\] or \[4, 4, 4\] \(B·numHeads, Tq, Tk\), got \[3,4,4\]/],
-    ['a query of the wrong width', () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 6])), /query must be \[B, T, 8\] or \[T, 8\], got \[2,4,6\]/],
-    ['key and value of different lengths', () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 8]), A.zeros([2, 5, 8]), A.zeros([2, 6, 8])),
-      /do not agree on batch and key length/],
+    [
+      'embedDim not divisible by numHeads',
+      () => new A.nn.MultiheadAttention(10, 4),
+      /MultiheadAttention: embedDim \(10\) must be divisible by numHeads \(4\)/,
+    ],
+    [
+      'an attnMask of the wrong shape',
+      () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 8]), { attnMask: A.zeros([3, 4, 4]) }),
+      /attnMask must be \[4, 4\] or \[4, 4, 4\] \(B·numHeads, Tq, Tk\), got \[3,4,4\]/,
+    ],
+    [
+      'a query of the wrong width',
+      () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 6])),
+      /query must be \[B, T, 8\] or \[T, 8\], got \[2,4,6\]/,
+    ],
+    [
+      'key and value of different lengths',
+      () => new A.nn.MultiheadAttention(8, 2).forward(A.zeros([2, 4, 8]), A.zeros([2, 5, 8]), A.zeros([2, 6, 8])),
+      /do not agree on batch and key length/,
+    ],
   ])('%s', (_n, f, msg) => {
     A.tidy(() => expect(f).toThrow(msg));
   });
 });
 
 describe('nn.TransformerEncoderLayer', () => {
-  it('has PyTorch\'s parameter names in order', () => {
+  it("has PyTorch's parameter names in order", () => {
     A.tidy(() => {
       const l = new A.nn.TransformerEncoderLayer(16, 4, { dimFeedforward: 32 });
       expect(l.namedParameters().map(([n]) => n)).toEqual([
-        'self_attn.in_proj_weight', 'self_attn.in_proj_bias', 'self_attn.out_proj.weight', 'self_attn.out_proj.bias',
-        'linear1.weight', 'linear1.bias', 'linear2.weight', 'linear2.bias', 'norm1.weight', 'norm1.bias', 'norm2.weight', 'norm2.bias',
+        'self_attn.in_proj_weight',
+        'self_attn.in_proj_bias',
+        'self_attn.out_proj.weight',
+        'self_attn.out_proj.bias',
+        'linear1.weight',
+        'linear1.bias',
+        'linear2.weight',
+        'linear2.bias',
+        'norm1.weight',
+        'norm1.bias',
+        'norm2.weight',
+        'norm2.bias',
       ]);
     });
   });
@@ -134,8 +197,15 @@ describe('nn.TransformerEncoderLayer', () => {
       const x = rn([2, 3, 8], 5);
       const sa = (h: Tensor) => mhaReference(l.self_attn, h, h, h, true);
       const ff = (h: Tensor) => l.linear2.forward(A.relu(l.linear1.forward(h)));
-      const want = normFirst ? (() => { const h = A.add(x, sa(l.norm1.forward(x))); return A.add(h, ff(l.norm2.forward(h))); })()
-        : (() => { const h = l.norm1.forward(A.add(x, sa(x))); return l.norm2.forward(A.add(h, ff(h))); })();
+      const want = normFirst
+        ? (() => {
+            const h = A.add(x, sa(l.norm1.forward(x)));
+            return A.add(h, ff(l.norm2.forward(h)));
+          })()
+        : (() => {
+            const h = l.norm1.forward(A.add(x, sa(x)));
+            return l.norm2.forward(A.add(h, ff(h)));
+          })();
       expect(relErr(l.forward(x, { isCausal: true }).toArray(), want.toArray())).toBeLessThan(1e-12);
       const w = rn([2, 3, 8], 6);
       const r = A.gradcheck((x: Tensor) => A.sum(A.mul(l.forward(x, { isCausal: true }), w)), [x], { rtol: 1e-5 });
@@ -212,7 +282,8 @@ describe('compile()', () => {
   it('a compiled training step through attention, a Transformer layer and an LSTM gives the eager losses bit for bit', () => {
     const run = (compiled: boolean): number[] => {
       const layer = new A.nn.TransformerEncoderLayer(16, 4, { dimFeedforward: 32, dropout: 0.1, seed: 1 });
-      const lstm = new A.nn.LSTM(16, 8, { seed: 2 }), gru = new A.nn.GRUCell(8, 8, { seed: 3 });
+      const lstm = new A.nn.LSTM(16, 8, { seed: 2 }),
+        gru = new A.nn.GRUCell(8, 8, { seed: 3 });
       const opt = new A.optim.SGD([...layer.parameters(), ...lstm.parameters(), ...gru.parameters()], { lr: 0.1 });
       const step = (x: Tensor) => {
         const [y] = lstm.forward(layer.forward(x, { isCausal: true }));

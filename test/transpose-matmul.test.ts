@@ -37,7 +37,7 @@ const copyPath = <T>(f: () => T): T => {
 /** Deterministic values in [-1, 1). */
 function values(n: number, seed: number): Float64Array {
   let s = seed >>> 0;
-  return Float64Array.from({ length: n }, () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1);
+  return Float64Array.from({ length: n }, () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31 - 1);
 }
 const size = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 const make = (shape: number[], seed: number, dtype: DT = 'float64'): Tensor => A.tensor(values(size(shape), seed), { shape, dtype });
@@ -45,22 +45,28 @@ const isLazy = (t: Tensor): boolean => t.storage.lazy !== null;
 
 /** Float64 op(A)·op(B) for [batch?, r, c] operands of the same batch (or 2-D). */
 function ref(a: ArrayLike<number>, as: number[], b: ArrayLike<number>, bs: number[], ta: boolean, tb: boolean): Float64Array {
-  const [ar, ac] = as.slice(-2), [br, bc] = bs.slice(-2);
-  const M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+  const [ar, ac] = as.slice(-2),
+    [br, bc] = bs.slice(-2);
+  const M = ta ? ac : ar,
+    K = ta ? ar : ac,
+    N = tb ? br : bc;
   const batch = as.length === 3 ? as[0] : 1;
   const out = new Float64Array(batch * M * N);
   for (let q = 0; q < batch; q++) {
-    const oa = q * ar * ac, ob = bs.length === 3 ? q * br * bc : 0;
-    for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
-      let acc = 0;
-      for (let k = 0; k < K; k++) acc += a[oa + (ta ? k * ac + i : i * ac + k)] * b[ob + (tb ? j * bc + k : k * bc + j)];
-      out[q * M * N + i * N + j] = acc;
-    }
+    const oa = q * ar * ac,
+      ob = bs.length === 3 ? q * br * bc : 0;
+    for (let i = 0; i < M; i++)
+      for (let j = 0; j < N; j++) {
+        let acc = 0;
+        for (let k = 0; k < K; k++) acc += a[oa + (ta ? k * ac + i : i * ac + k)] * b[ob + (tb ? j * bc + k : k * bc + j)];
+        out[q * M * N + i * N + j] = acc;
+      }
   }
   return out;
 }
 function maxRel(got: ArrayLike<number>, want: ArrayLike<number>): number {
-  let worst = 0, scale = 0;
+  let worst = 0,
+    scale = 0;
   for (let i = 0; i < want.length; i++) scale = Math.max(scale, Math.abs(want[i]));
   for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / scale);
   expect(got.length).toBe(want.length);
@@ -81,8 +87,10 @@ describe('values against float64 references', () => {
   for (const dtype of ['float32', 'float64'] as const) {
     it.each(cases)(`%s (${dtype}, at the default threshold)`, (_n, as, bs, ta, tb) => {
       tidy(() => {
-        const a = make(as, 1, dtype), b = make(bs, 2, dtype);
-        const oa = ta ? T(a) : a, ob = tb ? T(b) : b;
+        const a = make(as, 1, dtype),
+          b = make(bs, 2, dtype);
+        const oa = ta ? T(a) : a,
+          ob = tb ? T(b) : b;
         const y = matmul(oa, ob);
         expect(maxRel(y.toArray(), ref(a.toArray(), as, b.toArray(), bs, ta, tb))).toBeLessThan(tol(dtype));
         if (ta) expect(isLazy(oa)).toBe(true); // matmul read the source: the transpose was never filled
@@ -96,7 +104,9 @@ describe('values against float64 references', () => {
   it('broadcast batch and 1-D operands', () => {
     allLazy();
     tidy(() => {
-      const a = make([4, 6], 3), b = make([2, 4, 5], 4), v = make([4], 5);
+      const a = make([4, 6], 3),
+        b = make([2, 4, 5], 4),
+        v = make([4], 5);
       const y = matmul(transpose(a), b); // [6, 4]ᵀ-read against a batch of 2
       const bv = b.toArray();
       for (let q = 0; q < 2; q++) {
@@ -112,21 +122,29 @@ describe('values against float64 references', () => {
   it('a shape mismatch names the operands as the user wrote them', () => {
     allLazy();
     tidy(() => {
-      const a = make([5, 3], 1), b = make([4, 2], 2);
+      const a = make([5, 3], 1),
+        b = make([4, 2], 2);
       expect(() => matmul(transpose(a), b)).toThrow(/matmul: inner dimensions differ: \[3,5\] x \[4,2\] \(5 vs 4\)/);
     });
   });
 });
 
 describe('gradients', () => {
-  const loss = (ta: boolean, tb: boolean) => (a: Tensor, b: Tensor): Tensor =>
-    A.sum(A.mul(matmul(ta ? T(a) : a, tb ? T(b) : b), A.sin(matmul(ta ? T(a) : a, tb ? T(b) : b))));
-  const flags: [boolean, boolean][] = [[true, false], [false, true], [true, true]];
+  const loss =
+    (ta: boolean, tb: boolean) =>
+    (a: Tensor, b: Tensor): Tensor =>
+      A.sum(A.mul(matmul(ta ? T(a) : a, tb ? T(b) : b), A.sin(matmul(ta ? T(a) : a, tb ? T(b) : b))));
+  const flags: [boolean, boolean][] = [
+    [true, false],
+    [false, true],
+    [true, true],
+  ];
 
   it.each(flags)('grad equals the copy path and passes gradcheck (ta=%s, tb=%s)', (ta, tb) => {
     allLazy();
     tidy(() => {
-      const a = ta ? make([6, 5], 1) : make([5, 6], 1), b = tb ? make([4, 6], 2) : make([6, 4], 2);
+      const a = ta ? make([6, 5], 1) : make([5, 6], 1),
+        b = tb ? make([4, 6], 2) : make([6, 4], 2);
       const f = loss(ta, tb);
       const lazy = A.grad(f, { argnums: [0, 1] })(a, b) as Tensor[];
       const copied = copyPath(() => A.grad(f, { argnums: [0, 1] })(a, b) as Tensor[]);
@@ -137,7 +155,8 @@ describe('gradients', () => {
 
   it('batched, through valueAndGrad, at the default threshold', () => {
     tidy(() => {
-      const w = make([2, 64, 80], 7), x = make([2, 64, 3], 8);
+      const w = make([2, 64, 80], 7),
+        x = make([2, 64, 3], 8);
       const f = (w: Tensor, x: Tensor) => A.sum(A.square(matmul(transpose(w, [0, 2, 1]), x)));
       const [v, [gw, gx]] = A.valueAndGrad(f, { argnums: [0, 1] })(w, x) as [Tensor, Tensor[]];
       const [v2, [gw2, gx2]] = copyPath(() => A.valueAndGrad(f, { argnums: [0, 1] })(w, x) as [Tensor, Tensor[]]);
@@ -150,7 +169,8 @@ describe('gradients', () => {
   it('inside valueAndGrad it is never filled, and nothing is left for an optimizer step to fill', () => {
     allLazy();
     tidy(() => {
-      const w = make([6, 5], 1), x = make([6, 4], 2);
+      const w = make([6, 5], 1),
+        x = make([6, 4], 2);
       let fills = 0;
       const f = (w: Tensor, x: Tensor) => {
         const wt = transpose(w);
@@ -171,12 +191,15 @@ describe('gradients', () => {
   it('the transpose of a leaf that requires grad, differentiated with backward()', () => {
     allLazy();
     tidy(() => {
-      const w = make([5, 7], 1), x = make([5, 3], 2);
+      const w = make([5, 7], 1),
+        x = make([5, 3], 2);
       w.requiresGrad = true;
       A.sum(matmul(transpose(w), x)).backward();
       // d/dW sum(Wᵀ X) = X·1ᵀ: row i of the gradient is (Σ_j X[i, j]) repeated.
-      const xs = x.toArray(), g = w.grad!.toArray();
-      for (let i = 0; i < 5; i++) for (let j = 0; j < 7; j++) expect(g[i * 7 + j]).toBeCloseTo(xs[i * 3] + xs[i * 3 + 1] + xs[i * 3 + 2], 13);
+      const xs = x.toArray(),
+        g = w.grad!.toArray();
+      for (let i = 0; i < 5; i++)
+        for (let j = 0; j < 7; j++) expect(g[i * 7 + j]).toBeCloseTo(xs[i * 3] + xs[i * 3 + 1] + xs[i * 3 + 2], 13);
       w.dispose();
     });
   });
@@ -184,7 +207,10 @@ describe('gradients', () => {
   it('jvp through matmul(transpose(a), b) equals the copy path', () => {
     allLazy();
     tidy(() => {
-      const a = make([6, 5], 1), b = make([6, 4], 2), ua = make([6, 5], 3), ub = make([6, 4], 4);
+      const a = make([6, 5], 1),
+        b = make([6, 4], 2),
+        ua = make([6, 5], 3),
+        ub = make([6, 4], 4);
       const f = (a: Tensor, b: Tensor) => A.tanh(matmul(transpose(a), b));
       const [y, t] = A.jvp(f, [a, b], [ua, ub]);
       const [y2, t2] = copyPath(() => A.jvp(f, [a, b], [ua, ub]));
@@ -196,7 +222,9 @@ describe('gradients', () => {
   it('hvp (forward over reverse) through it equals the copy path', () => {
     allLazy();
     tidy(() => {
-      const b = make([6, 4], 2), x = make([6, 5], 1), v = make([6, 5], 3);
+      const b = make([6, 4], 2),
+        x = make([6, 5], 1),
+        v = make([6, 5], 3);
       const f = (a: Tensor) => A.sum(A.tanh(matmul(transpose(a), b)));
       expect(A.hvp(f, x, v).toArray()).toEqual(copyPath(() => A.hvp(f, x, v)).toArray());
     });
@@ -205,7 +233,8 @@ describe('gradients', () => {
   it('checkpoint and anomaly mode see the same values', () => {
     allLazy();
     tidy(() => {
-      const w = make([6, 5], 1), x = make([6, 4], 2);
+      const w = make([6, 5], 1),
+        x = make([6, 4], 2);
       const f = (w: Tensor, x: Tensor) => A.sum(A.tanh(matmul(transpose(w), x)));
       const g = A.grad(f)(w, x) as Tensor;
       const gc = A.grad(A.checkpoint(f))(w, x) as Tensor;
@@ -220,11 +249,13 @@ describe('other uses of a lazy transpose', () => {
   it('add, sum, reshape, slice, concat, a second matmul, a second transpose, a view: the values of the copy', () => {
     allLazy();
     tidy(() => {
-      const a = make([5, 7], 1), b = make([5, 3], 2);
+      const a = make([5, 7], 1),
+        b = make([5, 3], 2);
       const want = copyPath(() => transpose(a)).toArray();
       const at = transpose(a);
       expect(isLazy(at)).toBe(true);
-      const y1 = matmul(at, b), y2 = matmul(at, b); // used twice, still unfilled
+      const y1 = matmul(at, b),
+        y2 = matmul(at, b); // used twice, still unfilled
       expect(y2.toArray()).toEqual(y1.toArray());
       expect(isLazy(at)).toBe(true);
       expect(A.reshape(at, [35]).toArray()).toEqual(want); // a view: reading it fills the shared block
@@ -239,7 +270,8 @@ describe('other uses of a lazy transpose', () => {
         (t: Tensor) => transpose(t),
         (t: Tensor) => t.detach(),
       ]) {
-        const lazy = use(transpose(a)).toArray(), copied = copyPath(() => use(transpose(a)).toArray());
+        const lazy = use(transpose(a)).toArray(),
+          copied = copyPath(() => use(transpose(a)).toArray());
         expect(lazy).toEqual(copied);
       }
     });
@@ -248,7 +280,9 @@ describe('other uses of a lazy transpose', () => {
   it('matmul of a reshaped or detached lazy transpose, and of a lazy transpose of a lazy transpose', () => {
     allLazy();
     tidy(() => {
-      const a = make([4, 6], 1), b = make([4, 3], 2), c = make([6, 3], 3);
+      const a = make([4, 6], 1),
+        b = make([4, 3], 2),
+        c = make([6, 3], 3);
       const want = ref(a.toArray(), [4, 6], b.toArray(), [4, 3], true, false);
       expect(maxRel(matmul(A.reshape(transpose(a), [6, 4]), b).toArray(), want)).toBeLessThan(1e-13);
       expect(maxRel(matmul(transpose(a).detach(), b).toArray(), want)).toBeLessThan(1e-13);
@@ -287,7 +321,8 @@ describe('other uses of a lazy transpose', () => {
   it('a disposed source still fills it (the lazy tensor holds the memory), and matmul falls back to the copy', () => {
     allLazy();
     tidy(() => {
-      const a = make([4, 6], 1), b = make([4, 3], 2);
+      const a = make([4, 6], 1),
+        b = make([4, 3], 2);
       const want = ref(a.toArray(), [4, 6], b.toArray(), [4, 3], true, false);
       const at = transpose(a);
       a.dispose();
@@ -301,7 +336,8 @@ describe('lifetimes', () => {
   it('disposed unread, inside tidy, or after use: memory back to its baseline', () => {
     allLazy();
     const base = A.memory();
-    const a = make([64, 80], 1), b = make([64, 3], 2);
+    const a = make([64, 80], 1),
+      b = make([64, 3], 2);
     const mid = A.memory();
     const at = transpose(a);
     expect(A.memory().bytesInUse).toBe(mid.bytesInUse); // nothing allocated yet
@@ -344,7 +380,8 @@ describe('lifetimes', () => {
     expect(() => A.sum(xt)).toThrow(/^sum: transpose \(filled on first use\): /); // inside an op: both named
     expect(isLazy(xt)).toBe(true);
     filler.pop()!.dispose();
-    const got = xt.toArray(), xs = x.toArray();
+    const got = xt.toArray(),
+      xs = x.toArray();
     expect(got[1 * 1024 + 2]).toBe(xs[2 * 1024 + 1]);
     for (const f of filler) f.dispose();
     xt.dispose();
@@ -356,7 +393,8 @@ describe('compile', () => {
   it('a training step using matmul(transpose(w), x) replays bit-identically to eager', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const run = (compiled: boolean): Uint8Array[] => {
-      const w = A.keep(make([72, 64], 1, 'float32')), x0 = make([72, 5], 2, 'float32');
+      const w = A.keep(make([72, 64], 1, 'float32')),
+        x0 = make([72, 5], 2, 'float32');
       w.requiresGrad = true;
       const opt = new A.optim.Adam([w], { lr: 0.01 });
       const step = (x: Tensor) => {
@@ -380,7 +418,8 @@ describe('compile', () => {
       x0.dispose();
       return out;
     };
-    const eager = run(false), compiled = run(true);
+    const eager = run(false),
+      compiled = run(true);
     expect(compiled).toEqual(eager);
     expect(warn).not.toHaveBeenCalled();
     warn.mockRestore();
@@ -388,7 +427,8 @@ describe('compile', () => {
 
   it('a lazy transpose of a parameter, taken before a replayed step that updates it, keeps its values', () => {
     allLazy();
-    const w = A.keep(make([8, 6], 1, 'float32')), x = make([6, 3], 2, 'float32');
+    const w = A.keep(make([8, 6], 1, 'float32')),
+      x = make([6, 3], 2, 'float32');
     w.requiresGrad = true;
     const opt = new A.optim.SGD([w], { lr: 0.1 });
     const step = A.compile((x: Tensor) => {
@@ -417,7 +457,8 @@ describe('compile', () => {
     const f = A.compile(fn);
     for (let i = 0; i < 6; i++) {
       tidy(() => {
-        const a = make([5, 4], i), b = make([5, 3], 10 + i);
+        const a = make([5, 4], i),
+          b = make([5, 3], 10 + i);
         const want = tidy(() => {
           const r = fn(transpose(a), b);
           return [r.y.toArray(), r.bt.toArray()];

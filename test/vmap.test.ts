@@ -24,8 +24,16 @@ function examples(spec: OpSpec, dtype: DType): Tensor[][] {
   return Array.from({ length: B }, (_, b) => tensors(values(spec, spec.shapes, b), spec.shapes, dtype));
 }
 /** The examples' i-th inputs stacked along `axis`. */
-const stack = (ts: readonly Tensor[], axis = 0): Tensor => A.concat(ts.map((t) => A.reshape(t, [...t.shape.slice(0, axis), 1, ...t.shape.slice(axis)])), axis);
-const column = (exs: Tensor[][], i: number, axis = 0) => stack(exs.map((e) => e[i]), axis);
+const stack = (ts: readonly Tensor[], axis = 0): Tensor =>
+  A.concat(
+    ts.map((t) => A.reshape(t, [...t.shape.slice(0, axis), 1, ...t.shape.slice(axis)])),
+    axis,
+  );
+const column = (exs: Tensor[][], i: number, axis = 0) =>
+  stack(
+    exs.map((e) => e[i]),
+    axis,
+  );
 
 function expectMatch(got: Tensor, want: Tensor, dtype: DType, bitwise: boolean): void {
   expect(got.shape).toEqual(want.shape);
@@ -69,7 +77,8 @@ describe.each(SPECS.map((s) => [s.name, s] as const))('vmap %s', (_name, spec) =
 
   it.each(['float32', 'float64'] as const)('vmap(jvp) gives the per-example tangents (%s)', (dtype) => {
     A.tidy(() => {
-      const exs = examples(spec, dtype), ts = Array.from({ length: B }, (_, b) => tensors(values(spec, spec.shapes, 10 + b), spec.shapes, dtype));
+      const exs = examples(spec, dtype),
+        ts = Array.from({ length: B }, (_, b) => tensors(values(spec, spec.shapes, 10 + b), spec.shapes, dtype));
       const n = spec.shapes.length;
       const tangent = (...args: Tensor[]) => A.jvp(spec.f, args.slice(0, n), args.slice(n))[1];
       const got = A.vmap(tangent)(...spec.shapes.map((_, i) => column(exs, i)), ...spec.shapes.map((_, i) => column(ts, i)));
@@ -97,14 +106,37 @@ function checkAgainstLoop(f: (...xs: Tensor[]) => Tensor, exs: Tensor[][], dtype
 }
 
 const rand = (shape: number[], dtype: DType, seed: number) => A.randn(shape, { dtype, seed });
-const exs = (shapes: number[][], dtype: DType) => Array.from({ length: B }, (_, b) => shapes.map((s, i) => rand(s, dtype, 100 * b + i + 1)));
+const exs = (shapes: number[][], dtype: DType) =>
+  Array.from({ length: B }, (_, b) => shapes.map((s, i) => rand(s, dtype, 100 * b + i + 1)));
 
 describe('vmap: the primitives with rows in other tables', () => {
   it.each(['float32', 'float64'] as const)('conv2d with a shared filter (folded into N) and a mapped one (%s)', (dtype) => {
     A.tidy(() => {
       const f = (x: Tensor, w: Tensor) => A.conv2d(x, w, null, { stride: 1, padding: 1 });
-      checkAgainstLoop(f, exs([[2, 2, 5, 5], [3, 2, 3, 3]], dtype), dtype, [0, null]);
-      checkAgainstLoop(f, exs([[2, 2, 5, 5], [3, 2, 3, 3]], dtype), dtype, [0, 0]);
+      checkAgainstLoop(
+        f,
+        exs(
+          [
+            [2, 2, 5, 5],
+            [3, 2, 3, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, null],
+      );
+      checkAgainstLoop(
+        f,
+        exs(
+          [
+            [2, 2, 5, 5],
+            [3, 2, 3, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0],
+      );
     });
   });
   it.each(['float32', 'float64'] as const)('max and average pooling (%s)', (dtype) => {
@@ -114,24 +146,40 @@ describe('vmap: the primitives with rows in other tables', () => {
       // maxPool2dGather / maxPool2dGrad run in the JVP of max pooling and in its gradient's JVP
       const [x, t] = [rand([B, 1, 3, 4, 4], dtype, 5), rand([B, 1, 3, 4, 4], dtype, 6)];
       const jv = (a: Tensor, b: Tensor) => A.jvp((u: Tensor) => A.maxPool2d(u, 2), [a], [b])[1];
-      const gj = (a: Tensor, b: Tensor) => A.jvp(A.grad((u: Tensor) => A.sum(A.square(A.maxPool2d(u, 2)))) as (u: Tensor) => Tensor, [a], [b])[1];
+      const gj = (a: Tensor, b: Tensor) =>
+        A.jvp(A.grad((u: Tensor) => A.sum(A.square(A.maxPool2d(u, 2)))) as (u: Tensor) => Tensor, [a], [b])[1];
       for (const h of [jv, gj]) {
-        const loop = stack(Array.from({ length: B }, (_, b) => h(A.reshape(A.slice(x, [b, 0, 0, 0, 0], [1, 1, 3, 4, 4]), [1, 3, 4, 4]), A.reshape(A.slice(t, [b, 0, 0, 0, 0], [1, 1, 3, 4, 4]), [1, 3, 4, 4]))));
+        const loop = stack(
+          Array.from({ length: B }, (_, b) =>
+            h(
+              A.reshape(A.slice(x, [b, 0, 0, 0, 0], [1, 1, 3, 4, 4]), [1, 3, 4, 4]),
+              A.reshape(A.slice(t, [b, 0, 0, 0, 0], [1, 1, 3, 4, 4]), [1, 3, 4, 4]),
+            ),
+          ),
+        );
         expectMatch(A.vmap(h)(x, t), loop, dtype, false);
       }
     });
   });
   it.each(['float32', 'float64'] as const)('linearFA, customVjp, checkpoint, gt and astype (%s)', (dtype) => {
     A.tidy(() => {
-      const w = rand([4, 3], dtype, 7), fb = rand([4, 3], dtype, 8);
+      const w = rand([4, 3], dtype, 7),
+        fb = rand([4, 3], dtype, 8);
       checkAgainstLoop((x) => linearFA(x, w, fb), exs([[2, 3]], dtype), dtype);
     });
     A.tidy(() => {
-      const ste = A.customVjp((a: Tensor) => A.relu(a), (g) => [A.mul(g, 2)]);
+      const ste = A.customVjp(
+        (a: Tensor) => A.relu(a),
+        (g) => [A.mul(g, 2)],
+      );
       checkAgainstLoop((x) => ste(x), exs([[2, 3]], dtype), dtype);
     });
     A.tidy(() => {
-      checkAgainstLoop(A.checkpoint((x: Tensor) => A.tanh(A.mul(x, x))), exs([[2, 3]], dtype), dtype);
+      checkAgainstLoop(
+        A.checkpoint((x: Tensor) => A.tanh(A.mul(x, x))),
+        exs([[2, 3]], dtype),
+        dtype,
+      );
     });
     A.tidy(() => {
       checkAgainstLoop((x) => A.mul(gt(x, 0.1), x), exs([[2, 3]], dtype), dtype);
@@ -161,16 +209,33 @@ describe('vmap: every primitive has a batching rule that runs', () => {
       A.tidy(() => {
         const ex = examples(spec, 'float64');
         const w = weights(spec.f(...ex[0]).shape, 'float64');
-        const g = A.grad((...xs: Tensor[]) => A.sum(A.mul(spec.f(...xs), w)), { argnums: spec.shapes.map((_, i) => i) }) as (...xs: Tensor[]) => Tensor[];
+        const g = A.grad((...xs: Tensor[]) => A.sum(A.mul(spec.f(...xs), w)), { argnums: spec.shapes.map((_, i) => i) }) as (
+          ...xs: Tensor[]
+        ) => Tensor[];
         const cols = spec.shapes.map((_, i) => column(ex, i));
         for (const p of primitivesRun(() => {
           A.vmap(g)(...cols);
           A.vmap((...xs: Tensor[]) => A.jvp(spec.f, xs, xs)[1])(...cols);
-        })) run.add(p);
+        }))
+          run.add(p);
       });
     }
     A.tidy(() => void primitivesRun(() => void A.vmap((v: Tensor) => A.argmax(v, 0))(A.randn([2, 3]))).forEach((p) => run.add(p)));
-    const elsewhere = ['gt', 'cast', 'linearFA', 'custom', 'checkpoint', 'conv2d', 'conv2dInputGrad', 'conv2dFilterGrad', 'maxPool2d', 'maxPool2dGrad', 'maxPool2dGather', 'avgPool2d', 'avgPool2dGrad'];
+    const elsewhere = [
+      'gt',
+      'cast',
+      'linearFA',
+      'custom',
+      'checkpoint',
+      'conv2d',
+      'conv2dInputGrad',
+      'conv2dFilterGrad',
+      'maxPool2d',
+      'maxPool2dGrad',
+      'maxPool2dGather',
+      'avgPool2d',
+      'avgPool2dGrad',
+    ];
     expect(Object.keys(rules).filter((p) => !run.has(p) && !elsewhere.includes(p))).toEqual([]);
   });
 });
@@ -178,9 +243,13 @@ describe('vmap: every primitive has a batching rule that runs', () => {
 describe('vmap semantics', () => {
   it('pytrees in and out, out-axes, and a broadcast unmapped output', () => {
     A.tidy(() => {
-      const x = rand([4, 3], 'float64', 1), y = rand([3, 4], 'float64', 2);
+      const x = rand([4, 3], 'float64', 1),
+        y = rand([3, 4], 'float64', 2);
       const f = (p: { a: Tensor; b: Tensor }, c: Tensor) => ({ s: A.add(p.a, c), k: [p.b] });
-      const out = A.vmap(f, { inAxes: [{ a: 0, b: null }, 1], outAxes: { s: 1, k: [null] } })({ a: x, b: y }, y) as { s: Tensor; k: Tensor[] };
+      const out = A.vmap(f, { inAxes: [{ a: 0, b: null }, 1], outAxes: { s: 1, k: [null] } })({ a: x, b: y }, y) as {
+        s: Tensor;
+        k: Tensor[];
+      };
       expect(out.s.shape).toEqual([3, 4]);
       expectMatch(out.s, A.transpose(A.add(x, A.transpose(y))), 'float64', true);
       expect(() => A.vmap((a: Tensor) => A.mul(a, 2), { outAxes: null })(x)).toThrow(/outAxes is null/);
@@ -191,7 +260,8 @@ describe('vmap semantics', () => {
   });
   it('nests: vmap(vmap(f)) is f on every element pair', () => {
     A.tidy(() => {
-      const a = rand([3, 5], 'float64', 1), b = rand([4, 5], 'float64', 2);
+      const a = rand([3, 5], 'float64', 1),
+        b = rand([4, 5], 'float64', 2);
       const dot = (u: Tensor, v: Tensor) => A.sum(A.mul(u, v));
       const all = A.vmap(A.vmap(dot, { inAxes: [null, 0] }), { inAxes: [0, null] })(a, b);
       expectMatch(all, A.matmul(a, A.transpose(b)), 'float64', false);
@@ -199,7 +269,8 @@ describe('vmap semantics', () => {
   });
   it('grad of vmap and jvp of vmap run through the batched kernels', () => {
     A.tidy(() => {
-      const w = rand([4, 5], 'float64', 3), x = rand([6, 5], 'float64', 4);
+      const w = rand([4, 5], 'float64', 3),
+        x = rand([6, 5], 'float64', 4);
       const f = (W: Tensor) => A.sum(A.square(A.vmap((xi: Tensor) => A.tanh(A.matmul(W, xi)))(x)));
       const direct = (W: Tensor) => A.sum(A.square(A.tanh(A.matmul(x, A.transpose(W)))));
       expectMatch(A.grad(f)(w) as Tensor, A.grad(direct)(w) as Tensor, 'float64', false);
@@ -209,7 +280,8 @@ describe('vmap semantics', () => {
   });
   it('bad input: different sizes name the arguments, axes out of range, nothing mapped', () => {
     A.tidy(() => {
-      const a = A.zeros([3, 2]), b = A.zeros([4, 2]);
+      const a = A.zeros([3, 2]),
+        b = A.zeros([4, 2]);
       const f = (u: Tensor, v: Tensor) => A.add(u, v);
       expect(() => A.vmap(f)(a, b)).toThrow(A.ArgumentError);
       expect(() => A.vmap(f)(a, b)).toThrow(/args\[0\] has 3 along axis 0, args\[1\] has 4 along axis 0/);
@@ -231,16 +303,22 @@ describe('vmap semantics', () => {
 
 describe('per-example gradients', () => {
   const model = () => new A.nn.Sequential(new A.nn.Linear(6, 5, { seed: 1 }), new A.nn.Tanh(), new A.nn.Linear(5, 3, { seed: 2 }));
-  const lossOf = (m: A.nn.Sequential) => (p: Record<string, Tensor>, x: Tensor, y: Tensor): Tensor =>
-    A.neg(A.sum(A.mul(A.logSoftmax(A.functionalCall(m, p, x)), y)));
+  const lossOf =
+    (m: A.nn.Sequential) =>
+    (p: Record<string, Tensor>, x: Tensor, y: Tensor): Tensor =>
+      A.neg(A.sum(A.mul(A.logSoftmax(A.functionalCall(m, p, x)), y)));
 
-  it('vmap(grad(loss), { inAxes: [null, 0, 0] }) over functionalCall equals each example\'s own gradient', () => {
+  it("vmap(grad(loss), { inAxes: [null, 0, 0] }) over functionalCall equals each example's own gradient", () => {
     A.tidy(() => {
-      const m = model(), loss = lossOf(m), params = Object.fromEntries(m.namedParameters());
-      const x = A.randn([4, 1, 6], { seed: 3 }), y = A.tensor([1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0], { shape: [4, 1, 3] });
+      const m = model(),
+        loss = lossOf(m),
+        params = Object.fromEntries(m.namedParameters());
+      const x = A.randn([4, 1, 6], { seed: 3 }),
+        y = A.tensor([1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0], { shape: [4, 1, 3] });
       const per = A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(params, x, y) as unknown as Record<string, Tensor>;
       for (let i = 0; i < 4; i++) {
-        const xi = A.reshape(A.slice(x, [i, 0, 0], [1, 1, 6]), [1, 6]), yi = A.reshape(A.slice(y, [i, 0, 0], [1, 1, 3]), [1, 3]);
+        const xi = A.reshape(A.slice(x, [i, 0, 0], [1, 1, 6]), [1, 6]),
+          yi = A.reshape(A.slice(y, [i, 0, 0], [1, 1, 3]), [1, 3]);
         const own = A.grad(loss)(params, xi, yi) as unknown as Record<string, Tensor>;
         for (const [name, g] of Object.entries(own)) {
           const row = A.reshape(A.slice(per[name], [i, ...g.shape.map(() => 0)], [1, ...g.shape]), g.shape);
@@ -248,16 +326,23 @@ describe('per-example gradients', () => {
         }
       }
       // Their mean is the batch gradient.
-      const batch = A.grad((p: Record<string, Tensor>) => A.div(loss(p, A.reshape(x, [4, 6]), A.reshape(y, [4, 3])), 4))(params) as unknown as Record<string, Tensor>;
+      const batch = A.grad((p: Record<string, Tensor>) => A.div(loss(p, A.reshape(x, [4, 6]), A.reshape(y, [4, 3])), 4))(
+        params,
+      ) as unknown as Record<string, Tensor>;
       for (const [name, g] of Object.entries(batch)) expectMatch(A.mean(per[name], 0), g, 'float32', false);
     });
   });
 
   it('dpGradients: with noise 0 and a large clip it is the mean gradient; with a small clip each example counts at most C', () => {
     A.tidy(() => {
-      const m = model(), params = Object.fromEntries(m.namedParameters());
-      const x = A.randn([4, 6], { seed: 3 }), labels = Int32Array.from([0, 2, 1, 0]);
-      const mean = A.grad((p: Record<string, Tensor>) => A.crossEntropy(A.functionalCall(m, p, x), labels))(params) as unknown as Record<string, Tensor>;
+      const m = model(),
+        params = Object.fromEntries(m.namedParameters());
+      const x = A.randn([4, 6], { seed: 3 }),
+        labels = Int32Array.from([0, 2, 1, 0]);
+      const mean = A.grad((p: Record<string, Tensor>) => A.crossEntropy(A.functionalCall(m, p, x), labels))(params) as unknown as Record<
+        string,
+        Tensor
+      >;
       const loss = A.optim.dpGradients(m, x, labels, 3, { clip: 1e6, noise: 0, seed: 1 });
       expect(loss).toBeCloseTo(A.crossEntropy(m.forward(x), labels).item(), 5);
       for (const [name, p] of m.namedParameters()) expectMatch(p.grad!, mean[name], 'float32', false);
@@ -271,21 +356,26 @@ describe('per-example gradients', () => {
       const a = m.parameters()[0].grad!.toArray();
       A.optim.dpGradients(m, x, labels, 3, { clip: 1, noise: 1, seed: 7 });
       expect(Array.from(m.parameters()[0].grad!.toArray())).toEqual(Array.from(a));
-      for (const p of m.parameters()) (p.grad?.dispose(), (p.grad = null));
+      for (const p of m.parameters()) p.grad?.dispose(), (p.grad = null);
     });
   });
 
   it('jacfwd, jacrev and hessian run as one batched pass and agree with each other', () => {
     A.tidy(() => {
-      const W = A.randn([4, 20], { seed: 1, dtype: 'float64' }), x = A.randn([20], { seed: 2, dtype: 'float64' });
+      const W = A.randn([4, 20], { seed: 1, dtype: 'float64' }),
+        x = A.randn([20], { seed: 2, dtype: 'float64' });
       const f = (v: Tensor) => A.tanh(A.matmul(W, v));
       // One pass: f's forward runs once, its tangent map once (batched), not once per direction.
       let matmuls = 0;
-      observingInputs((_xs, prim) => void (prim === 'matmul' && matmuls++), () => void A.jacfwd(f)(x));
+      observingInputs(
+        (_xs, prim) => void (prim === 'matmul' && matmuls++),
+        () => void A.jacfwd(f)(x),
+      );
       expect(matmuls).toBeLessThanOrEqual(3);
       expectMatch(A.jacfwd(f)(x), A.jacrev(f)(x), 'float64', false);
       const s = (v: Tensor) => A.sum(A.square(f(v)));
-      const H = A.hessian(s)(x), Hr = A.jacrev(A.grad(s) as (v: Tensor) => Tensor)(x);
+      const H = A.hessian(s)(x),
+        Hr = A.jacrev(A.grad(s) as (v: Tensor) => Tensor)(x);
       expectMatch(H, Hr, 'float64', false);
     });
   });
@@ -296,13 +386,19 @@ describe('vmap inside compile', () => {
     const m = new A.nn.Sequential(new A.nn.Linear(6, 5, { seed: 1 }), new A.nn.ReLU(), new A.nn.Linear(5, 3, { seed: 2 }));
     const loss = (p: Record<string, Tensor>, x: Tensor, y: Tensor): Tensor => A.sum(A.square(A.sub(A.functionalCall(m, p, x), y)));
     const norms = (x: Tensor, y: Tensor) => {
-      const g = A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(Object.fromEntries(m.namedParameters()), x, y) as unknown as Record<string, Tensor>;
-      return Object.values(g).map((t) => A.sum(A.square(A.reshape(t, [t.shape[0], -1])), 1)).reduce((a, b) => A.add(a, b));
+      const g = A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(Object.fromEntries(m.namedParameters()), x, y) as unknown as Record<
+        string,
+        Tensor
+      >;
+      return Object.values(g)
+        .map((t) => A.sum(A.square(A.reshape(t, [t.shape[0], -1])), 1))
+        .reduce((a, b) => A.add(a, b));
     };
     const step = A.compile(norms);
     for (let i = 0; i < 3; i++) {
       A.tidy(() => {
-        const x = A.randn([4, 6], { seed: 10 + i }), y = A.randn([4, 3], { seed: 20 + i });
+        const x = A.randn([4, 6], { seed: 10 + i }),
+          y = A.randn([4, 3], { seed: 20 + i });
         expect(Array.from(step(x, y).toArray())).toEqual(Array.from(norms(x, y).toArray()));
       });
     }

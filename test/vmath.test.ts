@@ -25,11 +25,44 @@ const FNS: [string, (x: number) => number, number][] = [
 
 /** Inputs near each method's switch points and the range limits. */
 const EDGES = [
-  0, -0, Infinity, -Infinity, NaN, 1, -1, 0.5, 2, 1e-45, -1e-45, 1.17549435e-38, -1.17549435e-38, 3.4028234e38, -3.4028234e38,
-  0.625, -0.625, 10, -10, 9.01, 88.72283935546875, 88.7228469848, 89, -87.33654, -103.97208, -104, -110, 0.34657359, -0.34657359,
-  Math.SQRT2, Math.SQRT1_2, 44.36, -44.36, 1e-8, -1e-8,
+  0,
+  -0,
+  Infinity,
+  -Infinity,
+  NaN,
+  1,
+  -1,
+  0.5,
+  2,
+  1e-45,
+  -1e-45,
+  1.17549435e-38,
+  -1.17549435e-38,
+  3.4028234e38,
+  -3.4028234e38,
+  0.625,
+  -0.625,
+  10,
+  -10,
+  9.01,
+  88.72283935546875,
+  88.7228469848,
+  89,
+  -87.33654,
+  -103.97208,
+  -104,
+  -110,
+  0.34657359,
+  -0.34657359,
+  Math.SQRT2,
+  Math.SQRT1_2,
+  44.36,
+  -44.36,
+  1e-8,
+  -1e-8,
 ];
-const f32bits = new Uint32Array(1), f32val = new Float32Array(f32bits.buffer);
+const f32bits = new Uint32Array(1),
+  f32val = new Float32Array(f32bits.buffer);
 const ordered = (v: number): number => {
   f32val[0] = v;
   const b = f32bits[0];
@@ -38,7 +71,8 @@ const ordered = (v: number): number => {
 
 /** Runs kernel `name`_f32 on xs; returns the outputs. */
 function run(name: string, xs: Float32Array): Float32Array {
-  const x = Tensor.empty([xs.length], 'float32'), y = Tensor.empty([xs.length], 'float32');
+  const x = Tensor.empty([xs.length], 'float32'),
+    y = Tensor.empty([xs.length], 'float32');
   try {
     views().f32.set(xs, x.ptr >> 2);
     kernel(`${name}_f32`)(x.ptr, y.ptr, xs.length, 0, 0);
@@ -55,7 +89,12 @@ function worst(name: string, ref: (x: number) => number, xs: Float32Array): { ul
   let w = { ulp: 0, at: NaN };
   for (let i = 0; i < xs.length; i++) {
     const e = Math.fround(ref(xs[i]));
-    const d = Number.isNaN(e) || Number.isNaN(ys[i]) ? (Number.isNaN(e) === Number.isNaN(ys[i]) ? 0 : Infinity) : Math.abs(ordered(ys[i]) - ordered(e));
+    const d =
+      Number.isNaN(e) || Number.isNaN(ys[i])
+        ? Number.isNaN(e) === Number.isNaN(ys[i])
+          ? 0
+          : Infinity
+        : Math.abs(ordered(ys[i]) - ordered(e));
     if (d > w.ulp) w = { ulp: d, at: xs[i] };
   }
   return w;
@@ -83,18 +122,25 @@ describe.each(FNS)('%s_f32', (name, ref, bound) => {
     expect(w.ulp).toBeLessThanOrEqual(bound);
   }, 120_000);
 
-  it.skipIf(!process.env.VMATH_EXHAUSTIVE)('is within the bound on all 2^32 inputs', () => {
-    let w = { ulp: 0, at: NaN };
-    for (const xs of patterns(1)) {
-      const r = worst(name, ref, xs);
-      if (r.ulp > w.ulp) w = r;
-    }
-    console.log(`${name}_f32 exhaustive: max error ${w.ulp} ulp (at ${w.at})`);
-    expect(w.ulp).toBeLessThanOrEqual(bound);
-  }, 3_600_000);
+  it.skipIf(!process.env.VMATH_EXHAUSTIVE)(
+    'is within the bound on all 2^32 inputs',
+    () => {
+      let w = { ulp: 0, at: NaN };
+      for (const xs of patterns(1)) {
+        const r = worst(name, ref, xs);
+        if (r.ulp > w.ulp) w = r;
+      }
+      console.log(`${name}_f32 exhaustive: max error ${w.ulp} ulp (at ${w.at})`);
+      expect(w.ulp).toBeLessThanOrEqual(bound);
+    },
+    3_600_000,
+  );
 
   it('gives bit-identical elements for every length and offset (tails run the lane code)', () => {
-    const base = Float32Array.from({ length: 40 }, (_, i) => (i % 2 ? -1 : 1) * (0.05 + i * 0.37) * (name === 'log' ? -(i % 2 ? -1 : 1) : 1));
+    const base = Float32Array.from(
+      { length: 40 },
+      (_, i) => (i % 2 ? -1 : 1) * (0.05 + i * 0.37) * (name === 'log' ? -(i % 2 ? -1 : 1) : 1),
+    );
     const whole = run(name, base);
     for (let off = 0; off < 4; off++) {
       for (const n of [0, 1, 2, 3, 4, 5, 7, 16, 17, 19]) {
@@ -108,18 +154,46 @@ describe.each(FNS)('%s_f32', (name, ref, bound) => {
 describe('special values', () => {
   const one = (name: string, v: number) => run(name, Float32Array.of(v, 0, 0, 0, v))[4]; // tail lane and main lane agree below
   it.each([
-    ['exp', -Infinity, 0], ['exp', Infinity, Infinity], ['exp', 0, 1], ['exp', -0, 1], ['exp', 89, Infinity], ['exp', -104, 0],
-    ['log', 0, -Infinity], ['log', -0, -Infinity], ['log', Infinity, Infinity], ['log', 1, 0], ['log', -1, NaN], ['log', -Infinity, NaN],
-    ['tanh', 0, 0], ['tanh', -0, -0], ['tanh', Infinity, 1], ['tanh', -Infinity, -1], ['tanh', 1e30, 1],
-    ['sigmoid', 0, 0.5], ['sigmoid', -0, 0.5], ['sigmoid', Infinity, 1], ['sigmoid', -Infinity, 0],
-    ['softplus', Infinity, Infinity], ['softplus', -Infinity, 0], ['softplus', 1e30, 1e30],
-    ['erf', 0, 0], ['erf', -0, -0], ['erf', Infinity, 1], ['erf', -Infinity, -1], ['erf', 4, 1], ['erf', -3.95, -1],
+    ['exp', -Infinity, 0],
+    ['exp', Infinity, Infinity],
+    ['exp', 0, 1],
+    ['exp', -0, 1],
+    ['exp', 89, Infinity],
+    ['exp', -104, 0],
+    ['log', 0, -Infinity],
+    ['log', -0, -Infinity],
+    ['log', Infinity, Infinity],
+    ['log', 1, 0],
+    ['log', -1, NaN],
+    ['log', -Infinity, NaN],
+    ['tanh', 0, 0],
+    ['tanh', -0, -0],
+    ['tanh', Infinity, 1],
+    ['tanh', -Infinity, -1],
+    ['tanh', 1e30, 1],
+    ['sigmoid', 0, 0.5],
+    ['sigmoid', -0, 0.5],
+    ['sigmoid', Infinity, 1],
+    ['sigmoid', -Infinity, 0],
+    ['softplus', Infinity, Infinity],
+    ['softplus', -Infinity, 0],
+    ['softplus', 1e30, 1e30],
+    ['erf', 0, 0],
+    ['erf', -0, -0],
+    ['erf', Infinity, 1],
+    ['erf', -Infinity, -1],
+    ['erf', 4, 1],
+    ['erf', -3.95, -1],
   ] as const)('%s(%d) = %d', (name, x, y) => {
     expect(Object.is(one(name, x), Math.fround(y))).toBe(true);
     expect(Object.is(run(name, Float32Array.of(x, x, x, x))[0], Math.fround(y))).toBe(true);
   });
   it.each(FNS.map(([n]) => n))('%s(NaN) is NaN', (name) => {
-    expect(run(name, Float32Array.of(NaN, 1, NaN, NaN, NaN)).filter((_, i) => i !== 1).every(Number.isNaN)).toBe(true);
+    expect(
+      run(name, Float32Array.of(NaN, 1, NaN, NaN, NaN))
+        .filter((_, i) => i !== 1)
+        .every(Number.isNaN),
+    ).toBe(true);
   });
   it('exp reaches the subnormal range and rounds to the nearest subnormal', () => {
     const xs = Float32Array.of(-88, -95, -100, -103.5, -103.9);
@@ -130,15 +204,18 @@ describe('special values', () => {
 
 describe('erf_f64', () => {
   it('is within 3 ulp of a float64 reference (itself within 1.2 ulp) over [−6.5, 6.5], ±1 beyond, NaN stays NaN', () => {
-    const n = 200_001, xs = Float64Array.from({ length: n }, (_, i) => -6.5 + (13 * i) / (n - 1));
-    const x = Tensor.empty([n], 'float64'), y = Tensor.empty([n], 'float64');
+    const n = 200_001,
+      xs = Float64Array.from({ length: n }, (_, i) => -6.5 + (13 * i) / (n - 1));
+    const x = Tensor.empty([n], 'float64'),
+      y = Tensor.empty([n], 'float64');
     try {
       views().f64.set(xs, x.ptr >> 3);
       kernel('erf_f64')(x.ptr, y.ptr, n, 0, 0);
       const ys = views().f64.slice(y.ptr >> 3, (y.ptr >> 3) + n);
       let worst = 0;
       for (let i = 0; i < n; i++) {
-        const e = erf(xs[i]), ulp = Math.max(Number.MIN_VALUE, Math.abs(e) * 2 ** -52);
+        const e = erf(xs[i]),
+          ulp = Math.max(Number.MIN_VALUE, Math.abs(e) * 2 ** -52);
         worst = Math.max(worst, Math.abs(ys[i] - e) / ulp);
       }
       expect(worst).toBeLessThanOrEqual(3);
@@ -153,4 +230,3 @@ describe('erf_f64', () => {
     }
   });
 });
-

@@ -12,7 +12,11 @@ export class DigitGrid {
   private filter: Filter = 'sample';
   private readonly tiles = new Map<number, HTMLElement>();
 
-  constructor(private readonly root: HTMLElement, private readonly summary: HTMLElement, private readonly mistakesButton: HTMLButtonElement) {}
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly summary: HTMLElement,
+    private readonly mistakesButton: HTMLButtonElement,
+  ) {}
 
   get size(): number {
     return this.labels.length;
@@ -56,7 +60,8 @@ export class DigitGrid {
   }
 
   private render(): void {
-    const n = this.labels.length, p = this.predictions;
+    const n = this.labels.length,
+      p = this.predictions;
     const wrong: number[] = [];
     if (p) for (let i = 0; i < n; i++) if (p[i] !== this.labels[i]) wrong.push(i);
     const showMistakes = this.filter === 'mistakes' && p !== null;

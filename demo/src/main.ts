@@ -7,15 +7,40 @@ import { DigitGrid } from './digits-grid.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const el = {
-  train: $<HTMLButtonElement>('train'), pause: $<HTMLButtonElement>('pause'), reset: $<HTMLButtonElement>('reset'),
-  model: $<HTMLSelectElement>('model'), optimizer: $<HTMLSelectElement>('optimizer'), lr: $<HTMLInputElement>('lr'),
-  lrValue: $<HTMLOutputElement>('lr-value'), batch: $<HTMLSelectElement>('batch'), feedback: $<HTMLInputElement>('feedback'),
-  save: $<HTMLButtonElement>('save'), load: $<HTMLInputElement>('load'), status: $('status'), message: $('message'),
-  accuracy: $('accuracy'), stepsPerSecond: $('steps-per-second'), step: $('step'), epoch: $('epoch'), loss: $('loss'),
-  modelInfo: $('model-info'), memory: $('memory'), angleStat: $('angle-stat'), angle: $('angle'), plot: $<HTMLCanvasElement>('loss-plot'), draw: $<HTMLCanvasElement>('draw'),
-  drawHint: $('draw-hint'), prediction: $<HTMLOutputElement>('prediction'), confidence: $('confidence'),
-  preview: $<HTMLCanvasElement>('preview'), clear: $<HTMLButtonElement>('clear'), probs: $('probabilities'),
-  grid: $('grid'), gridSummary: $('grid-summary'), showSample: $<HTMLButtonElement>('show-sample'), showMistakes: $<HTMLButtonElement>('show-mistakes'),
+  train: $<HTMLButtonElement>('train'),
+  pause: $<HTMLButtonElement>('pause'),
+  reset: $<HTMLButtonElement>('reset'),
+  model: $<HTMLSelectElement>('model'),
+  optimizer: $<HTMLSelectElement>('optimizer'),
+  lr: $<HTMLInputElement>('lr'),
+  lrValue: $<HTMLOutputElement>('lr-value'),
+  batch: $<HTMLSelectElement>('batch'),
+  feedback: $<HTMLInputElement>('feedback'),
+  save: $<HTMLButtonElement>('save'),
+  load: $<HTMLInputElement>('load'),
+  status: $('status'),
+  message: $('message'),
+  accuracy: $('accuracy'),
+  stepsPerSecond: $('steps-per-second'),
+  step: $('step'),
+  epoch: $('epoch'),
+  loss: $('loss'),
+  modelInfo: $('model-info'),
+  memory: $('memory'),
+  angleStat: $('angle-stat'),
+  angle: $('angle'),
+  plot: $<HTMLCanvasElement>('loss-plot'),
+  draw: $<HTMLCanvasElement>('draw'),
+  drawHint: $('draw-hint'),
+  prediction: $<HTMLOutputElement>('prediction'),
+  confidence: $('confidence'),
+  preview: $<HTMLCanvasElement>('preview'),
+  clear: $<HTMLButtonElement>('clear'),
+  probs: $('probabilities'),
+  grid: $('grid'),
+  gridSummary: $('grid-summary'),
+  showSample: $<HTMLButtonElement>('show-sample'),
+  showMistakes: $<HTMLButtonElement>('show-mistakes'),
 };
 
 /** The usual starting learning rate of each optimizer (the CLI's defaults). */
@@ -26,7 +51,10 @@ const send = (m: ToWorker, transfer: Transferable[] = []) => worker.postMessage(
 
 const plot = new TrainingPlot(el.plot);
 const grid = new DigitGrid(el.grid, el.gridSummary, el.showMistakes);
-let ready = false, running = false, step = 0, trainCount = 1438;
+let ready = false,
+  running = false,
+  step = 0,
+  trainCount = 1438;
 let info: ModelInfo | null = null;
 /** The last test accuracy (below ~30 % the model is still guessing). */
 let testAccuracy = 0;
@@ -44,8 +72,12 @@ function setLr(v: number): void {
   el.lrValue.textContent = fmtLr(lrOf());
 }
 const trainConfig = (): TrainConfig => ({ optimizer: el.optimizer.value as OptimizerKind, lr: lrOf(), batch: Number(el.batch.value) });
-const modelConfig = (): ModelConfig => ({ model: el.model.value as ModelConfig['model'], feedback: el.feedback.checked ? 'alignment' : 'bp' });
-const runLabel = () => `${el.model.value.toUpperCase()} · ${el.optimizer.value} lr ${fmtLr(lrOf())}${el.feedback.checked ? ' · feedback alignment' : ''}`;
+const modelConfig = (): ModelConfig => ({
+  model: el.model.value as ModelConfig['model'],
+  feedback: el.feedback.checked ? 'alignment' : 'bp',
+});
+const runLabel = () =>
+  `${el.model.value.toUpperCase()} · ${el.optimizer.value} lr ${fmtLr(lrOf())}${el.feedback.checked ? ' · feedback alignment' : ''}`;
 
 function showMessage(context: string | null, detail = ''): void {
   el.message.hidden = context === null;
@@ -64,7 +96,9 @@ function syncButtons(): void {
   el.train.textContent = step > 0 && !running ? 'Resume' : 'Train';
   el.status.classList.toggle('running', running);
   if (!ready) return;
-  el.status.textContent = running ? 'Training…' : note ?? (step > 0 ? `Paused at step ${step.toLocaleString('en-US')}` : 'Ready: press Train');
+  el.status.textContent = running
+    ? 'Training…'
+    : (note ?? (step > 0 ? `Paused at step ${step.toLocaleString('en-US')}` : 'Ready: press Train'));
 }
 
 function rebuild(): void {
@@ -81,11 +115,24 @@ function resetStats(): void {
   el.stepsPerSecond.textContent = '–';
 }
 
-el.train.addEventListener('click', () => { showMessage(null); note = null; send({ type: 'train' }); });
+el.train.addEventListener('click', () => {
+  showMessage(null);
+  note = null;
+  send({ type: 'train' });
+});
 el.pause.addEventListener('click', () => send({ type: 'pause' }));
-el.reset.addEventListener('click', () => { showMessage(null); rebuild(); });
-el.model.addEventListener('change', () => { showMessage(null); rebuild(); });
-el.feedback.addEventListener('change', () => { showMessage(null); rebuild(); });
+el.reset.addEventListener('click', () => {
+  showMessage(null);
+  rebuild();
+});
+el.model.addEventListener('change', () => {
+  showMessage(null);
+  rebuild();
+});
+el.feedback.addEventListener('change', () => {
+  showMessage(null);
+  rebuild();
+});
 el.optimizer.addEventListener('change', () => {
   setLr(DEFAULT_LR[el.optimizer.value as OptimizerKind]);
   send({ type: 'configure', train: trainConfig() });
@@ -104,7 +151,10 @@ el.load.addEventListener('change', async () => {
   showMessage(null);
   send({ type: 'load', bytes, fileName: file.name }, [bytes]);
 });
-for (const [button, filter] of [[el.showSample, 'sample'], [el.showMistakes, 'mistakes']] as const) {
+for (const [button, filter] of [
+  [el.showSample, 'sample'],
+  [el.showMistakes, 'mistakes'],
+] as const) {
   button.addEventListener('click', () => {
     el.showSample.setAttribute('aria-pressed', String(filter === 'sample'));
     el.showMistakes.setAttribute('aria-pressed', String(filter === 'mistakes'));
@@ -115,11 +165,18 @@ for (const [button, filter] of [[el.showSample, 'sample'], [el.showMistakes, 'mi
 // ---- Drawing pad and live prediction --------------------------------------------------------
 
 const sketch = new Sketch(el.draw, () => schedulePredict());
-let predictId = 0, inFlight = false, dirty = false, frame = 0;
+let predictId = 0,
+  inFlight = false,
+  dirty = false,
+  frame = 0;
 
 function schedulePredict(): void {
   el.drawHint.hidden = !sketch.empty;
-  if (frame === 0) frame = requestAnimationFrame(() => { frame = 0; predict(); });
+  if (frame === 0)
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      predict();
+    });
 }
 
 function predict(): void {
@@ -178,7 +235,8 @@ function showModel(m: ModelInfo): void {
   info = m;
   el.model.value = m.model;
   el.feedback.checked = m.feedback === 'alignment';
-  el.modelInfo.textContent = `${m.layers} · ${m.parameters.toLocaleString('en-US')} parameters` +
+  el.modelInfo.textContent =
+    `${m.layers} · ${m.parameters.toLocaleString('en-US')} parameters` +
     `${m.feedback === 'alignment' ? ' · feedback alignment' : ''} · ${trainCount.toLocaleString('en-US')} training / ${grid.size} test digits`;
 }
 

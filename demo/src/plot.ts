@@ -19,7 +19,8 @@ const emptyRun = (label: string): Run => ({ label, epoch: [], loss: [], trainAcc
 
 /** Exponential moving average with bias correction, as TensorBoard's smoothing. */
 function smooth(ys: number[], weight = 0.9): number[] {
-  let m = 0, n = 0;
+  let m = 0,
+    n = 0;
   return ys.map((y) => {
     m = weight * m + (1 - weight) * y;
     n = weight * n + (1 - weight);
@@ -74,7 +75,7 @@ export class TrainingPlot {
     this.ctx = canvas.getContext('2d')!;
     new ResizeObserver(() => this.draw()).observe(canvas);
     canvas.addEventListener('pointermove', (e) => {
-      this.hover = (e.clientX - canvas.getBoundingClientRect().left);
+      this.hover = e.clientX - canvas.getBoundingClientRect().left;
       this.schedule();
     });
     canvas.addEventListener('pointerleave', () => {
@@ -111,13 +112,18 @@ export class TrainingPlot {
   }
 
   private schedule(): void {
-    if (this.frame === 0) this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(); });
+    if (this.frame === 0)
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        this.draw();
+      });
   }
 
   draw(): void {
     const { canvas, ctx } = this;
     const dpr = window.devicePixelRatio || 1;
-    const W = canvas.clientWidth, H = canvas.clientHeight;
+    const W = canvas.clientWidth,
+      H = canvas.clientHeight;
     if (W === 0 || H === 0) return;
     if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
       canvas.width = Math.round(W * dpr);
@@ -127,14 +133,28 @@ export class TrainingPlot {
     ctx.clearRect(0, 0, W, H);
     const css = getComputedStyle(canvas);
     const color = (name: string) => css.getPropertyValue(name).trim();
-    const c = { text: color('--muted'), grid: color('--grid'), loss: color('--c-loss'), train: color('--c-train'), test: color('--c-test'), prev: color('--c-prev') };
+    const c = {
+      text: color('--muted'),
+      grid: color('--grid'),
+      loss: color('--c-loss'),
+      train: color('--c-train'),
+      test: color('--c-test'),
+      prev: color('--c-prev'),
+    };
     ctx.font = '11px system-ui, sans-serif';
 
     const runs = this.previous ? [this.previous, this.run] : [this.run];
     const maxEpoch = Math.max(1, ...runs.map((r) => Math.max(r.epoch[r.epoch.length - 1] ?? 0, r.evalEpoch[r.evalEpoch.length - 1] ?? 0)));
-    const items: [string, string][] = [[c.loss, 'training loss'], [c.train, 'train accuracy'], [c.test, 'test accuracy']];
+    const items: [string, string][] = [
+      [c.loss, 'training loss'],
+      [c.train, 'train accuracy'],
+      [c.test, 'test accuracy'],
+    ];
     if (this.previous) items.push([c.prev, 'previous run']);
-    const left = 40, right = W - 14, gap = 34, bottom = H - 24;
+    const left = 40,
+      right = W - 14,
+      gap = 34,
+      bottom = H - 24;
     // The legend shares the first line with the panel title when it fits, else gets a line of its own.
     const legendW = items.reduce((a, [, label]) => a + ctx.measureText(label).width + 28, 0);
     const ownLine = left + ctx.measureText('loss (log scale)').width + 24 + legendW > right;
@@ -146,7 +166,8 @@ export class TrainingPlot {
 
     // Loss range from every run's data (smoothed and raw), padded to whole ticks.
     const losses = runs.flatMap((r) => r.loss).filter((v) => v > 0);
-    let lo = losses.length ? Math.min(...losses) : 0.1, hi = losses.length ? Math.max(...losses) : 3;
+    let lo = losses.length ? Math.min(...losses) : 0.1,
+      hi = losses.length ? Math.max(...losses) : 3;
     lo = Math.max(1e-4, niceBelow(Math.min(lo, hi / 10)));
     hi = niceAbove(hi);
     const yLoss = (v: number) => lossBox.y1 - (Math.log10(v / lo) / Math.log10(hi / lo)) * (lossBox.y1 - lossBox.y0);
@@ -193,7 +214,8 @@ export class TrainingPlot {
     // The latest test accuracy, labelled at the end of its line.
     const r = this.run;
     if (r.testAcc.length > 0) {
-      const a = r.testAcc[r.testAcc.length - 1], x = xOf(r.evalEpoch[r.evalEpoch.length - 1]);
+      const a = r.testAcc[r.testAcc.length - 1],
+        x = xOf(r.evalEpoch[r.evalEpoch.length - 1]);
       ctx.fillStyle = c.test;
       ctx.beginPath();
       ctx.arc(x, yAcc(a), 3.5, 0, 2 * Math.PI);
@@ -220,7 +242,8 @@ export class TrainingPlot {
     const { ctx } = this;
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
-    let x = x0, lines = 1;
+    let x = x0,
+      lines = 1;
     for (const [col, label] of items) {
       const w = ctx.measureText(label).width;
       if (x + 16 + w > right && x > x0) {
@@ -238,7 +261,16 @@ export class TrainingPlot {
     return lines;
   }
 
-  private line(xs: number[], ys: number[], x: (v: number) => number, y: (v: number) => number, color: string, width: number, alpha = 1, dash: number[] = []): void {
+  private line(
+    xs: number[],
+    ys: number[],
+    x: (v: number) => number,
+    y: (v: number) => number,
+    color: string,
+    width: number,
+    alpha = 1,
+    dash: number[] = [],
+  ): void {
     if (xs.length === 0) return;
     const { ctx } = this;
     ctx.strokeStyle = color;
@@ -261,7 +293,14 @@ export class TrainingPlot {
     ctx.setLineDash([]);
   }
 
-  private drawRun(r: Run, c: { loss: string; train: string; test: string }, x: (v: number) => number, yLoss: (v: number) => number, yAcc: (v: number) => number, faded: boolean): void {
+  private drawRun(
+    r: Run,
+    c: { loss: string; train: string; test: string },
+    x: (v: number) => number,
+    yLoss: (v: number) => number,
+    yAcc: (v: number) => number,
+    faded: boolean,
+  ): void {
     const dash = faded ? [4, 3] : [];
     if (!faded) this.line(r.epoch, r.loss, x, yLoss, c.loss, 1, 0.25);
     this.line(r.epoch, smooth(r.loss), x, yLoss, c.loss, faded ? 1.25 : 2, faded ? 0.7 : 1, dash);
@@ -269,7 +308,15 @@ export class TrainingPlot {
     this.line(r.evalEpoch, r.testAcc, x, yAcc, c.test, faded ? 1.25 : 2.25, faded ? 0.7 : 1, dash);
   }
 
-  private drawHover(px: number, maxEpoch: number, left: number, right: number, top: number, bottom: number, c: Record<string, string>): void {
+  private drawHover(
+    px: number,
+    maxEpoch: number,
+    left: number,
+    right: number,
+    top: number,
+    bottom: number,
+    c: Record<string, string>,
+  ): void {
     const r = this.run;
     if (px < left || px > right || r.epoch.length === 0) return;
     const e = ((px - left) / (right - left)) * maxEpoch;
@@ -278,7 +325,8 @@ export class TrainingPlot {
       for (let i = 1; i < xs.length; i++) if (Math.abs(xs[i] - e) < Math.abs(xs[best] - e)) best = i;
       return best;
     };
-    const i = near(r.epoch), j = near(r.evalEpoch);
+    const i = near(r.epoch),
+      j = near(r.evalEpoch);
     const { ctx } = this;
     ctx.strokeStyle = c.text;
     ctx.globalAlpha = 0.5;

@@ -7,7 +7,10 @@
 // data.digits() divides by 16). toDigit() does the same to the strokes, so a digit drawn small,
 // off-centre or with a thin pen still looks to the model like the digits it learnt from.
 
-export interface Point { x: number; y: number }
+export interface Point {
+  x: number;
+  y: number;
+}
 export type Stroke = Point[];
 
 /** Pen width in the 32×32 bitmap: the UCI strokes are about one 4-pixel block wide. */
@@ -18,7 +21,10 @@ export class Sketch {
   private active: number | null = null;
   private readonly ctx: CanvasRenderingContext2D;
 
-  constructor(readonly canvas: HTMLCanvasElement, private readonly onChange: (final: boolean) => void) {
+  constructor(
+    readonly canvas: HTMLCanvasElement,
+    private readonly onChange: (final: boolean) => void,
+  ) {
     this.ctx = canvas.getContext('2d')!;
     canvas.addEventListener('pointerdown', (e) => this.down(e));
     canvas.addEventListener('pointermove', (e) => this.move(e));
@@ -73,7 +79,8 @@ export class Sketch {
   render(): void {
     const { canvas, ctx } = this;
     const dpr = window.devicePixelRatio || 1;
-    const w = Math.round(canvas.clientWidth * dpr), h = Math.round(canvas.clientHeight * dpr);
+    const w = Math.round(canvas.clientWidth * dpr),
+      h = Math.round(canvas.clientHeight * dpr);
     if (w === 0 || h === 0) return;
     if (canvas.width !== w || canvas.height !== h) Object.assign(canvas, { width: w, height: h });
     ctx.clearRect(0, 0, w, h);
@@ -84,7 +91,12 @@ export class Sketch {
 }
 
 /** Strokes as round-capped polylines; a lone tap is a dot. */
-function drawStrokes(ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D, strokes: Stroke[], map: (p: Point) => Point, width: number): void {
+function drawStrokes(
+  ctx: CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D,
+  strokes: Stroke[],
+  map: (p: Point) => Point,
+  width: number,
+): void {
   ctx.lineWidth = width;
   ctx.lineCap = ctx.lineJoin = 'round';
   for (const stroke of strokes) {
@@ -109,13 +121,18 @@ export function toDigit(strokes: Stroke[], aspect = 1): Float32Array | null {
   const pts = strokes.flat();
   if (pts.length === 0) return null;
   // Work in pad pixels of equal size on both axes (aspect = width / height of the pad).
-  const xs = pts.map((p) => p.x * aspect), ys = pts.map((p) => p.y);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
+  const xs = pts.map((p) => p.x * aspect),
+    ys = pts.map((p) => p.y);
+  const x0 = Math.min(...xs),
+    x1 = Math.max(...xs),
+    y0 = Math.min(...ys),
+    y1 = Math.max(...ys);
   const inner = 32 - PEN_32;
   const span = Math.max(x1 - x0, y1 - y0, 1e-6);
   // A dot or a dash stays small rather than being blown up to fill the box.
   const scale = Math.min(inner / span, inner / 0.15);
-  const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+  const cx = (x0 + x1) / 2,
+    cy = (y0 + y1) / 2;
   bitmap ??= new OffscreenCanvas(32, 32).getContext('2d', { willReadFrequently: true })!;
   bitmap.clearRect(0, 0, 32, 32);
   bitmap.fillStyle = bitmap.strokeStyle = '#000';

@@ -2,7 +2,22 @@
 // model and the optimizer. Training runs in chunks of ~CHUNK_MS so that messages from the page
 // (pause, a new learning rate, "predict this drawing") are handled between chunks; the page's
 // thread never runs a kernel, so it stays responsive whatever the model costs.
-import { init, tidy, noGrad, crossEntropy, softmax, slice, tensor, memory, alignmentAngles, nn, optim, data, io, AdjointError } from '../../src/index.js';
+import {
+  init,
+  tidy,
+  noGrad,
+  crossEntropy,
+  softmax,
+  slice,
+  tensor,
+  memory,
+  alignmentAngles,
+  nn,
+  optim,
+  data,
+  io,
+  AdjointError,
+} from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { FromWorker, ModelConfig, ModelInfo, ModelKind, ToWorker, TrainConfig } from './protocol.js';
 
@@ -14,7 +29,10 @@ const SEED = 0;
 /** Test images used to measure feedback alignment's angle to backprop. */
 const PROBE = 128;
 
-const scope = self as unknown as { postMessage(m: FromWorker, t?: Transferable[]): void; onmessage: ((e: MessageEvent<ToWorker>) => void) | null };
+const scope = self as unknown as {
+  postMessage(m: FromWorker, t?: Transferable[]): void;
+  onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
+};
 const post = (m: FromWorker, transfer: Transferable[] = []) => scope.postMessage(m, transfer);
 
 interface State {
@@ -46,11 +64,16 @@ function buildModel({ model, feedback }: ModelConfig, seed = SEED): nn.Sequentia
   return model === 'mlp'
     ? new nn.Sequential(fc(64, 512, 0), new nn.ReLU(), new nn.Dropout(0.5, s(2)), fc(512, 10, 3))
     : new nn.Sequential(
-      new nn.Unflatten(1, [1, 8, 8]),
-      new nn.Conv2d(1, 16, 3, { padding: 1, ...s(1) }), new nn.ReLU(), new nn.MaxPool2d(2),
-      new nn.Conv2d(16, 32, 3, { padding: 1, ...s(4) }), new nn.ReLU(), new nn.MaxPool2d(2),
-      new nn.Flatten(), fc(32 * 2 * 2, 10, 8),
-    );
+        new nn.Unflatten(1, [1, 8, 8]),
+        new nn.Conv2d(1, 16, 3, { padding: 1, ...s(1) }),
+        new nn.ReLU(),
+        new nn.MaxPool2d(2),
+        new nn.Conv2d(16, 32, 3, { padding: 1, ...s(4) }),
+        new nn.ReLU(),
+        new nn.MaxPool2d(2),
+        new nn.Flatten(),
+        fc(32 * 2 * 2, 10, 8),
+      );
 }
 
 /** As the CLI: SGD with Nesterov momentum 0.9; Adam and AdamW with PyTorch's defaults. */
@@ -79,8 +102,15 @@ function rebuild(s: State, config: ModelConfig, train: TrainConfig): void {
   s.opt.dispose();
   s.model.dispose();
   Object.assign(s, {
-    model, modelConfig: config, train, opt: makeOptimizer(model.parameters(), train),
-    running: false, step: 0, examples: 0, pass: 0, batches: null,
+    model,
+    modelConfig: config,
+    train,
+    opt: makeOptimizer(model.parameters(), train),
+    running: false,
+    step: 0,
+    examples: 0,
+    pass: 0,
+    batches: null,
   });
   post({ type: 'state', running: false });
   post({ type: 'model', info: describe(model, config), fresh: true });
@@ -124,7 +154,10 @@ function argmaxRows(values: Float32Array | Float64Array, rows: number): Int32Arr
 /** One chunk of steps (one tidy() per step, so memory stays flat), then a progress message. */
 function trainChunk(s: State): void {
   const t0 = performance.now();
-  let lossSum = 0, correct = 0, seen = 0, steps = 0;
+  let lossSum = 0,
+    correct = 0,
+    seen = 0,
+    steps = 0;
   s.model.train();
   while (performance.now() - t0 < CHUNK_MS) {
     const b = nextBatch(s);
@@ -147,13 +180,22 @@ function trainChunk(s: State): void {
   const now = performance.now();
   const loss = lossSum / seen;
   post({
-    type: 'progress', step: s.step, epoch: s.examples / s.split.yTrain.length, loss, trainAccuracy: correct / seen,
-    stepsPerSecond: (steps * 1000) / Math.max(1, now - s.lastProgress), memoryBytes: memory().wasmBytes,
+    type: 'progress',
+    step: s.step,
+    epoch: s.examples / s.split.yTrain.length,
+    loss,
+    trainAccuracy: correct / seen,
+    stepsPerSecond: (steps * 1000) / Math.max(1, now - s.lastProgress),
+    memoryBytes: memory().wasmBytes,
   });
   s.lastProgress = now;
   if (!Number.isFinite(loss)) {
     pause(s);
-    post({ type: 'error', context: 'Training stopped', detail: `the loss became ${loss} at step ${s.step}: the learning rate is too high for this optimizer. Lower it and press Reset.` });
+    post({
+      type: 'error',
+      context: 'Training stopped',
+      detail: `the loss became ${loss} at step ${s.step}: the learning rate is too high for this optimizer. Lower it and press Reset.`,
+    });
   }
 }
 
@@ -164,10 +206,17 @@ function evaluate(s: State): void {
   let correct = 0;
   for (let i = 0; i < predictions.length; i++) if (predictions[i] === s.split.yTest[i]) correct++;
   s.lastEval = performance.now();
-  post({
-    type: 'eval', step: s.step, epoch: s.examples / s.split.yTrain.length, testAccuracy: correct / predictions.length, predictions,
-    alignmentAngle: s.modelConfig.feedback === 'alignment' ? signalAngle(s) : null,
-  }, [predictions.buffer]);
+  post(
+    {
+      type: 'eval',
+      step: s.step,
+      epoch: s.examples / s.split.yTrain.length,
+      testAccuracy: correct / predictions.length,
+      predictions,
+      alignmentAngle: s.modelConfig.feedback === 'alignment' ? signalAngle(s) : null,
+    },
+    [predictions.buffer],
+  );
 }
 
 /**
@@ -256,7 +305,15 @@ function load(s: State, bytes: ArrayBuffer, fileName: string): void {
     s.batches?.return();
     s.opt.dispose();
     s.model.dispose();
-    Object.assign(s, { model, modelConfig: config, opt: makeOptimizer(model.parameters(), s.train), step: 0, examples: 0, pass: 0, batches: null });
+    Object.assign(s, {
+      model,
+      modelConfig: config,
+      opt: makeOptimizer(model.parameters(), s.train),
+      step: 0,
+      examples: 0,
+      pass: 0,
+      batches: null,
+    });
     post({ type: 'loaded', fileName, info: describe(model, config) });
     evaluate(s);
   } finally {
@@ -274,18 +331,29 @@ function handle(s: State, m: ToWorker): void {
         post({ type: 'model', info: describe(s.model, s.modelConfig), fresh: false });
         throw e;
       }
-    case 'configure': return configure(s, m.train);
-    case 'train': return start(s);
-    case 'pause': return pause(s);
-    case 'predict': return predict(s, m.id, m.pixels);
-    case 'save': return save(s);
-    case 'load': return load(s, m.bytes, m.fileName);
+    case 'configure':
+      return configure(s, m.train);
+    case 'train':
+      return start(s);
+    case 'pause':
+      return pause(s);
+    case 'predict':
+      return predict(s, m.id, m.pixels);
+    case 'save':
+      return save(s);
+    case 'load':
+      return load(s, m.bytes, m.fileName);
   }
 }
 
 const contexts: Record<ToWorker['type'], string> = {
-  build: 'Could not build the model', configure: 'Could not apply the setting', train: 'Could not train',
-  pause: 'Could not pause', predict: 'Could not predict', save: 'Could not save the weights', load: 'Could not load the weights',
+  build: 'Could not build the model',
+  configure: 'Could not apply the setting',
+  train: 'Could not train',
+  pause: 'Could not pause',
+  predict: 'Could not predict',
+  save: 'Could not save the weights',
+  load: 'Could not load the weights',
 };
 
 /** Messages that arrive while the engine starts are queued and handled in order once it is up. */
@@ -324,8 +392,19 @@ async function boot(): Promise<void> {
   const n = Math.min(PROBE, split.yTest.length);
   const probe = { x: slice(split.xTest, [0, 0], [n, 64]), y: split.yTest.slice(0, n) };
   st = {
-    split, probe, model, modelConfig, train, opt: makeOptimizer(model.parameters(), train),
-    running: false, step: 0, examples: 0, pass: 0, batches: null, lastEval: 0, lastProgress: 0,
+    split,
+    probe,
+    model,
+    modelConfig,
+    train,
+    opt: makeOptimizer(model.parameters(), train),
+    running: false,
+    step: 0,
+    examples: 0,
+    pass: 0,
+    batches: null,
+    lastEval: 0,
+    lastProgress: 0,
   };
   post({ type: 'model', info: describe(model, modelConfig), fresh: true });
   evaluate(st);

@@ -20,7 +20,8 @@ function metadataOf(bytes) {
 /** { model, tokenizer, config } from the bytes of a saved GPT. */
 export function loadGpt(bytes) {
   const meta = metadataOf(bytes);
-  if (!meta.config || !meta.vocab) throw new BadInput('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
+  if (!meta.config || !meta.vocab)
+    throw new BadInput('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
   const config = JSON.parse(meta.config);
   const tokenizer = new data.CharTokenizer(JSON.parse(meta.vocab));
   const tensors = io.loadSafetensors(bytes);
@@ -38,7 +39,8 @@ export function loadGpt(bytes) {
 
 /** POST /generate's body → { text }: { prompt = "\n", tokens = 200 (≤ 2000), temperature = 1, topK?, seed = 0 }. */
 export function generate({ model, tokenizer }, body) {
-  if (body === null || typeof body !== 'object') throw new BadInput('the body must be a JSON object { prompt, tokens, temperature, topK, seed }');
+  if (body === null || typeof body !== 'object')
+    throw new BadInput('the body must be a JSON object { prompt, tokens, temperature, topK, seed }');
   const { prompt = '\n', tokens = 200, temperature = 1, topK = null, seed = 0 } = body;
   if (typeof prompt !== 'string' || prompt.length === 0) throw new BadInput('prompt must be a non-empty string');
   if (!Number.isInteger(tokens) || tokens < 1 || tokens > 2000) throw new BadInput('tokens must be an integer in 1..2000');

@@ -23,7 +23,10 @@ class Block extends nn.Module {
     this.attn = this.registerModule('attn', new nn.MultiheadAttention(width, heads, { batchFirst: true }));
     this.ln2 = this.registerModule('ln2', new nn.LayerNorm(width));
     // nn.GELU({ approximate: 'none' }) is PyTorch's default nn.GELU() (exact erf form).
-    this.mlp = this.registerModule('mlp', new nn.Sequential(new nn.Linear(width, 4 * width), new nn.GELU({ approximate: 'none' }), new nn.Linear(4 * width, width)));
+    this.mlp = this.registerModule(
+      'mlp',
+      new nn.Sequential(new nn.Linear(width, 4 * width), new nn.GELU({ approximate: 'none' }), new nn.Linear(4 * width, width)),
+    );
   }
   forward(x) {
     const h = this.ln1.forward(x);

@@ -22,7 +22,10 @@ const KEYS = new Set(['gradOutputs', 'createGraph', 'retainGraph', 'allowUnused'
 
 function tensors(what: string, v: unknown): Tensor[] {
   const list = v instanceof Tensor ? [v] : v;
-  if (!Array.isArray(list) || list.length === 0) throw new ArgumentError(`autograd.grad: ${what} must be a Tensor or a non-empty array of Tensors, got ${v === null ? 'null' : typeof v}`);
+  if (!Array.isArray(list) || list.length === 0)
+    throw new ArgumentError(
+      `autograd.grad: ${what} must be a Tensor or a non-empty array of Tensors, got ${v === null ? 'null' : typeof v}`,
+    );
   list.forEach((t, i) => {
     if (!(t instanceof Tensor)) throw new ArgumentError(`autograd.grad: ${what}[${i}] must be a Tensor, got ${typeof t}`);
     t.check('autograd.grad');
@@ -32,11 +35,14 @@ function tensors(what: string, v: unknown): Tensor[] {
 
 function checkOptions(opts: unknown): AutogradOptions {
   if (opts === undefined) return {};
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new ArgumentError(`autograd.grad: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts)) if (!KEYS.has(k)) throw new ArgumentError(`autograd.grad: unknown option ${JSON.stringify(k)} (expected ${[...KEYS].join(', ')})`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
+    throw new ArgumentError(`autograd.grad: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
+  for (const k of Object.keys(opts))
+    if (!KEYS.has(k)) throw new ArgumentError(`autograd.grad: unknown option ${JSON.stringify(k)} (expected ${[...KEYS].join(', ')})`);
   const o = opts as AutogradOptions;
   for (const k of ['createGraph', 'retainGraph', 'allowUnused'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new ArgumentError(`autograd.grad: ${k} must be true or false, got ${typeof o[k]}`);
+    if (o[k] !== undefined && typeof o[k] !== 'boolean')
+      throw new ArgumentError(`autograd.grad: ${k} must be true or false, got ${typeof o[k]}`);
   }
   return o;
 }
@@ -45,17 +51,31 @@ function checkOptions(opts: unknown): AutogradOptions {
  * d(Σ outputs·gradOutputs)/d(input) for each input. No .grad is read or written. Without
  * createGraph the graph is released afterwards unless retainGraph.
  */
-export function grad(outputs: Tensor | readonly Tensor[], inputs: Tensor | readonly Tensor[], options?: AutogradOptions): (Tensor | null)[] {
-  const outs = tensors('outputs', outputs), ins = tensors('inputs', inputs);
+export function grad(
+  outputs: Tensor | readonly Tensor[],
+  inputs: Tensor | readonly Tensor[],
+  options?: AutogradOptions,
+): (Tensor | null)[] {
+  const outs = tensors('outputs', outputs),
+    ins = tensors('inputs', inputs);
   const opts = checkOptions(options);
-  const seedsIn = opts.gradOutputs === undefined ? outs.map(() => null) : Array.isArray(opts.gradOutputs) ? opts.gradOutputs : [opts.gradOutputs];
-  if (seedsIn.length !== outs.length) throw new ArgumentError(`autograd.grad: ${seedsIn.length} gradOutputs for ${outs.length} outputs; give one per output`);
+  const seedsIn =
+    opts.gradOutputs === undefined ? outs.map(() => null) : Array.isArray(opts.gradOutputs) ? opts.gradOutputs : [opts.gradOutputs];
+  if (seedsIn.length !== outs.length)
+    throw new ArgumentError(`autograd.grad: ${seedsIn.length} gradOutputs for ${outs.length} outputs; give one per output`);
   outs.forEach((o, i) => {
-    if (!o.requiresGrad) throw new GradError(`autograd.grad: outputs[${i}] does not require grad (no input had requiresGrad, it was computed under noGrad, or it is a gradient computed without createGraph)`);
-    if (o.node?.released) throw new GradError(`autograd.grad: the graph behind outputs[${i}] was already released; pass { retainGraph: true } to the earlier call`);
+    if (!o.requiresGrad)
+      throw new GradError(
+        `autograd.grad: outputs[${i}] does not require grad (no input had requiresGrad, it was computed under noGrad, or it is a gradient computed without createGraph)`,
+      );
+    if (o.node?.released)
+      throw new GradError(
+        `autograd.grad: the graph behind outputs[${i}] was already released; pass { retainGraph: true } to the earlier call`,
+      );
   });
   ins.forEach((t, i) => {
-    if (!t.requiresGrad) throw new GradError(`autograd.grad: inputs[${i}] does not require grad, so no gradient flows to it (set requiresGrad on the leaf)`);
+    if (!t.requiresGrad)
+      throw new GradError(`autograd.grad: inputs[${i}] does not require grad, so no gradient flows to it (set requiresGrad on the leaf)`);
   });
   const createGraph = opts.createGraph ?? false;
   const seeds = outs.map((o, i) => seedFor('autograd.grad', o, seedsIn[i]));
@@ -63,7 +83,9 @@ export function grad(outputs: Tensor | readonly Tensor[], inputs: Tensor | reado
   grads.forEach((g, i) => {
     if (g !== null || opts.allowUnused) return;
     for (const h of grads) h?.dispose();
-    throw new GradError(`autograd.grad: inputs[${i}] (shape [${ins[i].shape}]) was not used to compute the outputs; pass { allowUnused: true } to get null for it`);
+    throw new GradError(
+      `autograd.grad: inputs[${i}] (shape [${ins[i].shape}]) was not used to compute the outputs; pass { allowUnused: true } to get null for it`,
+    );
   });
   for (const g of grads) if (g !== null && !g.requiresGrad) constantGradients.add(g);
   return grads;

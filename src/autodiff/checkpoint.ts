@@ -43,9 +43,12 @@ interface FirstRun {
 function firstRun(name: string, fn: Fn, xs: readonly Tensor[]): FirstRun & { y: Tensor } {
   const mark = watermark();
   const read = new Set<Tensor>();
-  const note = (ins: readonly Tensor[]) => { for (const t of ins) if (t.requiresGrad) read.add(t); };
+  const note = (ins: readonly Tensor[]) => {
+    for (const t of ins) if (t.requiresGrad) read.add(t);
+  };
   const [out, draws] = recordDraws(() =>
-    runScoped(() => withMode('record', false, () => observingInputs(note, () => output(name, fn(...xs)))), isTensor));
+    runScoped(() => withMode('record', false, () => observingInputs(note, () => output(name, fn(...xs)))), isTensor),
+  );
   if (out.requiresGrad) read.add(out); // fn may return a parameter without using it in an op
   const args = new Set(xs);
   const captured = [...read].filter((t) => t.id <= mark && !args.has(t));
@@ -68,7 +71,15 @@ function firstRun(name: string, fn: Fn, xs: readonly Tensor[]): FirstRun & { y: 
  * outer sweep records (the gradient is differentiated again), so does this one, and the
  * arguments are identity nodes on the (linked) saved inputs, so the chain is not cut.
  */
-function recompute(name: string, fn: Fn, arity: number, first: FirstRun, g: Tensor, s: Saved, needs: readonly boolean[]): (Tensor | null)[] {
+function recompute(
+  name: string,
+  fn: Fn,
+  arity: number,
+  first: FirstRun,
+  g: Tensor,
+  s: Saved,
+  needs: readonly boolean[],
+): (Tensor | null)[] {
   const record = modes.record;
   const args = s.x.slice(0, arity).map((t, i) => {
     if (record && needs[i] && t!.requiresGrad) return withMode('record', true, () => apply('reshape', [t!], { shape: t!.shape }));

@@ -65,7 +65,10 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
         exempt(h.tangent);
         return h;
       });
-      const y = output('jvp', withMode('forward', true, () => f(...args)));
+      const y = output(
+        'jvp',
+        withMode('forward', true, () => f(...args)),
+      );
       const t = y.tangent === null ? zerosLike(y) : linked(y.tangent);
       const out = linked(y);
       out.tangent?.dispose(); // this jvp's tangent stays inside it
@@ -83,17 +86,24 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
  * through both sweeps, whose VJPs are ops.
  */
 function jvpByReverse(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
-  return runScoped(() => withMode('record', true, () => {
-    const vars = primals.map(variable);
-    const y = output('jvp', f(...vars));
-    if (!y.requiresGrad) return [linked(y), zerosLike(y)] as [Tensor, Tensor];
-    const u = variable(zerosLike(y));
-    const cts = sweep({ roots: [y], seeds: [linked(u)], targets: vars, record: true, retain: true }).grads;
-    const terms = cts.flatMap((c, i) => (c === null ? [] : [sum(mul(c, tangents[i]))]));
-    const s = terms.length === 0 ? null : terms.reduce((a, b) => add(a, b));
-    const jt = s === null || !s.requiresGrad ? null : sweep({ roots: [s], seeds: [filled([], s.dtype, 1)], targets: [u], record: 'auto', retain: false }).grads[0];
-    return [linked(y), jt ?? zerosLike(y)] as [Tensor, Tensor];
-  }), isTensor);
+  return runScoped(
+    () =>
+      withMode('record', true, () => {
+        const vars = primals.map(variable);
+        const y = output('jvp', f(...vars));
+        if (!y.requiresGrad) return [linked(y), zerosLike(y)] as [Tensor, Tensor];
+        const u = variable(zerosLike(y));
+        const cts = sweep({ roots: [y], seeds: [linked(u)], targets: vars, record: true, retain: true }).grads;
+        const terms = cts.flatMap((c, i) => (c === null ? [] : [sum(mul(c, tangents[i]))]));
+        const s = terms.length === 0 ? null : terms.reduce((a, b) => add(a, b));
+        const jt =
+          s === null || !s.requiresGrad
+            ? null
+            : sweep({ roots: [s], seeds: [filled([], s.dtype, 1)], targets: [u], record: 'auto', retain: false }).grads[0];
+        return [linked(y), jt ?? zerosLike(y)] as [Tensor, Tensor];
+      }),
+    isTensor,
+  );
 }
 
 function singleArg(fname: string, x: unknown): Tensor {
@@ -125,7 +135,10 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
     singleArg('jacfwd', x);
     return runScoped(() => {
       if (x.size === 0) {
-        const outShape = output('jacfwd', withMode('record', false, () => f(x))).shape;
+        const outShape = output(
+          'jacfwd',
+          withMode('record', false, () => f(x)),
+        ).shape;
         return filled([...outShape, ...x.shape], x.dtype, 0);
       }
       const cols = vmap((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));

@@ -45,7 +45,8 @@ export function gradcheck(
     if (!(x instanceof Tensor)) throw new ArgumentError(`gradcheck: input ${i} must be a Tensor, got ${describe(x)}`);
     x.check('gradcheck');
   });
-  if (typeof eps !== 'number' || typeof rtol !== 'number' || !(eps > 0) || !(rtol > 0)) throw new ArgumentError(`gradcheck: eps and rtol must be positive numbers, got eps=${describe(eps)}, rtol=${describe(rtol)}`);
+  if (typeof eps !== 'number' || typeof rtol !== 'number' || !(eps > 0) || !(rtol > 0))
+    throw new ArgumentError(`gradcheck: eps and rtol must be positive numbers, got eps=${describe(eps)}, rtol=${describe(rtol)}`);
   return tidy(() => {
     const xs = inputs.map((x) => x.astype('float64'));
     const base = xs.map((x) => x.toArray() as Float64Array);

@@ -13,10 +13,13 @@ import { ArgumentError } from '../errors.js';
  * How `nn.Sequential` checkpoints its layers: `'sqrt'` (about √n segments, Chen et al. 2016), a
  * segment count, or `{ maxBytes }` (the fewest recomputed layers whose planned peak fits the budget).
  */
-export type CheckpointPlan = 'sqrt' | number | {
-  /** The activation-memory budget in bytes. */
-  readonly maxBytes: number;
-};
+export type CheckpointPlan =
+  | 'sqrt'
+  | number
+  | {
+      /** The activation-memory budget in bytes. */
+      readonly maxBytes: number;
+    };
 
 export interface Segment {
   /** Layers [start, end). */
@@ -40,11 +43,16 @@ export function checkPlan(plan: unknown, where = 'checkpoint'): CheckpointPlan {
   if (typeof plan === 'number' && Number.isInteger(plan) && plan >= 1) return plan;
   const m = (plan as { maxBytes?: unknown } | null)?.maxBytes;
   if (typeof plan === 'object' && plan !== null && typeof m === 'number' && Number.isFinite(m) && m > 0) return plan as CheckpointPlan;
-  throw new ArgumentError(`${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${JSON.stringify(plan)}`);
+  throw new ArgumentError(
+    `${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${JSON.stringify(plan)}`,
+  );
 }
 
 /** The network output's bytes while a segment ending at layer e runs backward (its own when e is last). */
-const outputHeld = (bytes: readonly number[]) => (e: number): number => (e < bytes.length - 1 ? bytes[bytes.length - 1] : 0);
+const outputHeld =
+  (bytes: readonly number[]) =>
+  (e: number): number =>
+    e < bytes.length - 1 ? bytes[bytes.length - 1] : 0;
 
 function prefixSums(bytes: readonly number[]): number[] {
   const s = [0];
@@ -54,8 +62,11 @@ function prefixSums(bytes: readonly number[]): number[] {
 
 /** The planned peak and recomputed-layer count of a segmentation. */
 export function planOf(bytes: readonly number[], segments: readonly Segment[]): SegmentPlan {
-  const sum = prefixSums(bytes), held = outputHeld(bytes);
-  let kept = 0, peakBytes = 0, recomputed = 0;
+  const sum = prefixSums(bytes),
+    held = outputHeld(bytes);
+  let kept = 0,
+    peakBytes = 0,
+    recomputed = 0;
   for (const s of segments) {
     const all = sum[s.end] - sum[s.start];
     peakBytes = Math.max(peakBytes, kept + all + held(s.end - 1));
@@ -67,7 +78,8 @@ export function planOf(bytes: readonly number[], segments: readonly Segment[]): 
 
 /** Up to `count` checkpointed segments within M: fewer bytes kept is always better for what follows. */
 function fewestKept(sum: readonly number[], bytes: readonly number[], M: number, count: number) {
-  const L = bytes.length, held = outputHeld(bytes);
+  const L = bytes.length,
+    held = outputHeld(bytes);
   // kept[m][i]: least bytes kept once exactly m segments cover layers [0, i); from[m][i]: the m-th one's start.
   const kept = Array.from({ length: count + 1 }, () => new Array<number>(L + 1).fill(Infinity));
   const from = Array.from({ length: count + 1 }, () => new Array<number>(L + 1).fill(-1));
@@ -90,14 +102,16 @@ function fewestKept(sum: readonly number[], bytes: readonly number[], M: number,
 
 /** `count` segments with the smallest planned peak (ties: the longest stored last segment). */
 function bestOfCount(bytes: readonly number[], count: number): Segment[] {
-  const L = bytes.length, sum = prefixSums(bytes);
+  const L = bytes.length,
+    sum = prefixSums(bytes);
   // The last segment [s, L) is stored; find the least M for which some s fits, by bisection.
   const lastStart = (M: number): { s: number; from: number[][] } | null => {
     const { kept, from } = fewestKept(sum, bytes, M, count - 1);
     for (let s = count - 1; s < L; s++) if (kept[count - 1][s] + sum[L] - sum[s] <= M) return { s, from };
     return null;
   };
-  let lo = 0, hi = Math.ceil(sum[L]);
+  let lo = 0,
+    hi = Math.ceil(sum[L]);
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
     if (lastStart(mid) !== null) hi = mid;
@@ -115,7 +129,9 @@ function bestOfCount(bytes: readonly number[], count: number): Segment[] {
 
 /** The least budget any segmentation fits (a stored layer costs what a one-layer segment does). */
 export function minimumBudget(bytes: readonly number[]): number {
-  const L = bytes.length, sum = prefixSums(bytes), held = outputHeld(bytes);
+  const L = bytes.length,
+    sum = prefixSums(bytes),
+    held = outputHeld(bytes);
   const fits = (M: number): boolean => {
     // kept[i]: least bytes kept by segments covering [0, i) within M; fewer kept is always better later.
     const kept = new Array<number>(L + 1).fill(Infinity);
@@ -127,7 +143,8 @@ export function minimumBudget(bytes: readonly number[]): number {
     }
     return kept[L] !== Infinity;
   };
-  let lo = 0, hi = Math.ceil(sum[L]);
+  let lo = 0,
+    hi = Math.ceil(sum[L]);
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
     if (fits(mid)) hi = mid;
@@ -143,7 +160,9 @@ export function minimumBudget(bytes: readonly number[]): number {
  * checkpointed segment (only its output kept).
  */
 function fewestRecomputed(bytes: readonly number[], M: number): Segment[] {
-  const L = bytes.length, sum = prefixSums(bytes), held = outputHeld(bytes);
+  const L = bytes.length,
+    sum = prefixSums(bytes),
+    held = outputHeld(bytes);
   type Step = { prev: number; r: number; start: number; checkpoint: boolean };
   const kept = Array.from({ length: L + 1 }, () => new Array<number>(L + 1).fill(Infinity));
   const how: (Step | null)[][] = Array.from({ length: L + 1 }, () => new Array<Step | null>(L + 1).fill(null));
@@ -168,7 +187,7 @@ function fewestRecomputed(bytes: readonly number[], M: number): Segment[] {
   }
   const r = kept[L].findIndex((k) => k !== Infinity);
   const segments: Segment[] = [];
-  for (let i = L, rr = r; i > 0;) {
+  for (let i = L, rr = r; i > 0; ) {
     const h = how[i][rr]!;
     const last = segments[0];
     if (!h.checkpoint && last !== undefined && !last.checkpoint) segments[0] = { start: h.start, end: last.end, checkpoint: false };

@@ -33,19 +33,25 @@ export function fnArg(fname: string, name: string, f: unknown): void {
 
 function checkGradOptions(fname: string, opts: unknown): GradOptions {
   if (opts === undefined) return {};
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new ArgumentError(`${fname}: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts)) if (k !== 'argnums' && k !== 'hasAux') throw new ArgumentError(`${fname}: unknown option ${JSON.stringify(k)} (expected argnums or hasAux)`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
+    throw new ArgumentError(`${fname}: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
+  for (const k of Object.keys(opts))
+    if (k !== 'argnums' && k !== 'hasAux')
+      throw new ArgumentError(`${fname}: unknown option ${JSON.stringify(k)} (expected argnums or hasAux)`);
   const o = opts as GradOptions;
-  if (o.hasAux !== undefined && typeof o.hasAux !== 'boolean') throw new ArgumentError(`${fname}: hasAux must be true or false, got ${typeof o.hasAux}`);
+  if (o.hasAux !== undefined && typeof o.hasAux !== 'boolean')
+    throw new ArgumentError(`${fname}: hasAux must be true or false, got ${typeof o.hasAux}`);
   const a = o.argnums;
-  if (a !== undefined && typeof a !== 'number' && !Array.isArray(a)) throw new ArgumentError(`${fname}: argnums must be an integer or an array of integers, got ${typeof a}`);
+  if (a !== undefined && typeof a !== 'number' && !Array.isArray(a))
+    throw new ArgumentError(`${fname}: argnums must be an integer or an array of integers, got ${typeof a}`);
   return o;
 }
 
 function argnumList(fname: string, args: unknown[], argnums: number | readonly number[] = 0): number[] {
   const list = typeof argnums === 'number' ? [argnums] : [...argnums];
   for (const i of list) {
-    if (!Number.isInteger(i) || i < 0 || i >= args.length) throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
+    if (!Number.isInteger(i) || i < 0 || i >= args.length)
+      throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
   }
   if (new Set(list).size !== list.length) throw new ArgumentError(`${fname}: argnums [${list}] repeats an argument`);
   return list;
@@ -53,7 +59,9 @@ function argnumList(fname: string, args: unknown[], argnums: number | readonly n
 
 /** The differentiated arguments replaced by variables; `vars` lists them in flatten order. */
 function variables(fname: string, args: unknown[], nums: readonly number[]): { args: unknown[]; vars: Tensor[]; trees: unknown[] } {
-  const out = [...args], vars: Tensor[] = [], trees: unknown[] = [];
+  const out = [...args],
+    vars: Tensor[] = [],
+    trees: unknown[] = [];
   for (const i of nums) {
     const ts = flatten(fname, `argument ${i}`, args[i]);
     const vs = ts.map(variable);
@@ -78,14 +86,17 @@ function perTree(trees: readonly unknown[], grads: readonly Tensor[]): unknown[]
   let at = 0;
   return trees.map((tree) => {
     const n = flatten('grad', 'argument', tree).length;
-    const part = grads.slice(at, at += n);
+    const part = grads.slice(at, (at += n));
     return rebuild(tree, part);
   });
 }
 
 function splitAux(fname: string, out: unknown, hasAux: boolean): [unknown, unknown] {
   if (!hasAux) return [out, undefined];
-  if (!Array.isArray(out) || out.length !== 2) throw new GradError(`${fname}: with hasAux, the function must return [value, aux], got ${Array.isArray(out) ? `an array of ${out.length}` : typeof out}`);
+  if (!Array.isArray(out) || out.length !== 2)
+    throw new GradError(
+      `${fname}: with hasAux, the function must return [value, aux], got ${Array.isArray(out) ? `an array of ${out.length}` : typeof out}`,
+    );
   return [out[0], out[1]];
 }
 
@@ -103,7 +114,14 @@ const outerMayRecord = (): 'auto' | false => (modes.record ? 'auto' : false);
  * and whether they were recorded (an outer tape can differentiate them).
  */
 function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorded: boolean } {
-  if (!y.requiresGrad) return { grads: filledGrads(vars, vars.map(() => null)), recorded: false };
+  if (!y.requiresGrad)
+    return {
+      grads: filledGrads(
+        vars,
+        vars.map(() => null),
+      ),
+      recorded: false,
+    };
   const r = sweep({ roots: [y], seeds: [filled(y.shape, y.dtype, 1)], targets: vars, record: outerMayRecord(), retain: false });
   return { grads: filledGrads(vars, r.grads), recorded: r.recorded };
 }
@@ -130,7 +148,11 @@ function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) 
     const nums = argnumList(fname, args, opts.argnums);
     return runScoped(() => {
       const w = variables(fname, args, nums);
-      const [out, aux] = splitAux(fname, recorded(() => f(...w.args)), hasAux);
+      const [out, aux] = splitAux(
+        fname,
+        recorded(() => f(...w.args)),
+        hasAux,
+      );
       const y = scalarOut(fname, out);
       const { grads, recorded: live } = gradsOf(y, w.vars);
       const trees = perTree(w.trees, grads);
@@ -187,7 +209,11 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
   fnArg('vjp', 'f', f);
   const mark = nextNodeId();
   const w = runScoped(() => {
-    const v = variables('vjp', primals, primals.map((_, i) => i));
+    const v = variables(
+      'vjp',
+      primals,
+      primals.map((_, i) => i),
+    );
     for (const t of v.vars) exempt(t);
     return v;
   }, isTensor);
@@ -198,7 +224,8 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
   }
   const root = linked(y);
   exempt(root);
-  let released = false, nested = false;
+  let released = false,
+    nested = false;
   const release = () => {
     if (released) return;
     released = true;
@@ -226,7 +253,8 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
 
 /** The cotangent given to a vjp function: a live tensor of the output's shape and dtype. */
 function checkCotangent(ct: unknown, y: Tensor): void {
-  if (!(ct instanceof Tensor)) throw new ArgumentError(`vjp: the cotangent must be a Tensor of the output's shape [${y.shape}], got ${describe(ct)}`);
+  if (!(ct instanceof Tensor))
+    throw new ArgumentError(`vjp: the cotangent must be a Tensor of the output's shape [${y.shape}], got ${describe(ct)}`);
   ct.check('vjp');
   if (ct.dtype !== y.dtype) throw new DtypeError(`vjp: the cotangent is ${ct.dtype} but the output is ${y.dtype}`);
   if (ct.shape.length !== y.shape.length || ct.shape.some((d, i) => d !== y.shape[i])) {

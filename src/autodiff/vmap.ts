@@ -24,19 +24,30 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
 
 /** Maps every tensor leaf of `tree` (arrays and plain objects) with its axis from the spec prefix. */
-function mapTree(tree: unknown, spec: AxisSpec, path: string, f: (t: Tensor, axis: number | null, path: string) => unknown, what: string): unknown {
+function mapTree(
+  tree: unknown,
+  spec: AxisSpec,
+  path: string,
+  f: (t: Tensor, axis: number | null, path: string) => unknown,
+  what: string,
+): unknown {
   if (isTensor(tree)) {
-    if (spec !== null && typeof spec !== 'number') throw new ArgumentError(`vmap: ${what} for ${path} must be a number or null at a tensor, got ${Array.isArray(spec) ? 'an array' : typeof spec}`);
+    if (spec !== null && typeof spec !== 'number')
+      throw new ArgumentError(
+        `vmap: ${what} for ${path} must be a number or null at a tensor, got ${Array.isArray(spec) ? 'an array' : typeof spec}`,
+      );
     return f(tree, spec, path);
   }
   const sub = (key: string | number): AxisSpec => {
     if (spec === null || typeof spec === 'number') return spec;
     const v = (spec as Record<string, AxisSpec>)[key];
-    if (v === undefined) throw new ArgumentError(`vmap: ${what} has no entry for ${path}${typeof key === 'number' ? `[${key}]` : `.${key}`}`);
+    if (v === undefined)
+      throw new ArgumentError(`vmap: ${what} has no entry for ${path}${typeof key === 'number' ? `[${key}]` : `.${key}`}`);
     return v;
   };
   if (Array.isArray(tree)) {
-    if (Array.isArray(spec) && spec.length !== tree.length) throw new ArgumentError(`vmap: ${what} for ${path} has ${spec.length} entries for an array of ${tree.length}`);
+    if (Array.isArray(spec) && spec.length !== tree.length)
+      throw new ArgumentError(`vmap: ${what} for ${path} has ${spec.length} entries for an array of ${tree.length}`);
     return tree.map((v, i) => mapTree(v, sub(i), `${path}[${i}]`, f, what));
   }
   if (isPlainObject(tree)) {
@@ -44,7 +55,8 @@ function mapTree(tree: unknown, spec: AxisSpec, path: string, f: (t: Tensor, axi
     for (const [k, v] of Object.entries(tree)) out[k] = mapTree(v, sub(k), `${path}.${k}`, f, what);
     return out;
   }
-  if (typeof spec === 'number' && what === 'inAxes') throw new ArgumentError(`vmap: ${path} is mapped (axis ${spec}) but is not a tensor (${typeof tree})`);
+  if (typeof spec === 'number' && what === 'inAxes')
+    throw new ArgumentError(`vmap: ${path} is mapped (axis ${spec}) but is not a tensor (${typeof tree})`);
   return tree;
 }
 
@@ -71,24 +83,38 @@ export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions 
     const spec: AxisSpec = Array.isArray(inAxes) ? inAxes : args.map(() => inAxes as AxisSpec);
     // First pass: check axes and sizes before anything runs.
     const mapped: { path: string; size: number; axis: number }[] = [];
-    mapTree(args, spec, 'args', (t, axis, path) => {
-      t.check('vmap');
-      if (axis !== null) {
-        const a = checkAxis(axis, t.shape.length, path, 'inAxes');
-        mapped.push({ path, size: t.shape[a], axis: a });
-      }
-      return t;
-    }, 'inAxes');
+    mapTree(
+      args,
+      spec,
+      'args',
+      (t, axis, path) => {
+        t.check('vmap');
+        if (axis !== null) {
+          const a = checkAxis(axis, t.shape.length, path, 'inAxes');
+          mapped.push({ path, size: t.shape[a], axis: a });
+        }
+        return t;
+      },
+      'inAxes',
+    );
     if (mapped.length === 0) throw new ArgumentError('vmap: no argument is mapped (every inAxes entry is null); map at least one tensor');
     if (mapped.some((m) => m.size !== mapped[0].size)) {
-      throw new ArgumentError(`vmap: mapped axes have different sizes: ${mapped.map((m) => `${m.path} has ${m.size} along axis ${m.axis}`).join(', ')}`);
+      throw new ArgumentError(
+        `vmap: mapped axes have different sizes: ${mapped.map((m) => `${m.path} has ${m.size} along axis ${m.axis}`).join(', ')}`,
+      );
     }
     const B = mapped[0].size;
     const level = ++batching.level;
     try {
       return runScoped(() => {
         // An identity op (reshape to the same shape) gives each mapped argument a handle the batched one owns, carrying its tape and tangent.
-        const inner = mapTree(args, spec, 'args', (t, axis) => (axis === null ? t : wrap(reshape(t, t.shape), axis < 0 ? axis + t.shape.length : axis, level)), 'inAxes') as unknown[];
+        const inner = mapTree(
+          args,
+          spec,
+          'args',
+          (t, axis) => (axis === null ? t : wrap(reshape(t, t.shape), axis < 0 ? axis + t.shape.length : axis, level)),
+          'inAxes',
+        ) as unknown[];
         const out: unknown = f(...inner);
         return mapTree(out, outAxes, 'output', (t, axis, path) => unbatch(t, axis, path, level, B), 'outAxes');
       }, isTensor) as ReturnType<F>;
@@ -106,7 +132,8 @@ function unbatch(t: Tensor, axis: number | null, path: string, level: number, B:
     return reshape(phys, phys.shape);
   }
   const a = checkAxis(axis, phys.shape.length + (d === null ? 1 : 0), path, 'outAxes');
-  let src = phys, from = d;
+  let src = phys,
+    from = d;
   if (d === null) {
     src = broadcastTo(reshape(phys, [1, ...phys.shape]), [B, ...phys.shape]);
     from = 0;

@@ -45,20 +45,29 @@ function defaults(dataset: Dataset, optimizer?: OptimizerKind): { optimizer: Opt
   return dataset === 'digits' ? { optimizer: opt, epochs: 40, batch: 32, lr } : { optimizer: opt, epochs: 5, batch: 128, lr };
 }
 
-const choice = <T extends string>(flag: string, options: readonly T[]) => (v: string): T => {
-  if (!(options as readonly string[]).includes(v)) throw new UsageError(`${flag} must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
-  return v as T;
-};
-const integer = (flag: string, min: number) => (v: string): number => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-  return n;
-};
-const positive = (flag: string) => (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
-  return n;
-};
+const choice =
+  <T extends string>(flag: string, options: readonly T[]) =>
+  (v: string): T => {
+    if (!(options as readonly string[]).includes(v))
+      throw new UsageError(`${flag} must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
+    return v as T;
+  };
+const integer =
+  (flag: string, min: number) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min)
+      throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+const positive =
+  (flag: string) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n <= 0)
+      throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
+    return n;
+  };
 const text = (v: string): string => v;
 
 const VALUED: Record<string, (v: string) => unknown> = {
@@ -102,11 +111,14 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     given[name] = parse(value);
   }
   const dataset = (given.dataset ?? 'digits') as Dataset;
-  if (given.data !== undefined && dataset === 'digits') throw new UsageError('--data applies to --dataset fashion-mnist only (digits are built in)');
-  if (given['dp-noise'] !== undefined && given['dp-clip'] === undefined) throw new UsageError('--dp-noise needs --dp-clip (DP-SGD clips each example\'s gradient to that norm)');
+  if (given.data !== undefined && dataset === 'digits')
+    throw new UsageError('--data applies to --dataset fashion-mnist only (digits are built in)');
+  if (given['dp-noise'] !== undefined && given['dp-clip'] === undefined)
+    throw new UsageError("--dp-noise needs --dp-clip (DP-SGD clips each example's gradient to that norm)");
   const d = defaults(dataset, given.optimizer as OptimizerKind | undefined);
   return {
-    dataset, optimizer: d.optimizer,
+    dataset,
+    optimizer: d.optimizer,
     data: (given.data as string | undefined) ?? (dataset === 'fashion-mnist' ? FASHION_DIR : null),
     model: (given.model ?? 'mlp') as ModelKind,
     epochs: (given.epochs as number | undefined) ?? d.epochs,

@@ -10,7 +10,14 @@ import { crossEntropy, slice } from '../ops/api.js';
 import type { Module } from '../nn/module.js';
 import { FEEDBACK_MODES, type Feedback } from '../nn/feedback.js';
 import { linearLayers } from '../nn/linear.js';
-import { gradientStats, gradientWarnings, formatGradientStats, alignmentAngles, type AlignmentAngle, type GradientStat } from '../nn/diagnostics.js';
+import {
+  gradientStats,
+  gradientWarnings,
+  formatGradientStats,
+  alignmentAngles,
+  type AlignmentAngle,
+  type GradientStat,
+} from '../nn/diagnostics.js';
 import { init } from '../wasm/init.js';
 import { parseTrainArgs, UsageError, type TrainArgs } from './args.js';
 import { train, type EpochRecord, type TrainHooks } from './train.js';
@@ -33,7 +40,10 @@ export class Monitor {
   private perEpoch = 1;
   private stats: GradientStat[] = [];
 
-  constructor(private readonly out: Sink, private readonly opts: { diagnostics: boolean; angles: boolean }) {}
+  constructor(
+    private readonly out: Sink,
+    private readonly opts: { diagnostics: boolean; angles: boolean },
+  ) {}
 
   hooks(): TrainHooks {
     return {
@@ -41,7 +51,8 @@ export class Monitor {
         this.perEpoch = steps;
         const fa = linearLayers(model).some(([, l]) => l.feedback !== 'bp');
         if (!fa || !(this.opts.angles || this.opts.diagnostics)) return;
-        const n = Math.min(PROBE, data.xTrain.shape[0]), rest = data.xTrain.shape.slice(1);
+        const n = Math.min(PROBE, data.xTrain.shape[0]),
+          rest = data.xTrain.shape.slice(1);
         this.probe = { x: keep(slice(data.xTrain, [0, ...rest.map(() => 0)], [n, ...rest])), y: data.yTrain.slice(0, n) };
       },
       afterBackward: (model, step) => this.afterBackward(model, step),
@@ -103,8 +114,10 @@ function angleSeries(mode: Feedback, samples: readonly AngleSample[], color: (i:
   layers.forEach((layer, i) => {
     const sig = samples.map((s) => [s.epoch, s.angles[i].signal ?? NaN] as const);
     const wt = samples.map((s) => [s.epoch, s.angles[i].weight] as const);
-    if (sig.some(([, v]) => Number.isFinite(v))) out.push({ label: `${MODE_NAMES[mode]}: signal sent back by ${layer}`, color: color(out.length), points: sig });
-    if (wt.some(([, v]) => v >= 0.05)) out.push({ label: `${MODE_NAMES[mode]}: update of ${layer}.weight`, color: color(out.length), points: wt, dashed: true });
+    if (sig.some(([, v]) => Number.isFinite(v)))
+      out.push({ label: `${MODE_NAMES[mode]}: signal sent back by ${layer}`, color: color(out.length), points: sig });
+    if (wt.some(([, v]) => v >= 0.05))
+      out.push({ label: `${MODE_NAMES[mode]}: update of ${layer}.weight`, color: color(out.length), points: wt, dashed: true });
   });
   return out;
 }
@@ -113,24 +126,51 @@ const pct = (v: number): string => `${Math.round(v * 100) / 100}%`;
 const ANGLE_REF = [{ y: 90, label: '90° = orthogonal' }];
 
 function anglePanel(series: Series[], epochs: number): Panel {
-  return { title: 'Alignment with backprop', xLabel: 'epoch', yLabel: 'angle to the true gradient (degrees)', series, yRange: [0, 100], xRange: [0, epochs], refs: ANGLE_REF };
+  return {
+    title: 'Alignment with backprop',
+    xLabel: 'epoch',
+    yLabel: 'angle to the true gradient (degrees)',
+    series,
+    yRange: [0, 100],
+    xRange: [0, epochs],
+    refs: ANGLE_REF,
+  };
 }
 
 /** `train --plot`: loss, train/test accuracy, and the alignment angles when the model uses feedback alignment. */
 export function trainPlot(args: TrainArgs, history: readonly EpochRecord[], angles: readonly AngleSample[]): string {
   const panels: Panel[] = [
-    { title: 'Training loss', xLabel: 'epoch', yLabel: 'cross-entropy (mean over epoch)', log: true, series: [{ label: 'train loss', color: COLORS[0], points: history.map((h) => [h.epoch, h.loss]) }] },
     {
-      title: 'Accuracy', xLabel: 'epoch', yLabel: 'accuracy', yFormat: pct,
+      title: 'Training loss',
+      xLabel: 'epoch',
+      yLabel: 'cross-entropy (mean over epoch)',
+      log: true,
+      series: [{ label: 'train loss', color: COLORS[0], points: history.map((h) => [h.epoch, h.loss]) }],
+    },
+    {
+      title: 'Accuracy',
+      xLabel: 'epoch',
+      yLabel: 'accuracy',
+      yFormat: pct,
       series: [
         { label: 'train', color: COLORS[0], points: history.map((h) => [h.epoch, 100 * h.trainAccuracy]), dashed: true },
         { label: 'test', color: COLORS[1], points: history.map((h) => [h.epoch, 100 * h.testAccuracy]) },
       ],
     },
   ];
-  if (angles.length > 0) panels.push(anglePanel(angleSeries(args.feedback, angles, (i) => COLORS[2 + i]), args.epochs));
+  if (angles.length > 0)
+    panels.push(
+      anglePanel(
+        angleSeries(args.feedback, angles, (i) => COLORS[2 + i]),
+        args.epochs,
+      ),
+    );
   const last = history[history.length - 1];
-  return renderSvg(`${args.model} on ${args.dataset}, ${MODE_NAMES[args.feedback]}`, panels, subtitle(args, last ? `test accuracy ${percent(last.testAccuracy)}` : ''));
+  return renderSvg(
+    `${args.model} on ${args.dataset}, ${MODE_NAMES[args.feedback]}`,
+    panels,
+    subtitle(args, last ? `test accuracy ${percent(last.testAccuracy)}` : ''),
+  );
 }
 
 interface Run {
@@ -150,12 +190,32 @@ function comparePlot(args: TrainArgs, runs: readonly Run[]): string {
   let k = 0;
   const angles = runs.flatMap((r) => angleSeries(r.mode, r.angles, () => angleColors[k++ % angleColors.length]));
   const panels: Panel[] = [
-    { title: 'Training loss', xLabel: 'epoch', yLabel: 'cross-entropy (mean over epoch)', log: true, series: runs.map((r) => ({ label: MODE_NAMES[r.mode], color: color(r.mode), points: r.history.map((h) => [h.epoch, h.loss]) })) },
-    { title: 'Test accuracy', xLabel: 'epoch', yLabel: 'test accuracy', yFormat: pct, series: runs.map((r) => ({ label: MODE_NAMES[r.mode], color: color(r.mode), points: r.history.map((h) => [h.epoch, 100 * h.testAccuracy]) })) },
+    {
+      title: 'Training loss',
+      xLabel: 'epoch',
+      yLabel: 'cross-entropy (mean over epoch)',
+      log: true,
+      series: runs.map((r) => ({ label: MODE_NAMES[r.mode], color: color(r.mode), points: r.history.map((h) => [h.epoch, h.loss]) })),
+    },
+    {
+      title: 'Test accuracy',
+      xLabel: 'epoch',
+      yLabel: 'test accuracy',
+      yFormat: pct,
+      series: runs.map((r) => ({
+        label: MODE_NAMES[r.mode],
+        color: color(r.mode),
+        points: r.history.map((h) => [h.epoch, 100 * h.testAccuracy]),
+      })),
+    },
   ];
   if (angles.length > 0) panels.push(anglePanel(angles, args.epochs));
   const accs = runs.map((r) => `${MODE_NAMES[r.mode]} ${percent(r.history[r.history.length - 1].testAccuracy)}`).join(', ');
-  return renderSvg(`${args.model} on ${args.dataset}: ${runs.map((r) => MODE_NAMES[r.mode]).join(' vs ')}`, panels, subtitle(args, `test ${accs}`));
+  return renderSvg(
+    `${args.model} on ${args.dataset}: ${runs.map((r) => MODE_NAMES[r.mode]).join(' vs ')}`,
+    panels,
+    subtitle(args, `test ${accs}`),
+  );
 }
 
 /** Takes `--feedback a,b` out of argv: the modes to compare (default bp,alignment) and the rest. */
@@ -172,7 +232,8 @@ function splitFeedback(argv: readonly string[]): { modes: Feedback[]; rest: stri
   }
   const modes = list.split(',').map((m) => m.trim());
   for (const m of modes) {
-    if (!(FEEDBACK_MODES as readonly string[]).includes(m)) throw new UsageError(`--feedback takes a comma-separated list of ${FEEDBACK_MODES.join(', ')}, got ${JSON.stringify(m)}`);
+    if (!(FEEDBACK_MODES as readonly string[]).includes(m))
+      throw new UsageError(`--feedback takes a comma-separated list of ${FEEDBACK_MODES.join(', ')}, got ${JSON.stringify(m)}`);
   }
   if (new Set(modes).size !== modes.length) throw new UsageError(`--feedback lists a rule twice: ${JSON.stringify(list)}`);
   return { modes: modes as Feedback[], rest };
@@ -197,7 +258,9 @@ export async function compare(argv: readonly string[], io: { stdout: Sink; stder
   io.stdout.write('\nfeedback             test accuracy  final alignment with backprop\n');
   for (const r of runs) {
     const a = r.angles[r.angles.length - 1];
-    io.stdout.write(`${MODE_NAMES[r.mode].padEnd(21)}${percent(r.history[r.history.length - 1].testAccuracy).padStart(13)}  ${a ? describeAngles(a.angles) : '—'}\n`);
+    io.stdout.write(
+      `${MODE_NAMES[r.mode].padEnd(21)}${percent(r.history[r.history.length - 1].testAccuracy).padStart(13)}  ${a ? describeAngles(a.angles) : '—'}\n`,
+    );
   }
   if (args.plot !== null) {
     await writeFile(args.plot, comparePlot(args, runs));

@@ -31,21 +31,29 @@ export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt
                      [--batch 12] [--steps 2000] [--seed 0] [--threads 1] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
-const integer = (flag: string, min: number) => (v: string): number => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-  return n;
-};
-const positive = (flag: string) => (v: string): number => {
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
-  return n;
-};
+const integer =
+  (flag: string, min: number) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min)
+      throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+const positive =
+  (flag: string) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n <= 0)
+      throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
+    return n;
+  };
 const text = (v: string): string => v;
-const fixed = (flag: string, want: string) => (v: string): string => {
-  if (v !== want) throw new UsageError(`${flag} must be ${want} here, got ${JSON.stringify(v)}`);
-  return v;
-};
+const fixed =
+  (flag: string, want: string) =>
+  (v: string): string => {
+    if (v !== want) throw new UsageError(`${flag} must be ${want} here, got ${JSON.stringify(v)}`);
+    return v;
+  };
 
 /** `--flag value` or `--flag=value` words into parsed values; unknown flags are usage errors. */
 function parseFlags(argv: readonly string[], valued: Record<string, (v: string) => unknown>): Record<string, unknown> {
@@ -66,34 +74,69 @@ function parseFlags(argv: readonly string[], valued: Record<string, (v: string) 
 
 /** Whether `adjoint train` words ask for the GPT (--dataset shakespeare or --model gpt). */
 export function isGptTrain(argv: readonly string[]): boolean {
-  return argv.some((w, i) => w === '--dataset=shakespeare' || w === '--model=gpt' || (w === '--dataset' && argv[i + 1] === 'shakespeare') || (w === '--model' && argv[i + 1] === 'gpt'));
+  return argv.some(
+    (w, i) =>
+      w === '--dataset=shakespeare' ||
+      w === '--model=gpt' ||
+      (w === '--dataset' && argv[i + 1] === 'shakespeare') ||
+      (w === '--model' && argv[i + 1] === 'gpt'),
+  );
 }
 
 export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
   const g = parseFlags(argv, {
-    dataset: fixed('--dataset', 'shakespeare'), model: fixed('--model', 'gpt'),
-    layers: integer('--layers', 1), heads: integer('--heads', 1), width: integer('--width', 1), context: integer('--context', 1),
-    batch: integer('--batch', 1), steps: integer('--steps', 1), seed: integer('--seed', 0), threads: integer('--threads', 1),
-    data: text, save: text, 'eval-every': integer('--eval-every', 1),
+    dataset: fixed('--dataset', 'shakespeare'),
+    model: fixed('--model', 'gpt'),
+    layers: integer('--layers', 1),
+    heads: integer('--heads', 1),
+    width: integer('--width', 1),
+    context: integer('--context', 1),
+    batch: integer('--batch', 1),
+    steps: integer('--steps', 1),
+    seed: integer('--seed', 0),
+    threads: integer('--threads', 1),
+    data: text,
+    save: text,
+    'eval-every': integer('--eval-every', 1),
   });
   const a: GptTrainArgs = {
-    layers: (g.layers as number) ?? 4, heads: (g.heads as number) ?? 4, width: (g.width as number) ?? 128, context: (g.context as number) ?? 64,
-    batch: (g.batch as number) ?? 12, steps: (g.steps as number) ?? 2000, seed: (g.seed as number) ?? 0, threads: (g.threads as number) ?? 1,
-    data: (g.data as string) ?? null, save: (g.save as string) ?? null, evalEvery: (g['eval-every'] as number) ?? 250,
+    layers: (g.layers as number) ?? 4,
+    heads: (g.heads as number) ?? 4,
+    width: (g.width as number) ?? 128,
+    context: (g.context as number) ?? 64,
+    batch: (g.batch as number) ?? 12,
+    steps: (g.steps as number) ?? 2000,
+    seed: (g.seed as number) ?? 0,
+    threads: (g.threads as number) ?? 1,
+    data: (g.data as string) ?? null,
+    save: (g.save as string) ?? null,
+    evalEvery: (g['eval-every'] as number) ?? 250,
   };
   if (a.width % a.heads !== 0) throw new UsageError(`--width (${a.width}) must be divisible by --heads (${a.heads})`);
-  if (a.save !== null && !a.save.endsWith('.safetensors')) throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(a.save)}`);
+  if (a.save !== null && !a.save.endsWith('.safetensors'))
+    throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(a.save)}`);
   return a;
 }
 
 export function parseSampleArgs(argv: readonly string[]): SampleArgs {
   const g = parseFlags(argv, {
-    load: text, prompt: text, tokens: integer('--tokens', 1), temperature: positive('--temperature'),
-    'top-k': integer('--top-k', 1), seed: integer('--seed', 0), threads: integer('--threads', 1),
+    load: text,
+    prompt: text,
+    tokens: integer('--tokens', 1),
+    temperature: positive('--temperature'),
+    'top-k': integer('--top-k', 1),
+    seed: integer('--seed', 0),
+    threads: integer('--threads', 1),
   });
-  if (g.load === undefined) throw new UsageError('sample needs --load FILE.safetensors (a model saved by adjoint train --model gpt --save)');
+  if (g.load === undefined)
+    throw new UsageError('sample needs --load FILE.safetensors (a model saved by adjoint train --model gpt --save)');
   return {
-    load: g.load as string, prompt: (g.prompt as string) ?? '\n', tokens: (g.tokens as number) ?? 500,
-    temperature: (g.temperature as number) ?? 1, topK: (g['top-k'] as number) ?? null, seed: (g.seed as number) ?? 0, threads: (g.threads as number) ?? 1,
+    load: g.load as string,
+    prompt: (g.prompt as string) ?? '\n',
+    tokens: (g.tokens as number) ?? 500,
+    temperature: (g.temperature as number) ?? 1,
+    topK: (g['top-k'] as number) ?? null,
+    seed: (g.seed as number) ?? 0,
+    threads: (g.threads as number) ?? 1,
   };
 }

@@ -42,17 +42,31 @@ export class GptRun {
   private readonly batches: Generator<LmBatch, never>;
   private readonly valBatches: Generator<LmBatch, never>;
 
-  constructor(text: string, readonly config: GptRunConfig, tokenizer = CharTokenizer.fromText(text)) {
+  constructor(
+    text: string,
+    readonly config: GptRunConfig,
+    tokenizer = CharTokenizer.fromText(text),
+  ) {
     this.tokenizer = tokenizer;
     const ids = tokenizer.encode(text);
     ({ train: this.train, val: this.val } = splitText(ids, 0.9));
     const c = config;
-    this.model = new GPT({ vocabSize: tokenizer.vocabSize, layers: c.layers, heads: c.heads, width: c.width, context: c.context, seed: c.seed });
+    this.model = new GPT({
+      vocabSize: tokenizer.vocabSize,
+      layers: c.layers,
+      heads: c.heads,
+      width: c.width,
+      context: c.context,
+      seed: c.seed,
+    });
     const params = this.model.parameters();
-    this.optimizer = new optim.AdamW([
-      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
-      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
-    ], { lr: c.lr ?? 1e-3, betas: [0.9, 0.99] });
+    this.optimizer = new optim.AdamW(
+      [
+        { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
+        { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
+      ],
+      { lr: c.lr ?? 1e-3, betas: [0.9, 0.99] },
+    );
     this.batches = lmBatches(this.train, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 1 });
     this.valBatches = lmBatches(this.val, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 2 });
   }
@@ -64,7 +78,8 @@ export class GptRun {
 
   /** One update (forward, backward, clip, AdamW); returns the batch's mean loss. */
   trainStep(): number {
-    const c = this.config, m = this.model;
+    const c = this.config,
+      m = this.model;
     this.optimizer.lr = gptLr(this.step, c.steps, c.lr, c.minLr, c.warmup);
     const b = this.batches.next().value;
     const loss = tidy(() => {
@@ -95,21 +110,28 @@ export class GptRun {
    * of `context` characters, each predicting the next `context` (the incomplete tail dropped).
    */
   evalFull(windowsPerBatch = 64): number {
-    const T = this.config.context, n = Math.floor((this.val.length - 1) / T);
+    const T = this.config.context,
+      n = Math.floor((this.val.length - 1) / T);
     let total = 0;
     for (let s = 0; s < n; s += windowsPerBatch) {
       const b = Math.min(windowsPerBatch, n - s);
-      const x = this.val.subarray(s * T, (s + b) * T), y = this.val.subarray(s * T + 1, (s + b) * T + 1);
+      const x = this.val.subarray(s * T, (s + b) * T),
+        y = this.val.subarray(s * T + 1, (s + b) * T + 1);
       total += this.loss(x, y, b, 'sum');
     }
     return total / (n * T);
   }
 
   private loss(x: Int32Array, y: Int32Array, rows: number, reduction: 'mean' | 'sum'): number {
-    const m = this.model, wasTraining = m.training;
+    const m = this.model,
+      wasTraining = m.training;
     m.eval();
     try {
-      return tidy(() => noGrad(() => crossEntropy(reshape(m.forward({ ids: x, shape: [rows, this.config.context] }), [-1, m.vocabSize]), y, { reduction }).item()));
+      return tidy(() =>
+        noGrad(() =>
+          crossEntropy(reshape(m.forward({ ids: x, shape: [rows, this.config.context] }), [-1, m.vocabSize]), y, { reduction }).item(),
+        ),
+      );
     } finally {
       m.train(wasTraining);
     }

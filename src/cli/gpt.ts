@@ -36,20 +36,36 @@ export interface GptTrainResult {
 export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainResult> {
   const text = await shakespeare(args.data ?? undefined);
   await init(args.threads > 1 ? { threads: args.threads } : {});
-  const run = new GptRun(text, { layers: args.layers, heads: args.heads, width: args.width, context: args.context, batch: args.batch, steps: args.steps, seed: args.seed });
+  const run = new GptRun(text, {
+    layers: args.layers,
+    heads: args.heads,
+    width: args.width,
+    context: args.context,
+    batch: args.batch,
+    steps: args.steps,
+    seed: args.seed,
+  });
   const nParams = run.model.parameters().reduce((a, p) => a + p.size, 0);
-  out.write(`training gpt on shakespeare: ${run.train.length} train / ${run.val.length} val characters, vocabulary ${run.tokenizer.vocabSize}\n`);
-  out.write(`model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${args.threads} thread(s)\n`);
-  const times: number[] = [], cpu: number[] = [];
+  out.write(
+    `training gpt on shakespeare: ${run.train.length} train / ${run.val.length} val characters, vocabulary ${run.tokenizer.vocabSize}\n`,
+  );
+  out.write(
+    `model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${args.threads} thread(s)\n`,
+  );
+  const times: number[] = [],
+    cpu: number[] = [];
   const t0 = performance.now();
-  let last = 0, loss = NaN;
+  let last = 0,
+    loss = NaN;
   for (let s = 1; s <= args.steps; s++) {
-    const a = performance.now(), c = process.cpuUsage();
+    const a = performance.now(),
+      c = process.cpuUsage();
     loss = run.trainStep();
     times.push(performance.now() - a);
     const dc = process.cpuUsage(c);
     cpu.push((dc.user + dc.system) / 1000);
-    const now = performance.now(), elapsed = (now - t0) / 1000;
+    const now = performance.now(),
+      elapsed = (now - t0) / 1000;
     const tps = (s * run.tokensPerStep) / elapsed;
     const line = `step ${s}/${args.steps}  loss ${loss.toFixed(4)}  ${tps.toFixed(0)} tokens/s  ETA ${clock(((args.steps - s) * elapsed) / s)}`;
     if (out.isTTY && (now - last > 100 || s === args.steps)) {
@@ -60,11 +76,15 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
   }
   const seconds = (performance.now() - t0) / 1000;
   if (out.isTTY) out.write(CLEAR);
-  const valLoss20 = run.evalRandom(20), valLossFull = run.evalFull();
+  const valLoss20 = run.evalRandom(20),
+    valLossFull = run.evalFull();
   const median = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)];
-  const med = median(times), cpuMed = median(cpu);
+  const med = median(times),
+    cpuMed = median(cpu);
   const peakWasmBytes = memory().wasmBytes;
-  out.write(`trained ${args.steps} steps in ${seconds.toFixed(1)} s: median ${med.toFixed(1)} ms/step (process CPU ${cpuMed.toFixed(1)} ms), ${(run.tokensPerStep / med * 1000).toFixed(0)} tokens/s, final loss ${loss.toFixed(4)}, peak wasm memory ${mb(peakWasmBytes)} (tensors ${mb(memory().peakBytes)})\n`);
+  out.write(
+    `trained ${args.steps} steps in ${seconds.toFixed(1)} s: median ${med.toFixed(1)} ms/step (process CPU ${cpuMed.toFixed(1)} ms), ${((run.tokensPerStep / med) * 1000).toFixed(0)} tokens/s, final loss ${loss.toFixed(4)}, peak wasm memory ${mb(peakWasmBytes)} (tensors ${mb(memory().peakBytes)})\n`,
+  );
   if (args.save !== null) {
     await writeFile(args.save, saveGpt(run.model, run.tokenizer));
     out.write(`saved ${args.save}\n`);
@@ -72,22 +92,40 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
   out.write(`val loss (whole validation split): ${valLossFull.toFixed(4)}\n`);
   out.write(`val loss: ${valLoss20.toFixed(4)}\n`);
   run.dispose();
-  return { valLoss20, valLossFull, msPerStepMedian: med, cpuMsPerStepMedian: cpuMed, tokensPerSec: (run.tokensPerStep / med) * 1000, seconds, peakWasmBytes };
+  return {
+    valLoss20,
+    valLossFull,
+    msPerStepMedian: med,
+    cpuMsPerStepMedian: cpuMed,
+    tokensPerSec: (run.tokensPerStep / med) * 1000,
+    seconds,
+    peakWasmBytes,
+  };
 }
 
 /** The model's state dict with its configuration and vocabulary in the safetensors metadata. */
 function saveGpt(model: GPT, tokenizer: CharTokenizer): Uint8Array {
   const config = { vocabSize: model.vocabSize, layers: model.layers, heads: model.heads, width: model.width, context: model.context };
-  return saveSafetensors(model.stateDict(), { format: 'pt', producer: 'adjoint', model: 'gpt', config: JSON.stringify(config), vocab: JSON.stringify(tokenizer.vocab) });
+  return saveSafetensors(model.stateDict(), {
+    format: 'pt',
+    producer: 'adjoint',
+    model: 'gpt',
+    config: JSON.stringify(config),
+    vocab: JSON.stringify(tokenizer.vocab),
+  });
 }
 
 /** A GPT and its tokenizer from the bytes saveGpt wrote. */
 function loadGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
   const meta = decodeSafetensorsFile(bytes).metadata;
-  if (meta.config === undefined || meta.vocab === undefined) throw new UsageError('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
+  if (meta.config === undefined || meta.vocab === undefined)
+    throw new UsageError('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
   const tokenizer = new CharTokenizer(JSON.parse(meta.vocab) as string[]);
   const tensors = loadSafetensors(bytes);
-  const model = new GPT({ ...(JSON.parse(meta.config) as { vocabSize: number }), dtype: tensors['tokEmb.weight']?.dtype === 'float64' ? 'float64' : 'float32' });
+  const model = new GPT({
+    ...(JSON.parse(meta.config) as { vocabSize: number }),
+    dtype: tensors['tokEmb.weight']?.dtype === 'float64' ? 'float64' : 'float32',
+  });
   try {
     model.loadStateDict(tensors);
   } finally {
@@ -105,7 +143,13 @@ export async function sampleGpt(args: SampleArgs, out: Sink): Promise<void> {
   const { model, tokenizer } = loadGpt(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   const prompt = tokenizer.encode(args.prompt);
   out.write(args.prompt);
-  model.generate(prompt, { tokens: args.tokens, temperature: args.temperature, topK: args.topK, seed: args.seed, onToken: (id) => out.write(tokenizer.decode([id])) });
+  model.generate(prompt, {
+    tokens: args.tokens,
+    temperature: args.temperature,
+    topK: args.topK,
+    seed: args.seed,
+    onToken: (id) => out.write(tokenizer.decode([id])),
+  });
   out.write('\n');
   model.dispose();
 }

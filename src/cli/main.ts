@@ -39,7 +39,10 @@ export async function main(argv: readonly string[], io: MainIO = { stdout: proce
       await trainGpt(gptArgs, io.stdout);
       return 0;
     }
-    if (command !== 'train') throw new UsageError(command === undefined ? 'missing command (try: adjoint train)' : `unknown command ${JSON.stringify(command)} (try: adjoint train)`);
+    if (command !== 'train')
+      throw new UsageError(
+        command === undefined ? 'missing command (try: adjoint train)' : `unknown command ${JSON.stringify(command)} (try: adjoint train)`,
+      );
     const args = parseTrainArgs(rest);
     await preflight(args, io.stderr);
     await init();
@@ -70,7 +73,8 @@ export async function main(argv: readonly string[], io: MainIO = { stdout: proce
 async function preflight(args: TrainArgs, _err: Sink): Promise<void> {
   if (args.plot !== null) await checkPlotPath(args.plot);
   if (args.save !== null) {
-    if (!args.save.endsWith('.safetensors')) throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(args.save)}`);
+    if (!args.save.endsWith('.safetensors'))
+      throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(args.save)}`);
     await access(dirname(resolve(args.save))).catch(() => {
       throw new UsageError(`--save: directory ${dirname(resolve(args.save!))} does not exist`);
     });

@@ -28,10 +28,13 @@ export interface Panel {
   refs?: readonly { y: number; label: string }[];
 }
 
-const W = 380, H = 300;
+const W = 380,
+  H = 300;
 const M = { left: 62, right: 16, top: 34, bottom: 48 };
 const FONT = `font-family="system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"`;
-const INK = '#222', MUTED = '#666', GRID = '#e6e6e6';
+const INK = '#222',
+  MUTED = '#666',
+  GRID = '#e6e6e6';
 
 export const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'];
 
@@ -42,7 +45,8 @@ const r1 = (v: number): string => (Math.round(v * 10) / 10).toString();
 /** About `n` ticks covering [lo, hi] at a 1-2-5 step. */
 export function niceTicks(lo: number, hi: number, n = 5): number[] {
   if (!(hi > lo)) return [lo];
-  const raw = (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(raw));
+  const raw = (hi - lo) / n,
+    mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const out: number[] = [];
   for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
@@ -51,7 +55,8 @@ export function niceTicks(lo: number, hi: number, n = 5): number[] {
 
 /** Ticks of a log axis: decades, with 2 and 5 when the range spans fewer than three. */
 function logTicks(lo: number, hi: number): number[] {
-  const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
+  const a = Math.floor(Math.log10(lo)),
+    b = Math.ceil(Math.log10(hi));
   const mult = b - a <= 2 ? [1, 2, 5] : [1];
   const out: number[] = [];
   for (let e = a; e <= b; e++) for (const m of mult) out.push(Number((m * 10 ** e).toPrecision(12)));
@@ -66,7 +71,8 @@ interface Scale {
 }
 
 function scaleFor(p: Panel, pts: readonly (readonly [number, number])[]): Scale {
-  const xs = pts.map(([x]) => x), ys = pts.map(([, y]) => y);
+  const xs = pts.map(([x]) => x),
+    ys = pts.map(([, y]) => y);
   const [x0, x1] = p.xRange ?? [Math.min(0, ...xs), Math.max(...xs, Math.min(0, ...xs) + 1)];
   let [y0, y1] = p.yRange ?? [Math.min(...ys), Math.max(...ys)];
   if (p.log) {
@@ -79,7 +85,8 @@ function scaleFor(p: Panel, pts: readonly (readonly [number, number])[]): Scale 
   }
   const xTicks = niceTicks(x0, x1, 5);
   const yTicks = p.log ? logTicks(y0, y1) : niceTicks(y0, y1, 7);
-  const pw = W - M.left - M.right, ph = H - M.top - M.bottom;
+  const pw = W - M.left - M.right,
+    ph = H - M.top - M.bottom;
   const ty = p.log ? (v: number) => Math.log10(v) : (v: number) => v;
   return {
     x: (v) => M.left + ((v - x0) / (x1 - x0)) * pw,
@@ -96,7 +103,9 @@ function axes(p: Panel, s: Scale): string[] {
   for (const v of s.yTicks) {
     const y = r1(s.y(v));
     out.push(`<line x1="${l}" y1="${y}" x2="${r}" y2="${y}" stroke="${GRID}"/>`);
-    out.push(`<text x="${l - 6}" y="${y}" text-anchor="end" dominant-baseline="middle" font-size="11" fill="${MUTED}">${esc(yf(v))}</text>`);
+    out.push(
+      `<text x="${l - 6}" y="${y}" text-anchor="end" dominant-baseline="middle" font-size="11" fill="${MUTED}">${esc(yf(v))}</text>`,
+    );
   }
   for (const v of s.xTicks) {
     const x = r1(s.x(v));
@@ -105,7 +114,9 @@ function axes(p: Panel, s: Scale): string[] {
   }
   out.push(`<rect x="${l}" y="${t}" width="${r - l}" height="${b - t}" fill="none" stroke="#999"/>`);
   out.push(`<text x="${(l + r) / 2}" y="${H - 10}" text-anchor="middle" font-size="12" fill="${INK}">${esc(p.xLabel)}</text>`);
-  out.push(`<text transform="translate(15 ${(t + b) / 2}) rotate(-90)" text-anchor="middle" font-size="12" fill="${INK}">${esc(p.yLabel)}</text>`);
+  out.push(
+    `<text transform="translate(15 ${(t + b) / 2}) rotate(-90)" text-anchor="middle" font-size="12" fill="${INK}">${esc(p.yLabel)}</text>`,
+  );
   out.push(`<text x="${l}" y="${t - 12}" font-size="14" font-weight="600" fill="${INK}">${esc(p.title)}</text>`);
   return out;
 }
@@ -115,7 +126,9 @@ function lines(p: Panel, s: Scale): string[] {
   for (const ref of p.refs ?? []) {
     const y = r1(s.y(ref.y));
     out.push(`<line x1="${M.left}" y1="${y}" x2="${W - M.right}" y2="${y}" stroke="#888" stroke-dasharray="2 3"/>`);
-    out.push(`<text x="${W - M.right - 4}" y="${s.y(ref.y) - 4}" text-anchor="end" font-size="10" fill="${MUTED}">${esc(ref.label)}</text>`);
+    out.push(
+      `<text x="${W - M.right - 4}" y="${s.y(ref.y) - 4}" text-anchor="end" font-size="10" fill="${MUTED}">${esc(ref.label)}</text>`,
+    );
   }
   for (const se of p.series) {
     const pts = se.points.filter(([, y]) => Number.isFinite(y) && (!p.log || y > 0));
@@ -132,7 +145,8 @@ function lines(p: Panel, s: Scale): string[] {
 function trace(pts: readonly (readonly [number, number])[]): [number, number][] {
   const out: [number, number][] = pts.slice(0, 1).map(([x, y]) => [x, y]);
   for (let i = 1; i < pts.length; i++) {
-    const [ax, ay] = pts[i - 1], [bx, by] = pts[i];
+    const [ax, ay] = pts[i - 1],
+      [bx, by] = pts[i];
     const n = Math.max(1, Math.ceil(Math.hypot(bx - ax, by - ay) / 4));
     for (let k = 1; k <= n; k++) out.push([ax + ((bx - ax) * k) / n, ay + ((by - ay) * k) / n]);
   }
@@ -157,22 +171,48 @@ function entries(series: readonly Series[], x0: number, y0: number): string[] {
  */
 function legend(p: Panel, s: Scale): { svg: string[]; below: number } {
   if (p.series.length === 0) return { svg: [], below: 0 };
-  const w = 14 + 26 + 6.4 * Math.max(...p.series.map((se) => se.label.length)), h = 8 + 17 * p.series.length;
+  const w = 14 + 26 + 6.4 * Math.max(...p.series.map((se) => se.label.length)),
+    h = 8 + 17 * p.series.length;
   const [l, r, t, b] = [M.left + 6, W - M.right - 6, M.top + 6, H - M.bottom - 6];
-  const corners = [[r - w, t], [r - w, b - h], [l, b - h], [l, t]] as const;
-  const pts = p.series.flatMap((se) => trace(se.points.filter(([, y]) => Number.isFinite(y) && (!p.log || y > 0)).map(([x, y]) => [s.x(x), s.y(y)] as const)));
-  for (const ref of p.refs ?? []) pts.push(...trace([[W - M.right - 110, s.y(ref.y) - 8], [W - M.right, s.y(ref.y) - 8], [W - M.right, s.y(ref.y)], [l, s.y(ref.y)]]));
-  const cover = ([cx, cy]: readonly [number, number]) => pts.filter(([x, y]) => x >= cx - 4 && x <= cx + w + 4 && y >= cy - 4 && y <= cy + h + 4).length;
+  const corners = [
+    [r - w, t],
+    [r - w, b - h],
+    [l, b - h],
+    [l, t],
+  ] as const;
+  const pts = p.series.flatMap((se) =>
+    trace(se.points.filter(([, y]) => Number.isFinite(y) && (!p.log || y > 0)).map(([x, y]) => [s.x(x), s.y(y)] as const)),
+  );
+  for (const ref of p.refs ?? [])
+    pts.push(
+      ...trace([
+        [W - M.right - 110, s.y(ref.y) - 8],
+        [W - M.right, s.y(ref.y) - 8],
+        [W - M.right, s.y(ref.y)],
+        [l, s.y(ref.y)],
+      ]),
+    );
+  const cover = ([cx, cy]: readonly [number, number]) =>
+    pts.filter(([x, y]) => x >= cx - 4 && x <= cx + w + 4 && y >= cy - 4 && y <= cy + h + 4).length;
   const best = corners.find((c) => cover(c) === 0);
   if (best === undefined) return { svg: entries(p.series, M.left - 8, H - 4), below: h };
   const [x0, y0] = best;
-  return { svg: [`<rect x="${r1(x0)}" y="${r1(y0)}" width="${r1(w)}" height="${h}" rx="3" fill="#fff" fill-opacity="0.88" stroke="#ccc"/>`, ...entries(p.series, x0, y0)], below: 0 };
+  return {
+    svg: [
+      `<rect x="${r1(x0)}" y="${r1(y0)}" width="${r1(w)}" height="${h}" rx="3" fill="#fff" fill-opacity="0.88" stroke="#ccc"/>`,
+      ...entries(p.series, x0, y0),
+    ],
+    below: 0,
+  };
 }
 
 function panel(p: Panel): { svg: string[]; below: number } {
   const pts = p.series.flatMap((se) => se.points).filter(([, y]) => Number.isFinite(y) && (!p.log || y > 0));
   if (pts.length === 0) {
-    return { svg: [`<text x="${W / 2}" y="${H / 2}" text-anchor="middle" font-size="12" fill="${MUTED}">${esc(`${p.title}: no data`)}</text>`], below: 0 };
+    return {
+      svg: [`<text x="${W / 2}" y="${H / 2}" text-anchor="middle" font-size="12" fill="${MUTED}">${esc(`${p.title}: no data`)}</text>`],
+      below: 0,
+    };
   }
   const s = scaleFor(p, [...pts, ...(p.refs ?? []).map((r) => [pts[0][0], r.y] as const)]);
   const key = legend(p, s);
@@ -183,7 +223,8 @@ function panel(p: Panel): { svg: string[]; below: number } {
 export function renderSvg(title: string, panels: readonly Panel[], subtitle = ''): string {
   const head = subtitle === '' ? 34 : 52;
   const drawn = panels.map(panel);
-  const width = W * panels.length + 20, height = H + head + 8 + Math.max(0, ...drawn.map((d) => d.below));
+  const width = W * panels.length + 20,
+    height = H + head + 8 + Math.max(0, ...drawn.map((d) => d.below));
   const body = drawn.map((d, i) => `<g transform="translate(${10 + W * i} ${head})">\n${d.svg.join('\n')}\n</g>`);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ${FONT}>`,
@@ -193,5 +234,7 @@ export function renderSvg(title: string, panels: readonly Panel[], subtitle = ''
     ...body,
     '</svg>',
     '',
-  ].filter((l) => l !== '').join('\n');
+  ]
+    .filter((l) => l !== '')
+    .join('\n');
 }

@@ -11,7 +11,11 @@ const CLEAR = '\r\x1b[2K';
 
 export class Progress {
   private last = 0;
-  constructor(private readonly out: Sink, private readonly label: string, private readonly steps: number) {}
+  constructor(
+    private readonly out: Sink,
+    private readonly label: string,
+    private readonly steps: number,
+  ) {}
 
   /** Step `done` of this epoch finished with the running mean loss `loss` after `seconds`. */
   tick(done: number, loss: number, seconds: number): void {

@@ -40,7 +40,8 @@ export interface TrainHooks {
 
 /** Fraction of rows whose largest logit is the label, in batches without recording. */
 export function accuracy(model: Module, x: Tensor, y: Int32Array, batch = 512): number {
-  const n = x.shape[0], rest = x.shape.slice(1);
+  const n = x.shape[0],
+    rest = x.shape.slice(1);
   let correct = 0;
   for (let start = 0; start < n; start += batch) {
     const m = Math.min(batch, n - start);
@@ -66,15 +67,28 @@ async function loadData(args: TrainArgs): Promise<Split> {
 }
 
 /** Epoch e's updates (its own shuffle seed); returns the mean training loss. */
-function epoch(model: Module, opt: optim.Optimizer, data: Split, args: TrainArgs, e: number, progress: Progress, hooks: TrainHooks): number {
+function epoch(
+  model: Module,
+  opt: optim.Optimizer,
+  data: Split,
+  args: TrainArgs,
+  e: number,
+  progress: Progress,
+  hooks: TrainHooks,
+): number {
   const t0 = performance.now();
-  let lossSum = 0, steps = 0;
+  let lossSum = 0,
+    steps = 0;
   const first = (e - 1) * batchCount(data.xTrain.shape[0], args.batch);
   for (const b of batches(data.xTrain, data.yTrain, { batchSize: args.batch, seed: args.seed * 1000 + e })) {
     lossSum += tidy(() => {
       if (args.dpClip !== null) {
         // DP-SGD: per-example gradients (vmap), clipped, summed, noised; each step its own noise seed.
-        const loss = dpGradients(model, b.x, b.y, 10, { clip: args.dpClip, noise: args.dpNoise, seed: args.seed * 1_000_003 + first + steps });
+        const loss = dpGradients(model, b.x, b.y, 10, {
+          clip: args.dpClip,
+          noise: args.dpNoise,
+          seed: args.seed * 1_000_003 + first + steps,
+        });
         hooks.afterBackward?.(model, first + steps, b);
         opt.step();
         opt.zeroGrad();
@@ -102,9 +116,15 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
   const opt = makeOptimizer(args, model.parameters());
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
-  out.write(`model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}\n`);
-  if (args.dpClip !== null) out.write(`DP-SGD: per-example gradients clipped to norm ${args.dpClip}, Gaussian noise σ = ${args.dpNoise} (std ${args.dpNoise * args.dpClip})\n`);
-  let trainAccuracy = 0, testAccuracy = 0;
+  out.write(
+    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}\n`,
+  );
+  if (args.dpClip !== null)
+    out.write(
+      `DP-SGD: per-example gradients clipped to norm ${args.dpClip}, Gaussian noise σ = ${args.dpNoise} (std ${args.dpNoise * args.dpClip})\n`,
+    );
+  let trainAccuracy = 0,
+    testAccuracy = 0;
   const history: EpochRecord[] = [];
   hooks.begin?.(model, data, steps);
   for (let e = 1; e <= args.epochs; e++) {
@@ -119,7 +139,9 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
     model.eval();
     trainAccuracy = accuracy(model, data.xTrain, data.yTrain);
     testAccuracy = accuracy(model, data.xTest, data.yTest);
-    progress.finish(`${label}  ${steps} steps  ${seconds.toFixed(2)} s  ${rate(steps, seconds)} steps/s  loss ${loss.toFixed(4)}  train ${percent(trainAccuracy)}  test ${percent(testAccuracy)}`);
+    progress.finish(
+      `${label}  ${steps} steps  ${seconds.toFixed(2)} s  ${rate(steps, seconds)} steps/s  loss ${loss.toFixed(4)}  train ${percent(trainAccuracy)}  test ${percent(testAccuracy)}`,
+    );
     history.push({ epoch: e, loss, trainAccuracy, testAccuracy, seconds });
     hooks.afterEpoch?.(model, history[history.length - 1]);
   }

@@ -56,7 +56,10 @@ export type Compiled<A extends unknown[], R> = ((...args: A) => R) & {
   reset(): void;
 };
 
-const WARM = 0, TRACED_ONCE = 1, READY = 2, EAGER = 3;
+const WARM = 0,
+  TRACED_ONCE = 1,
+  READY = 2,
+  EAGER = 3;
 interface Entry {
   state: typeof WARM | typeof TRACED_ONCE | typeof READY | typeof EAGER;
   first: Trace | null;
@@ -81,10 +84,14 @@ export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: 
 
 function checkOptions(fn: unknown, options: CompileOptions): void {
   if (typeof fn !== 'function') throw new ArgumentError(`compile: fn must be a function, got ${typeof fn}`);
-  if (options === null || typeof options !== 'object') throw new ArgumentError(`compile: options must be an object such as { fuse: false }, got ${options === null ? 'null' : typeof options}`);
+  if (options === null || typeof options !== 'object')
+    throw new ArgumentError(
+      `compile: options must be an object such as { fuse: false }, got ${options === null ? 'null' : typeof options}`,
+    );
   const unknown = Object.keys(options).filter((k) => k !== 'fuse');
   if (unknown.length) throw new ArgumentError(`compile: unknown option ${JSON.stringify(unknown[0])} (the options are: fuse)`);
-  if (options.fuse !== undefined && typeof options.fuse !== 'boolean') throw new ArgumentError(`compile: options.fuse must be a boolean, got ${typeof options.fuse}`);
+  if (options.fuse !== undefined && typeof options.fuse !== 'boolean')
+    throw new ArgumentError(`compile: options.fuse must be a boolean, got ${typeof options.fuse}`);
 }
 
 /** The state of one compiled function: a schedule (or its warm-up, or a fallback) per signature. */
@@ -152,7 +159,9 @@ class Compiler<A extends unknown[], R> {
         this.drop(k0, e0);
         if (!this.warnedMany) {
           this.warnedMany = true;
-          console.warn(`adjoint: compile: more than ${MAX_SIGNATURES} signatures (argument shapes, dtypes, and number arguments by value); the oldest are dropped and traced again when seen again`);
+          console.warn(
+            `adjoint: compile: more than ${MAX_SIGNATURES} signatures (argument shapes, dtypes, and number arguments by value); the oldest are dropped and traced again when seen again`,
+          );
         }
       }
       this.entries.set(key, (e = { state: WARM, first: null, program: null }));
@@ -185,7 +194,10 @@ class Compiler<A extends unknown[], R> {
   private build(e: Entry, t: Trace): void {
     const diff = scheduleDiff(e.first!, t);
     if (diff !== null) {
-      this.giveUp(e, `fn's kernel schedule changed between two calls with the same signature (${diff}) — JS state that changes every call, such as a counter or an unseeded random draw, reaches the kernels`);
+      this.giveUp(
+        e,
+        `fn's kernel schedule changed between two calls with the same signature (${diff}) — JS state that changes every call, such as a counter or an unseeded random draw, reaches the kernels`,
+      );
       return;
     }
     try {
@@ -207,7 +219,7 @@ class Compiler<A extends unknown[], R> {
   }
 
   private freePlan(e: Entry): void {
-    if (e.program !== null) this.stats.planBytes -= e.program.bytes, this.stats.fused -= e.program.fused;
+    if (e.program !== null) (this.stats.planBytes -= e.program.bytes), (this.stats.fused -= e.program.fused);
     e.program?.dispose();
     e.program = null;
   }

@@ -78,7 +78,9 @@ interface Sig {
 
 /** Kernel family → argument layout, for every primitive whose rule row marks its kernel fusable. */
 const FUSABLE: ReadonlyMap<string, Element['layout']> = new Map(
-  Object.values(rules as Record<string, { element?: Element }>).flatMap((r) => (r.element?.fusable ? [[r.element.kernel, r.element.layout] as const] : [])),
+  Object.values(rules as Record<string, { element?: Element }>).flatMap((r) =>
+    r.element?.fusable ? [[r.element.kernel, r.element.layout] as const] : [],
+  ),
 );
 
 /** The map signature of a launch (kernel name and arguments), or null when it is no plain elementwise map. */
@@ -87,7 +89,9 @@ function sigOf(name: string, a: readonly number[]): Sig | null {
   if (name === 'cast_f64_f32') return { ptrs: [0, 1], roles: ['r', 'w'], steps: [8, 4], count: 2 };
   const m = /^(\w+)_f(32|64)$/.exec(name);
   if (m === null) return null;
-  const op = m[1], b = m[2] === '32' ? 4 : 8, layout = FUSABLE.get(op);
+  const op = m[1],
+    b = m[2] === '32' ? 4 : 8,
+    layout = FUSABLE.get(op);
   if (layout === 'map') return { ptrs: [0, 1], roles: ['r', 'w'], steps: [b, b], count: 2 };
   if (layout === 'grad') return { ptrs: [0, 1, 2], roles: ['r', 'r', 'w'], steps: [b, b, b], count: 3 };
   if (op === 'fill') return { ptrs: [0], roles: ['w'], steps: [b], count: 1 };
@@ -109,7 +113,8 @@ function wholeCall(op: Launch): FusedOp | null {
   let lo = 0;
   for (let j = 0; j < op.jobs.length; j++) {
     const same = s.ptrs.every((p, k) => {
-      const r0 = op.refs[0][p], r = op.refs[j][p];
+      const r0 = op.refs[0][p],
+        r = op.refs[j][p];
       return r0 !== null && r !== null && sameBase(r0, r) && offOf(r) === offOf(r0) + lo * s.steps[k];
     });
     if (!same || (j > 0 && op.jobs[j].some((v, i) => !s.ptrs.includes(i) && i !== s.count && v !== args[i]))) return null;
@@ -122,22 +127,40 @@ function wholeCall(op: Launch): FusedOp | null {
 const offOf = (r: Ref): number => (r.k === 'abs' ? r.ptr : r.off);
 function sameBase(a: Ref, b: Ref): boolean {
   switch (a.k) {
-    case 'block': return b.k === 'block' && a.block === b.block;
-    case 'input': return b.k === 'input' && a.input === b.input;
-    case 'ext': return b.k === 'ext' && a.storage === b.storage;
-    case 'abs': return b.k === 'abs';
+    case 'block':
+      return b.k === 'block' && a.block === b.block;
+    case 'input':
+      return b.k === 'input' && a.input === b.input;
+    case 'ext':
+      return b.k === 'ext' && a.storage === b.storage;
+    case 'abs':
+      return b.k === 'abs';
   }
 }
 
 /** One pointer argument's bytes: [lo, hi) from the start of its base; step 0 is a single element. */
-interface Access { readonly ref: Ref; readonly lo: number; readonly hi: number; readonly step: number; readonly write: boolean }
+interface Access {
+  readonly ref: Ref;
+  readonly lo: number;
+  readonly hi: number;
+  readonly step: number;
+  readonly write: boolean;
+}
 
 function accesses(f: FusedOp, roles: readonly Role[]): Access[] {
   const n = f.args[f.count];
   return f.ptrs.flatMap((p, k) => {
-    const ref = f.refs[p]!, lo = offOf(ref), step = f.steps[k], bytes = step === 0 ? 8 : step * n;
+    const ref = f.refs[p]!,
+      lo = offOf(ref),
+      step = f.steps[k],
+      bytes = step === 0 ? 8 : step * n;
     const a = { ref, lo, hi: lo + bytes, step };
-    return roles[k] === 'rw' ? [{ ...a, write: false }, { ...a, write: true }] : [{ ...a, write: roles[k] === 'w' }];
+    return roles[k] === 'rw'
+      ? [
+          { ...a, write: false },
+          { ...a, write: true },
+        ]
+      : [{ ...a, write: roles[k] === 'w' }];
   });
 }
 
@@ -162,8 +185,20 @@ function hoistable(op: Trace['ops'][number]): Access | null {
   return accesses(f, ['w'])[0];
 }
 
-interface Open { first: number; members: number[]; hoisted: number[]; ops: FusedOp[]; acc: Access[]; lifted: Access[]; at: number[]; threads: number }
-export interface Sizes { readonly tileBytes: number; readonly pieceBytes: number }
+interface Open {
+  first: number;
+  members: number[];
+  hoisted: number[];
+  ops: FusedOp[];
+  acc: Access[];
+  lifted: Access[];
+  at: number[];
+  threads: number;
+}
+export interface Sizes {
+  readonly tileBytes: number;
+  readonly pieceBytes: number;
+}
 
 /** Runs of two or more launches that can be replayed tile-major, over the trace's ops. */
 export function findRuns(trace: Trace, sizes: Sizes, outputBlocks: ReadonlySet<number>): Run[] {
@@ -182,7 +217,12 @@ export function findRuns(trace: Trace, sizes: Sizes, outputBlocks: ReadonlySet<n
     // A launch whose own broadcast read overlaps its own write cannot be cut into tiles at all.
     const ok = f !== null && f.args[f.count] > 0 && !acc.some((x) => acc.some((y) => x !== y && conflict(x, y)));
     // Hoisted ops need no check here: in both orders they come before this launch.
-    if (cur !== null && ok && f.args[f.count] === cur.ops[0].args[cur.ops[0].count] && !acc.some((x) => cur!.acc.some((y) => conflict(x, y)))) {
+    if (
+      cur !== null &&
+      ok &&
+      f.args[f.count] === cur.ops[0].args[cur.ops[0].count] &&
+      !acc.some((x) => cur!.acc.some((y) => conflict(x, y)))
+    ) {
       cur.members.push(i), cur.ops.push(f), cur.acc.push(...acc), cur.at.push((op as Launch).at);
       cur.threads = Math.max(cur.threads, (op as Launch).jobs.length);
       return;
@@ -193,7 +233,17 @@ export function findRuns(trace: Trace, sizes: Sizes, outputBlocks: ReadonlySet<n
       return;
     }
     cur = close(cur);
-    if (ok) cur = { first: i, members: [i], hoisted: [], ops: [f], acc, lifted: [], at: [(op as Launch).at], threads: (op as Launch).jobs.length };
+    if (ok)
+      cur = {
+        first: i,
+        members: [i],
+        hoisted: [],
+        ops: [f],
+        acc,
+        lifted: [],
+        at: [(op as Launch).at],
+        threads: (op as Launch).jobs.length,
+      };
   });
   close(cur);
   return runs;
@@ -215,8 +265,17 @@ function finishRun(trace: Trace, c: Open, sizes: Sizes, outputBlocks: ReadonlySe
   const touched = new Set<number>();
   for (const a of [...c.acc, ...c.lifted.slice(0, hoisted.length)]) if (a.ref.k === 'block') touched.add(a.ref.block);
   return {
-    first: c.first, last, members: c.members, hoisted, touched, n, tile, threads, ops: c.ops,
-    scratch: scratchOf(trace, new Set(c.members), c.acc, tile * threads, outputBlocks), span: [c.at[0], c.at[c.at.length - 1]],
+    first: c.first,
+    last,
+    members: c.members,
+    hoisted,
+    touched,
+    n,
+    tile,
+    threads,
+    ops: c.ops,
+    scratch: scratchOf(trace, new Set(c.members), c.acc, tile * threads, outputBlocks),
+    span: [c.at[0], c.at[c.at.length - 1]],
   };
 }
 
@@ -224,7 +283,13 @@ function finishRun(trace: Trace, c: Open, sizes: Sizes, outputBlocks: ReadonlySe
  * Blocks of the run that die inside it: used by no op outside the run, not returned, freed by
  * the end of the call, every access a stream from the block's start, and written before read.
  */
-function scratchOf(trace: Trace, members: ReadonlySet<number>, acc: Access[], tile: number, outputBlocks: ReadonlySet<number>): Map<number, number> {
+function scratchOf(
+  trace: Trace,
+  members: ReadonlySet<number>,
+  acc: Access[],
+  tile: number,
+  outputBlocks: ReadonlySet<number>,
+): Map<number, number> {
   const scratch = new Map<number, number>();
   const byBlock = new Map<number, Access[]>();
   for (const a of acc) if (a.ref.k === 'block') byBlock.set(a.ref.block, [...(byBlock.get(a.ref.block) ?? []), a]);
@@ -239,8 +304,7 @@ function scratchOf(trace: Trace, members: ReadonlySet<number>, acc: Access[], ti
 
 function usedOutside(trace: Trace, id: number, members: ReadonlySet<number>): boolean {
   const hit = (r: Ref | null) => r !== null && r.k === 'block' && r.block === id;
-  return trace.ops.some((op, i) => !members.has(i) &&
-    (op.kind === 'write' ? hit(op.dest) : op.refs.some((rs) => rs.some(hit))));
+  return trace.ops.some((op, i) => !members.has(i) && (op.kind === 'write' ? hit(op.dest) : op.refs.some((rs) => rs.some(hit))));
 }
 
 /**
@@ -255,9 +319,12 @@ export function fusedBlocks(blocks: readonly Block[], runs: readonly Run[]): Blo
       const b = out.get(id);
       if (b === undefined) continue; // an output: not in the plan
       const bytes = r.scratch.get(id);
-      out.set(id, bytes !== undefined
-        ? { ...b, bytes, alloc: r.span[0], free: r.span[1] }
-        : { ...b, alloc: Math.min(b.alloc, r.span[0]), free: Math.max(b.free, r.span[1]) });
+      out.set(
+        id,
+        bytes !== undefined
+          ? { ...b, bytes, alloc: r.span[0], free: r.span[1] }
+          : { ...b, alloc: Math.min(b.alloc, r.span[0]), free: Math.max(b.free, r.span[1]) },
+      );
     }
   }
   return [...out.values()];
@@ -287,7 +354,8 @@ export function runTiles(ops: readonly TiledOp[], n: number, tile: number, threa
     for (let k = 0; k < ops.length; k++) {
       const o = ops[k];
       for (let j = 0; j < parts; j++) {
-        const a = o.pieces[j], at = lo + j * tile;
+        const a = o.pieces[j],
+          at = lo + j * tile;
         for (let p = 0; p < o.ptrs.length; p++) a[o.ptrs[p]] = o.base[o.ptrs[p]] + (o.fixed[p] ? at - lo : at) * o.steps[p];
         a[o.count] = Math.min(tile, n - at);
       }

@@ -20,7 +20,9 @@ import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from 
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
-const ABS = 0, IN = 1, OUT = 2;
+const ABS = 0,
+  IN = 1,
+  OUT = 2;
 type Base = typeof ABS | typeof IN | typeof OUT;
 
 interface LaunchStep {
@@ -60,7 +62,13 @@ interface Patch {
   readonly off: number;
 }
 type Out =
-  | { readonly k: 'slot'; readonly slot: number; readonly first: boolean; readonly shape: readonly number[]; readonly requiresGrad: boolean }
+  | {
+      readonly k: 'slot';
+      readonly slot: number;
+      readonly first: boolean;
+      readonly shape: readonly number[];
+      readonly requiresGrad: boolean;
+    }
   | { readonly k: 'input'; readonly input: number }
   | { readonly k: 'same'; readonly tensor: Tensor };
 
@@ -99,7 +107,12 @@ export class Program {
       return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
     });
     const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
-    const { offsets, total } = assign(fusedBlocks(trace.blocks.filter((b) => b.free >= 0), runs));
+    const { offsets, total } = assign(
+      fusedBlocks(
+        trace.blocks.filter((b) => b.free >= 0),
+        runs,
+      ),
+    );
     const base = total > 0 ? runtime().arena.alloc(total) : 0;
     const exts = new Set<Storage>();
     const resolve = (r: Ref): [Base, number, number] => {
@@ -111,15 +124,24 @@ export class Program {
           if (off === undefined) throw new AdjointError(`internal: compile: block ${r.block} has no place in the plan`);
           return [ABS, 0, base + off + r.off];
         }
-        case 'input': return [IN, r.input, r.off];
-        case 'ext': exts.add(r.storage); return [ABS, 0, r.storage.ptr + r.off];
-        case 'abs': return [ABS, 0, r.ptr];
+        case 'input':
+          return [IN, r.input, r.off];
+        case 'ext':
+          exts.add(r.storage);
+          return [ABS, 0, r.storage.ptr + r.off];
+        case 'abs':
+          return [ABS, 0, r.ptr];
       }
     };
     const patches: Patch[] = [];
     const binds: { arg: number; make: Derivation | null; count: number }[] = [];
     const tiled = (r: Run): TiledStep => ({
-      w: false, tiled: true, n: r.n, tile: r.tile, threads: r.threads, ops: r.ops.map((f): TiledOp => {
+      w: false,
+      tiled: true,
+      n: r.n,
+      tile: r.tile,
+      threads: r.threads,
+      ops: r.ops.map((f): TiledOp => {
         const base = f.args.slice();
         f.ptrs.forEach((i) => {
           const [b, idx, off] = resolve(f.refs[i]!);
@@ -145,12 +167,14 @@ export class Program {
         return { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
       }
       const argv = op.jobs.map((a) => a.slice());
-      op.refs.forEach((refs, j) => refs.forEach((r, i) => {
-        if (r === null) return;
-        const [b, idx, off] = resolve(r);
-        if (b === ABS) argv[j][i] = off;
-        else patches.push({ argv: argv[j], i, base: b, idx, off });
-      }));
+      op.refs.forEach((refs, j) =>
+        refs.forEach((r, i) => {
+          if (r === null) return;
+          const [b, idx, off] = resolve(r);
+          if (b === ABS) argv[j][i] = off;
+          else patches.push({ argv: argv[j], i, base: b, idx, off });
+        }),
+      );
       return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute };
     };
     // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
@@ -171,11 +195,15 @@ export class Program {
   run(inputs: readonly Tensor[], data: readonly unknown[]): unknown {
     // Everything that can throw comes before the first kernel, so a failed call changes nothing:
     // bound arrays (crossEntropy validates its labels here), disposed inputs, allocating outputs.
-    const bound = this.binds.length === 0 ? NONE : this.binds.map(({ arg, make, count }) => {
-      const v = (make === null ? data[arg] : make(data[arg] as never)) as ArrayLike<number>;
-      if (v.length !== count) throw new AdjointError(`compile: argument data has ${v.length} values where the traced call had ${count}`);
-      return v;
-    });
+    const bound =
+      this.binds.length === 0
+        ? NONE
+        : this.binds.map(({ arg, make, count }) => {
+            const v = (make === null ? data[arg] : make(data[arg] as never)) as ArrayLike<number>;
+            if (v.length !== count)
+              throw new AdjointError(`compile: argument data has ${v.length} values where the traced call had ${count}`);
+            return v;
+          });
     const inPtr = inputs.map((t) => t.ptr);
     const fresh: Tensor[] = [];
     try {
@@ -236,7 +264,8 @@ export class Program {
  * it overlaps no placed block that is alive at the same time (greedy by size, first fit).
  */
 function assign(blocks: readonly Block[]): { offsets: Map<number, number>; total: number } {
-  const items = blocks.map((b) => ({ b, size: Math.max(ALIGN, Math.ceil(b.bytes / ALIGN) * ALIGN) }))
+  const items = blocks
+    .map((b) => ({ b, size: Math.max(ALIGN, Math.ceil(b.bytes / ALIGN) * ALIGN) }))
     .sort((x, y) => y.size - x.size || x.b.alloc - y.b.alloc);
   const placed: { alloc: number; free: number; off: number; size: number }[] = [];
   const offsets = new Map<number, number>();

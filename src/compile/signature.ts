@@ -16,14 +16,18 @@ export interface Args {
 export interface Quick {
   readonly modes: number;
   readonly threads: number;
-  readonly items: readonly ({ readonly dtype: string; readonly shape: readonly number[]; readonly alias: number } | { readonly tag: string; readonly length: number })[];
+  readonly items: readonly (
+    | { readonly dtype: string; readonly shape: readonly number[]; readonly alias: number }
+    | { readonly tag: string; readonly length: number }
+  )[];
 }
 
-const modeBits = (): number => (+modes.record) | (+modes.forward << 1) | (+modes.anomaly << 2);
+const modeBits = (): number => +modes.record | (+modes.forward << 1) | (+modes.anomaly << 2);
 
 export function quickSig(args: readonly unknown[], a: Args): Quick | null {
   if (a.tensors.length + a.data.length !== args.length) return null;
-  const items: Quick['items'][number][] = [], seen: Tensor[] = [];
+  const items: Quick['items'][number][] = [],
+    seen: Tensor[] = [];
   for (const v of args) {
     if (isTensor(v)) items.push({ dtype: v.dtype, shape: v.shape, alias: seen.findIndex((t) => t.storage === v.storage) }), seen.push(v);
     else if (isNumberArray(v) && a.data.includes(v)) items.push({ tag: Object.prototype.toString.call(v), length: v.length });
@@ -35,9 +39,11 @@ export function quickSig(args: readonly unknown[], a: Args): Quick | null {
 /** The tensors and data of a call whose arguments fit `q`, or null. */
 export function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor[]; data: unknown[] } | null {
   if (args.length !== q.items.length || modeBits() !== q.modes || poolSize() !== q.threads) return null;
-  const tensors: Tensor[] = [], data: unknown[] = [];
+  const tensors: Tensor[] = [],
+    data: unknown[] = [];
   for (let i = 0; i < args.length; i++) {
-    const v = args[i], it = q.items[i];
+    const v = args[i],
+      it = q.items[i];
     if ('dtype' in it) {
       if (!isTensor(v) || v.dtype !== it.dtype || v.shape.length !== it.shape.length) return null;
       for (let d = 0; d < it.shape.length; d++) if (v.shape[d] !== it.shape[d]) return null;

@@ -64,7 +64,13 @@ export interface Block {
 }
 
 export type OutputSpec =
-  | { readonly k: 'fresh'; readonly block: number; readonly shape: readonly number[]; readonly dtype: DType; readonly requiresGrad: boolean }
+  | {
+      readonly k: 'fresh';
+      readonly block: number;
+      readonly shape: readonly number[];
+      readonly dtype: DType;
+      readonly requiresGrad: boolean;
+    }
   | { readonly k: 'input'; readonly input: number }
   | { readonly k: 'same'; readonly tensor: Tensor };
 
@@ -100,7 +106,11 @@ export class Trace implements Recorder {
   private readonly bound = new Set<number>();
 
   /** `watermark`: the id the next tensor will get (tensors below it existed before the call). */
-  constructor(readonly inputs: readonly Tensor[], readonly data: readonly unknown[], private readonly watermark: number) {
+  constructor(
+    readonly inputs: readonly Tensor[],
+    readonly data: readonly unknown[],
+    private readonly watermark: number,
+  ) {
     this.inputStorages = inputs.map((t) => t.storage);
   }
 
@@ -116,7 +126,9 @@ export class Trace implements Recorder {
       this.launch(name, [args], false);
       const r = f(...args);
       if (r !== undefined && POINTER_ARGS.get(name) !== 0) {
-        this.fail(`fn reads tensor values into JS (${name} returns a value computed from tensor memory, as clipGradNorm's norm or anomaly detection do)`);
+        this.fail(
+          `fn reads tensor values into JS (${name} returns a value computed from tensor memory, as clipGradNorm's norm or anomaly detection do)`,
+        );
       }
       return r;
     };
@@ -135,7 +147,8 @@ export class Trace implements Recorder {
   write(ptr: number, count: number, kind: ElementKind, source: unknown): void {
     this.pendingAccess = null; // explained: a write we replay
     if (this.taint !== null) return;
-    const data = snapshot(kind, ptr, count), dest = this.ref(ptr);
+    const data = snapshot(kind, ptr, count),
+      dest = this.ref(ptr);
     if (dest.k === 'block') this.untouched.delete(this.blocks[dest.block]);
     this.ops.push({ kind: 'write', dest, elem: kind, data, bind: this.bindSource(source) });
     this.clock++;
@@ -147,7 +160,10 @@ export class Trace implements Recorder {
   }
 
   perCall(values: readonly number[], compute: () => readonly number[]): void {
-    if (onTape()) this.fail('fn draws a random seed inside checkpoint() (a dropout mask in a checkpointed segment), which a replay could not repeat for the recomputation');
+    if (onTape())
+      this.fail(
+        'fn draws a random seed inside checkpoint() (a dropout mask in a checkpointed segment), which a replay could not repeat for the recomputation',
+      );
     if (this.pending !== null) this.fail('internal: two perCall() values without a kernel launch between them');
     this.pending = { values: values.slice(), compute };
   }
@@ -179,8 +195,10 @@ export class Trace implements Recorder {
   free(ptr: number): void {
     const b = this.live.get(ptr);
     if (b === undefined) {
-      this.fail('fn frees a tensor that existed before the call (for example the previous step\'s gradients, when ' +
-        'opt.zeroGrad() comes first in the step: call it at the end, after opt.step())');
+      this.fail(
+        "fn frees a tensor that existed before the call (for example the previous step's gradients, when " +
+          'opt.zeroGrad() comes first in the step: call it at the end, after opt.step())',
+      );
       return;
     }
     b.free = this.clock++;
@@ -193,7 +211,8 @@ export class Trace implements Recorder {
   private launch(name: string, jobs: readonly (readonly number[])[], pooled: boolean): void {
     this.flushAccess();
     const mask = POINTER_ARGS.get(name);
-    if (mask === undefined) this.fail(`the kernel ${name} has no entry in src/compile/kernel-args.generated.ts (which of its arguments are pointers is unknown)`);
+    if (mask === undefined)
+      this.fail(`the kernel ${name} has no entry in src/compile/kernel-args.generated.ts (which of its arguments are pointers is unknown)`);
     const p = this.pending;
     this.pending = null;
     if (this.taint !== null || mask === undefined) return;
@@ -225,8 +244,10 @@ export class Trace implements Recorder {
       this.clock++;
     }
     if (!wrote) {
-      this.fail(`fn reads tensor values into JS (${where}), e.g. with .item() or .toArray(): a value read in JS can steer ` +
-        'what fn does next, which a fixed kernel schedule cannot follow');
+      this.fail(
+        `fn reads tensor values into JS (${where}), e.g. with .item() or .toArray(): a value read in JS can steer ` +
+          'what fn does next, which a fixed kernel schedule cannot follow',
+      );
     }
   }
 
@@ -300,14 +321,17 @@ export class Trace implements Recorder {
       if (o.node !== null && !o.node.released) {
         this.fail('fn returns a tensor that still carries an autodiff graph (run backward() inside fn, or compute it under noGrad())');
       } else if (o.tangent !== null) this.fail('fn returns a tensor with a forward-mode tangent');
-      else if (b === undefined || o.disposed) this.fail('fn returns a new view of a tensor that existed before the call (or a disposed one)');
+      else if (b === undefined || o.disposed)
+        this.fail('fn returns a new view of a tensor that existed before the call (or a disposed one)');
       else fresh.add(b.id);
       return { k: 'fresh', block: b?.id ?? -1, shape: o.shape, dtype: o.dtype, requiresGrad: o.requiresGrad };
     });
     const stray = [...this.live.values()].filter((b) => !fresh.has(b.id)).length;
     if (stray > 0) {
-      this.fail(`fn leaves ${stray} tensor(s) alive that it does not return: kept with keep() or stored, gradients left in .grad ` +
-        '(call opt.zeroGrad() at the end of the step), or state an optimizer creates on its first step');
+      this.fail(
+        `fn leaves ${stray} tensor(s) alive that it does not return: kept with keep() or stored, gradients left in .grad ` +
+          '(call opt.zeroGrad() at the end of the step), or state an optimizer creates on its first step',
+      );
     }
     this.data.forEach((d, k) => {
       if (!this.bound.has(k)) this.unbound.push(k);
@@ -356,7 +380,10 @@ function templateOf(v: unknown, outs: Tensor[], depth: number): Template {
 
 /** The code that touched memory: the first two stack frames outside the wasm layer and this file. */
 function site(stack: string | undefined): string {
-  const frames = (stack ?? '').split('\n').slice(1).map((l) => l.trim().replace(/^at /, ''));
+  const frames = (stack ?? '')
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().replace(/^at /, ''));
   const outside = frames.filter((f) => !/[/\\](wasm[/\\]module|graph[/\\]trace(-hooks)?)\.[jt]s/.test(f));
   return outside.slice(0, 2).join(' ← ') || 'unknown site';
 }

@@ -33,7 +33,8 @@ export interface Batch {
 /** Number of batches batches() yields for n rows. */
 export function batchCount(n: number, batchSize: number, dropLast = false): number {
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`batchCount: n must be a non-negative integer, got ${describe(n)}`);
-  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new ArgumentError(`batchCount: batchSize must be a positive integer, got ${describe(batchSize)}`);
+  if (!Number.isInteger(batchSize) || batchSize <= 0)
+    throw new ArgumentError(`batchCount: batchSize must be a positive integer, got ${describe(batchSize)}`);
   return dropLast ? Math.floor(n / batchSize) : Math.ceil(n / batchSize);
 }
 
@@ -41,7 +42,8 @@ export function batchCount(n: number, batchSize: number, dropLast = false): numb
 export function* batches(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
   if (!(x instanceof Tensor) || x.shape.length === 0) throw new ArgumentError('batches: x must be a Tensor with a leading batch axis');
   const { batchSize, shuffle = true, seed = 0, dropLast = false } = opts ?? ({} as BatchOptions);
-  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new ArgumentError(`batches: batchSize must be a positive integer, got ${describe(batchSize)}`);
+  if (!Number.isInteger(batchSize) || batchSize <= 0)
+    throw new ArgumentError(`batches: batchSize must be a positive integer, got ${describe(batchSize)}`);
   const n = x.shape[0];
   if (y.length !== n) throw new ShapeError(`batches: ${y.length} labels for ${n} rows of x [${x.shape}]`);
   const order = shuffle ? permutation(n, seed) : Int32Array.from({ length: n }, (_, i) => i);

@@ -57,16 +57,23 @@ export function digits(options?: DigitsOptions): Split {
   }
   const { pixels, labels, count } = digitsRaw();
   const next = integerStream(seed);
-  const train: number[] = [], test: number[] = [];
+  const train: number[] = [],
+    test: number[] = [];
   for (let c = 0; c < 10; c++) {
     const members = Int32Array.from(Array.from({ length: count }, (_, i) => i).filter((i) => labels[i] === c));
     shuffleInPlace(members, next);
     const nTest = Math.round(members.length * testFraction);
     members.forEach((i, j) => (j < nTest ? test : train).push(i));
   }
-  const trainRows = shuffleInPlace(Int32Array.from(train), next), testRows = shuffleInPlace(Int32Array.from(test), next);
+  const trainRows = shuffleInPlace(Int32Array.from(train), next),
+    testRows = shuffleInPlace(Int32Array.from(test), next);
   const pick = (rows: Int32Array) => Int32Array.from(rows, (i) => labels[i]);
-  return { xTrain: scaled(pixels, trainRows, 64, 16), yTrain: pick(trainRows), xTest: scaled(pixels, testRows, 64, 16), yTest: pick(testRows) };
+  return {
+    xTrain: scaled(pixels, trainRows, 64, 16),
+    yTrain: pick(trainRows),
+    xTest: scaled(pixels, testRows, 64, 16),
+    yTest: pick(testRows),
+  };
 }
 
 const FASHION_FILES = {

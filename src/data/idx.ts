@@ -59,11 +59,14 @@ function readShape(b: Uint8Array): number[] {
   if (b[0] !== 0 || b[1] !== 0) throw new FormatError(`loadIdx: magic number must start with two zero bytes, got ${b[0]} ${b[1]}`);
   if (b[2] !== UBYTE) {
     const name = TYPE_NAMES[b[2]] ?? 'unknown';
-    throw new FormatError(`loadIdx: data type 0x${b[2].toString(16).padStart(2, '0')} (${name}) is not supported; only 0x08 (unsigned byte) is`);
+    throw new FormatError(
+      `loadIdx: data type 0x${b[2].toString(16).padStart(2, '0')} (${name}) is not supported; only 0x08 (unsigned byte) is`,
+    );
   }
   const ndims = b[3];
   if (ndims === 0) throw new FormatError('loadIdx: dims count is 0; expected at least 1');
-  if (b.length < 4 + 4 * ndims) throw new FormatError(`loadIdx: file is ${b.length} bytes, too short for ${ndims} dims (${4 + 4 * ndims} header bytes)`);
+  if (b.length < 4 + 4 * ndims)
+    throw new FormatError(`loadIdx: file is ${b.length} bytes, too short for ${ndims} dims (${4 + 4 * ndims} header bytes)`);
   const view = new DataView(b.buffer, b.byteOffset, 4 + 4 * ndims);
   return Array.from({ length: ndims }, (_, i) => view.getUint32(4 + 4 * i, false));
 }

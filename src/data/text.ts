@@ -92,7 +92,10 @@ export class CharTokenizer {
 }
 
 /** The first `fraction` of a sequence for training, the rest for validation (views, no copy). */
-export function splitText<T extends Int32Array | string>(ids: T, fraction = 0.9): {
+export function splitText<T extends Int32Array | string>(
+  ids: T,
+  fraction = 0.9,
+): {
   /** The first part. */
   train: T;
   /** The rest. */

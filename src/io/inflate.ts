@@ -142,7 +142,8 @@ function readGzipHeader(b: Uint8Array, start: number): void {
     if (p + 2 > b.length) throw new FormatError('gunzip: input ends inside the FHCRC header checksum');
     const stored = b[p] | (b[p + 1] << 8);
     const actual = ~crc32Update(-1, b.subarray(start, p)) & 0xffff;
-    if (stored !== actual) throw new FormatError(`gunzip: header CRC16 0x${hex(stored, 4)} does not match the header (0x${hex(actual, 4)})`);
+    if (stored !== actual)
+      throw new FormatError(`gunzip: header CRC16 0x${hex(stored, 4)} does not match the header (0x${hex(actual, 4)})`);
   }
 }
 

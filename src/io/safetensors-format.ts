@@ -68,17 +68,22 @@ function checkEntry(e: SafetensorsEntry, previous: SafetensorsEntry | undefined)
   const expected = isDtype(e.dtype) ? ARRAYS[e.dtype] : undefined;
   if (!expected) throw new DtypeError(`${where} has dtype ${describe(e.dtype)}; only F32, F64 and I32 are supported`);
   if (!(e.data instanceof expected)) {
-    throw new DtypeError(`${where} has dtype ${e.dtype} but its data is a ${e.data?.constructor?.name ?? typeof e.data}, not a ${expected.name}`);
+    throw new DtypeError(
+      `${where} has dtype ${e.dtype} but its data is a ${e.data?.constructor?.name ?? typeof e.data}, not a ${expected.name}`,
+    );
   }
   if (!isShape(e.shape)) throw new ShapeError(`${where} shape must be an array of non-negative integers, got ${describe(e.shape)}`);
   const count = product(e.shape);
-  if (count !== e.data.length) throw new ShapeError(`${where} shape [${e.shape.join(', ')}] holds ${count} elements but data has ${e.data.length}`);
+  if (count !== e.data.length)
+    throw new ShapeError(`${where} shape [${e.shape.join(', ')}] holds ${count} elements but data has ${e.data.length}`);
 }
 
 function metadataJson(metadata: Record<string, string>): string {
   for (const [key, value] of Object.entries(metadata)) {
     if (typeof value !== 'string') {
-      throw new ArgumentError(`encodeSafetensors: metadata must map strings to strings, but key ${JSON.stringify(key)} holds ${describe(value)}`);
+      throw new ArgumentError(
+        `encodeSafetensors: metadata must map strings to strings, but key ${JSON.stringify(key)} holds ${describe(value)}`,
+      );
     }
   }
   return JSON.stringify(metadata);
@@ -127,8 +132,10 @@ interface TensorInfo {
 function readHeaderLength(bytes: Uint8Array): number {
   if (bytes.length < 8) throw new FormatError(`decodeSafetensors: file is ${bytes.length} bytes, too short for the 8-byte header length`);
   const n = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
-  if (n > BigInt(MAX_HEADER_BYTES)) throw new FormatError(`decodeSafetensors: header length ${n} is absurdly large (limit ${MAX_HEADER_BYTES} bytes)`);
-  if (n > BigInt(bytes.length - 8)) throw new FormatError(`decodeSafetensors: header length ${n} exceeds the ${bytes.length - 8} bytes after the length field`);
+  if (n > BigInt(MAX_HEADER_BYTES))
+    throw new FormatError(`decodeSafetensors: header length ${n} is absurdly large (limit ${MAX_HEADER_BYTES} bytes)`);
+  if (n > BigInt(bytes.length - 8))
+    throw new FormatError(`decodeSafetensors: header length ${n} exceeds the ${bytes.length - 8} bytes after the length field`);
   return Number(n);
 }
 
@@ -158,7 +165,8 @@ function checkNesting(text: string): void {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // skip the escaped character, which may be a quote
+      if (c === 0x5c)
+        i++; // skip the escaped character, which may be a quote
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) {
       inString = true;
@@ -174,7 +182,9 @@ function checkMetadata(value: unknown): Record<string, string> {
   if (!isObject(value)) throw new FormatError(`decodeSafetensors: ${METADATA_KEY} must be an object, got ${describe(value)}`);
   for (const [key, v] of Object.entries(value)) {
     if (typeof v !== 'string') {
-      throw new FormatError(`decodeSafetensors: ${METADATA_KEY} must map strings to strings, but key ${JSON.stringify(key)} holds ${describe(v)}`);
+      throw new FormatError(
+        `decodeSafetensors: ${METADATA_KEY} must map strings to strings, but key ${JSON.stringify(key)} holds ${describe(v)}`,
+      );
     }
   }
   return value as Record<string, string>;
@@ -195,7 +205,9 @@ function checkTensorInfo(name: string, value: unknown, dataLen: number): TensorI
   // An overflowing product is huge or Infinity, never equal to a span that fits in the file.
   const needed = product(shape) * BYTES[dtype];
   if (needed !== end - begin) {
-    throw new FormatError(`${where} shape [${shape.join(', ')}] of ${dtype} needs ${needed} bytes but data_offsets [${begin}, ${end}] span ${end - begin}`);
+    throw new FormatError(
+      `${where} shape [${shape.join(', ')}] of ${dtype} needs ${needed} bytes but data_offsets [${begin}, ${end}] span ${end - begin}`,
+    );
   }
   return { name, dtype, shape, begin, end };
 }

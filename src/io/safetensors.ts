@@ -11,7 +11,8 @@ const FROM_FILE = { F32: 'float32', F64: 'float64', I32: 'int32' } as const;
 
 /** Serialises the tensors (float32 → F32, float64 → F64, int32 → I32) into a safetensors file, keys sorted. */
 export function saveSafetensors(record: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array {
-  if (record === null || typeof record !== 'object') throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${describe(record)}`);
+  if (record === null || typeof record !== 'object')
+    throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${describe(record)}`);
   const entries: SafetensorsEntry[] = Object.entries(record).map(([name, t]) => {
     if (!(t instanceof Tensor)) throw new ArgumentError(`saveSafetensors: ${JSON.stringify(name)} must be a Tensor, got ${describe(t)}`);
     t.check(`saveSafetensors (${name})`);

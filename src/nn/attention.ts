@@ -17,7 +17,8 @@ import { Stream, count, dtypeOf } from './init.js';
 
 /** x·Wᵀ + b over the last axis: one GEMM on the flattened leading axes (with the bias in its epilogue). */
 export function linear(x: Tensor, w: Tensor, b: Tensor | null): Tensor {
-  const [out, inF] = w.shape, lead = x.shape.slice(0, -1);
+  const [out, inF] = w.shape,
+    lead = x.shape.slice(0, -1);
   return composite(() => {
     const x2 = x.shape.length === 2 ? x : reshape(x, [-1, inF]);
     const y = b === null ? matmul(x2, transpose(w)) : dense(x2, w, b);
@@ -88,7 +89,11 @@ export class MultiheadAttention extends Module {
    * @param numHeads - Number of heads; must divide `embedDim`.
    * @param opts - `bias`, `dropout`, `batchFirst`, `dtype`, `seed`.
    */
-  constructor(readonly embedDim: number, readonly numHeads: number, opts: MultiheadAttentionOptions = {}) {
+  constructor(
+    readonly embedDim: number,
+    readonly numHeads: number,
+    opts: MultiheadAttentionOptions = {},
+  ) {
     super();
     count('MultiheadAttention', 'embedDim', embedDim);
     count('MultiheadAttention', 'numHeads', numHeads);
@@ -114,21 +119,34 @@ export class MultiheadAttention extends Module {
   }
 
   /** forward(query, key = query, value = key, options?): [B, Tq, E] (batchFirst) or [Tq, B, E]; unbatched [Tq, E] too. */
-  forward(query: Tensor, key?: Tensor | AttentionForwardOptions, value?: Tensor | AttentionForwardOptions, options?: AttentionForwardOptions): Tensor {
-    const opts = (isOptions(key) ? key : isOptions(value) ? value : options ?? {}) as AttentionForwardOptions;
+  forward(
+    query: Tensor,
+    key?: Tensor | AttentionForwardOptions,
+    value?: Tensor | AttentionForwardOptions,
+    options?: AttentionForwardOptions,
+  ): Tensor {
+    const opts = (isOptions(key) ? key : isOptions(value) ? value : (options ?? {})) as AttentionForwardOptions;
     const k = key instanceof Tensor ? key : query;
     const v = value instanceof Tensor ? value : k;
     return composite(() => {
       const [q3, k3, v3] = [query, k, v].map((t, i) => this.batched(t, ['query', 'key', 'value'][i]));
-      const [B, Tq] = q3.shape, Tk = k3.shape[1];
+      const [B, Tq] = q3.shape,
+        Tk = k3.shape[1];
       if (k3.shape[0] !== B || v3.shape[0] !== B || v3.shape[1] !== Tk) {
-        throw new ShapeError(`MultiheadAttention: query [${query.shape}], key [${k.shape}] and value [${v.shape}] do not agree on batch and key length`);
+        throw new ShapeError(
+          `MultiheadAttention: query [${query.shape}], key [${k.shape}] and value [${v.shape}] do not agree on batch and key length`,
+        );
       }
       const [Q, K, V] = this.project(q3, k3, v3, query === k && k === v);
       const heads = (t: Tensor) => transpose(reshape(t, [B, t.shape[1], this.numHeads, this.headDim]), [0, 2, 1, 3]);
       const p = this.training ? this.dropout : 0;
-      const o = attentionDrawn(heads(Q), heads(K), heads(V), { causal: opts.isCausal === true, mask: this.mask(opts.attnMask, B, Tq, Tk), dropoutP: p },
-        () => this.seeds.next()); // drawn per forward pass (and per replay of a compiled step)
+      const o = attentionDrawn(
+        heads(Q),
+        heads(K),
+        heads(V),
+        { causal: opts.isCausal === true, mask: this.mask(opts.attnMask, B, Tq, Tk), dropoutP: p },
+        () => this.seeds.next(),
+      ); // drawn per forward pass (and per replay of a compiled step)
       const y = this.out_proj.forward(reshape(transpose(o, [0, 2, 1, 3]), [B, Tq, this.embedDim]));
       if (query.shape.length === 2) return reshape(y, [Tq, this.embedDim]);
       return this.batchFirst ? y : transpose(y, [1, 0, 2]);
@@ -141,18 +159,24 @@ export class MultiheadAttention extends Module {
     t.check('MultiheadAttention');
     const r = t.shape.length;
     if ((r !== 2 && r !== 3) || t.shape[r - 1] !== this.embedDim) {
-      throw new ShapeError(`MultiheadAttention: ${name} must be [${this.batchFirst ? 'B, T' : 'T, B'}, ${this.embedDim}] or [T, ${this.embedDim}], got [${t.shape}]`);
+      throw new ShapeError(
+        `MultiheadAttention: ${name} must be [${this.batchFirst ? 'B, T' : 'T, B'}, ${this.embedDim}] or [T, ${this.embedDim}], got [${t.shape}]`,
+      );
     }
-    if (t.dtype !== this.dtype) throw new ShapeError(`MultiheadAttention: ${name} is ${t.dtype} but the layer is ${this.dtype} (cast with astype)`);
+    if (t.dtype !== this.dtype)
+      throw new ShapeError(`MultiheadAttention: ${name} is ${t.dtype} but the layer is ${this.dtype} (cast with astype)`);
     if (r === 2) return reshape(t, [1, ...t.shape]);
     return this.batchFirst ? t : transpose(t, [1, 0, 2]);
   }
 
   /** Q, K, V: one GEMM with the whole in_proj_weight for self-attention, three slices of it otherwise. */
   private project(q: Tensor, k: Tensor, v: Tensor, self: boolean): Tensor[] {
-    const E = this.embedDim, W = this.in_proj_weight, b = this.in_proj_bias;
+    const E = this.embedDim,
+      W = this.in_proj_weight,
+      b = this.in_proj_bias;
     if (self) {
-      const qkv = linear(q, W, b), [B, T] = q.shape;
+      const qkv = linear(q, W, b),
+        [B, T] = q.shape;
       return [0, 1, 2].map((i) => slice(qkv, [0, 0, i * E], [B, T, E]));
     }
     return [q, k, v].map((x, i) => linear(x, slice(W, [i * E, 0], [E, E]), b === null ? null : slice(b, [i * E], [E])));
@@ -165,7 +189,9 @@ export class MultiheadAttention extends Module {
     const ok2 = m.shape.length === 2 && m.shape[0] === Tq && m.shape[1] === Tk;
     const ok3 = m.shape.length === 3 && m.shape[0] === B * this.numHeads && m.shape[1] === Tq && m.shape[2] === Tk;
     if (!ok2 && !ok3) {
-      throw new ShapeError(`MultiheadAttention: attnMask must be [${Tq}, ${Tk}] or [${B * this.numHeads}, ${Tq}, ${Tk}] (B·numHeads, Tq, Tk), got [${m.shape}]`);
+      throw new ShapeError(
+        `MultiheadAttention: attnMask must be [${Tq}, ${Tk}] or [${B * this.numHeads}, ${Tq}, ${Tk}] (B·numHeads, Tq, Tk), got [${m.shape}]`,
+      );
     }
     // PyTorch's boolean mask marks what may NOT be attended: additive log(1 − m) is 0 or −∞.
     const additive = (m.dtype as string) === 'int32' ? log(sub(1, astype(m, this.dtype))) : m;
@@ -226,13 +252,19 @@ export class TransformerEncoderLayer extends Module {
   constructor(dModel: number, nhead: number, opts: TransformerEncoderLayerOptions = {}) {
     super();
     const ff = count('TransformerEncoderLayer', 'dimFeedforward', opts.dimFeedforward ?? 2048);
-    const p = opts.dropout ?? 0.1, dtype = dtypeOf('TransformerEncoderLayer', opts.dtype), bias = opts.bias ?? true;
+    const p = opts.dropout ?? 0.1,
+      dtype = dtypeOf('TransformerEncoderLayer', opts.dtype),
+      bias = opts.bias ?? true;
     const act = opts.activation ?? 'relu';
-    if (act !== 'relu' && act !== 'gelu') throw new ArgumentError(`TransformerEncoderLayer: activation must be 'relu' or 'gelu', got ${JSON.stringify(act)}`);
+    if (act !== 'relu' && act !== 'gelu')
+      throw new ArgumentError(`TransformerEncoderLayer: activation must be 'relu' or 'gelu', got ${JSON.stringify(act)}`);
     this.activation = act;
     this.normFirst = opts.normFirst ?? false;
     const s = (i: number) => (opts.seed === undefined ? undefined : opts.seed + 10 * i);
-    this.self_attn = this.registerModule('self_attn', new MultiheadAttention(dModel, nhead, { bias, dropout: p, batchFirst: opts.batchFirst ?? true, dtype, seed: s(0) }));
+    this.self_attn = this.registerModule(
+      'self_attn',
+      new MultiheadAttention(dModel, nhead, { bias, dropout: p, batchFirst: opts.batchFirst ?? true, dtype, seed: s(0) }),
+    );
     this.linear1 = this.registerModule('linear1', new Linear(dModel, ff, { bias, dtype, seed: s(1) }));
     this.drop = this.registerModule('dropout', new Dropout(p, { seed: s(2) }));
     this.linear2 = this.registerModule('linear2', new Linear(ff, dModel, { bias, dtype, seed: s(3) }));
@@ -248,7 +280,9 @@ export class TransformerEncoderLayer extends Module {
       const sa = (x: Tensor) => this.drop1.forward(this.self_attn.forward(x, x, x, { attnMask: opts.mask, isCausal: opts.isCausal }));
       const ffn = (x: Tensor) => {
         const h = this.linear1.forward(x);
-        return this.drop2.forward(this.linear2.forward(this.drop.forward(this.activation === 'relu' ? relu(h) : gelu(h, { approximate: 'none' }))));
+        return this.drop2.forward(
+          this.linear2.forward(this.drop.forward(this.activation === 'relu' ? relu(h) : gelu(h, { approximate: 'none' }))),
+        );
       };
       if (this.normFirst) {
         const x = add(src, sa(this.norm1.forward(src)));

@@ -24,7 +24,8 @@ export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Mod
   /** The module at index i (negative counts from the end). */
   at(i: number): M {
     const j = i < 0 ? i + this.items.length : i;
-    if (!Number.isInteger(j) || j < 0 || j >= this.items.length) throw new ArgumentError(`ModuleList: index ${i} is out of range for ${this.items.length} modules`);
+    if (!Number.isInteger(j) || j < 0 || j >= this.items.length)
+      throw new ArgumentError(`ModuleList: index ${i} is out of range for ${this.items.length} modules`);
     return this.items[j];
   }
 

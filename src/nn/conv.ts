@@ -27,7 +27,8 @@ export interface Conv2dOptions {
 
 function pair(op: string, name: string, v: Size, min: number): [number, number] {
   const p: [number, number] = typeof v === 'number' ? [v, v] : Array.isArray(v) ? [v[0], v[1]] : [NaN, NaN];
-  if ((Array.isArray(v) && v.length !== 2) || !p.every((d) => Number.isInteger(d) && d >= min)) throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${describe(v)}`);
+  if ((Array.isArray(v) && v.length !== 2) || !p.every((d) => Number.isInteger(d) && d >= min))
+    throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${min} or a pair of them, got ${describe(v)}`);
   return p;
 }
 
@@ -55,7 +56,12 @@ export class Conv2d extends Module {
    * @param kernelSize - The window: `k` or `[kh, kw]`.
    * @param options - `stride`, `padding`, `bias`, `seed`, `dtype`.
    */
-  constructor(readonly inChannels: number, readonly outChannels: number, kernelSize: Size, options?: Conv2dOptions) {
+  constructor(
+    readonly inChannels: number,
+    readonly outChannels: number,
+    kernelSize: Size,
+    options?: Conv2dOptions,
+  ) {
     super();
     const opts = optionsArg('Conv2d', options, ['stride', 'padding', 'bias', 'seed', 'dtype']);
     count('Conv2d', 'inChannels', inChannels);
@@ -83,7 +89,10 @@ export class MaxPool2d extends Module {
    * @param kernelSize - The window: `k` or `[kh, kw]`.
    * @param stride - The step between windows; default: the window.
    */
-  constructor(readonly kernelSize: Size, readonly stride?: Size) {
+  constructor(
+    readonly kernelSize: Size,
+    readonly stride?: Size,
+  ) {
     super();
   }
   forward(x: Tensor): Tensor {
@@ -97,7 +106,10 @@ export class AvgPool2d extends Module {
    * @param kernelSize - The window: `k` or `[kh, kw]`.
    * @param stride - The step between windows; default: the window.
    */
-  constructor(readonly kernelSize: Size, readonly stride?: Size) {
+  constructor(
+    readonly kernelSize: Size,
+    readonly stride?: Size,
+  ) {
     super();
   }
   forward(x: Tensor): Tensor {

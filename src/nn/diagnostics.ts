@@ -33,11 +33,13 @@ function norm(t: Tensor): number {
 
 /** Per parameter, after a backward pass: its gradient's norm, its own norm and their ratio. */
 export function gradientStats(model: Module): GradientStat[] {
-  return moduleArg('gradientStats', model).namedParameters().map(([name, p]) => {
-    const gradNorm = p.grad === null ? 0 : norm(p.grad);
-    const weightNorm = norm(p);
-    return { name, gradNorm, weightNorm, ratio: weightNorm === 0 ? (gradNorm === 0 ? 0 : Infinity) : gradNorm / weightNorm };
-  });
+  return moduleArg('gradientStats', model)
+    .namedParameters()
+    .map(([name, p]) => {
+      const gradNorm = p.grad === null ? 0 : norm(p.grad);
+      const weightNorm = norm(p);
+      return { name, gradNorm, weightNorm, ratio: weightNorm === 0 ? (gradNorm === 0 ? 0 : Infinity) : gradNorm / weightNorm };
+    });
 }
 
 /** Thresholds of {@link gradientWarnings}. */
@@ -53,25 +55,33 @@ const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : St
 /** One line per parameter whose gradient vanishes (relative to the largest) or explodes. */
 export function gradientWarnings(stats: readonly GradientStat[], options?: WarningOptions): string[] {
   const opts = optionsArg('gradientWarnings', options, ['vanishing', 'exploding']);
-  if (!Array.isArray(stats)) throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${describe(stats)}`);
+  if (!Array.isArray(stats))
+    throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${describe(stats)}`);
   stats.forEach((s, i) => {
     if (s === null || typeof s !== 'object' || typeof s.gradNorm !== 'number') {
-      throw new ArgumentError(`gradientWarnings: stats[${i}] must be a { name, gradNorm, ... } record from gradientStats, got ${describe(s)}`);
+      throw new ArgumentError(
+        `gradientWarnings: stats[${i}] must be a { name, gradNorm, ... } record from gradientStats, got ${describe(s)}`,
+      );
     }
   });
   for (const [k, v] of Object.entries(opts)) {
     if (typeof v !== 'number' || !(v > 0)) throw new ArgumentError(`gradientWarnings: ${k} must be a positive number, got ${describe(v)}`);
   }
-  const vanishing = opts.vanishing ?? 1e-6, exploding = opts.exploding ?? 1e6;
+  const vanishing = opts.vanishing ?? 1e-6,
+    exploding = opts.exploding ?? 1e6;
   // The reference is the largest gradient that is not itself exploding.
   const finite = stats.filter((s) => Number.isFinite(s.gradNorm) && s.gradNorm <= exploding);
   const top = finite.reduce<GradientStat | null>((a, s) => (a === null || s.gradNorm > a.gradNorm ? s : a), null);
   const out: string[] = [];
   for (const s of stats) {
     if (!Number.isFinite(s.gradNorm) || s.gradNorm > exploding) {
-      out.push(`exploding gradient: ${s.name} ‖grad‖ = ${sci(s.gradNorm)}${Number.isFinite(s.gradNorm) ? ` > ${sci(exploding)}` : ' (not finite)'}`);
+      out.push(
+        `exploding gradient: ${s.name} ‖grad‖ = ${sci(s.gradNorm)}${Number.isFinite(s.gradNorm) ? ` > ${sci(exploding)}` : ' (not finite)'}`,
+      );
     } else if (top !== null && s.gradNorm < vanishing * top.gradNorm) {
-      out.push(`vanishing gradient: ${s.name} ‖grad‖ = ${sci(s.gradNorm)} < ${vanishing} × the largest (${top.name}, ${sci(top.gradNorm)})`);
+      out.push(
+        `vanishing gradient: ${s.name} ‖grad‖ = ${sci(s.gradNorm)} < ${vanishing} × the largest (${top.name}, ${sci(top.gradNorm)})`,
+      );
     }
   }
   return out;
@@ -81,7 +91,9 @@ export function gradientWarnings(stats: readonly GradientStat[], options?: Warni
 export function formatGradientStats(stats: readonly GradientStat[], indent = '  '): string {
   const w = Math.max(9, ...stats.map((s) => s.name.length));
   const head = `${indent}${'parameter'.padEnd(w)}  ${'‖grad‖'.padStart(9)}  ${'‖weight‖'.padStart(9)}  ${'ratio'.padStart(9)}`;
-  const rows = stats.map((s) => `${indent}${s.name.padEnd(w)}  ${sci(s.gradNorm).padStart(9)}  ${sci(s.weightNorm).padStart(9)}  ${sci(s.ratio).padStart(9)}`);
+  const rows = stats.map(
+    (s) => `${indent}${s.name.padEnd(w)}  ${sci(s.gradNorm).padStart(9)}  ${sci(s.weightNorm).padStart(9)}  ${sci(s.ratio).padStart(9)}`,
+  );
   return [head, ...rows].join('\n');
 }
 
@@ -102,7 +114,7 @@ export interface AlignmentAngle {
 }
 
 /** Abramowitz and Stegun 4.4.46: arccos x = √(1 − x)·Σ aₖxᵏ on [0, 1], |error| ≤ 2·10⁻⁸. */
-const ACOS = [1.5707963050, -0.2145988016, 0.0889789874, -0.0501743046, 0.0308918810, -0.0170881256, 0.0066700901, -0.0012624911];
+const ACOS = [1.570796305, -0.2145988016, 0.0889789874, -0.0501743046, 0.030891881, -0.0170881256, 0.0066700901, -0.0012624911];
 
 /** arccos of every element of c ∈ [−1, 1], in radians, from wasm ops. */
 function acos(c: Tensor): Tensor {
@@ -116,11 +128,14 @@ function acos(c: Tensor): Tensor {
 
 /** The angle in degrees between a and b seen as vectors (NaN when either is zero). */
 export function angleDegrees(a: Tensor, b: Tensor): number {
-  return tidy(() => noGrad(() => {
-    const x = astype(a, 'float64'), y = astype(b, 'float64');
-    const cos = div(sum(mul(x, y)), sqrt(mul(sum(square(x)), sum(square(y)))));
-    return mul(acos(clamp(cos, -1, 1)), 180 / Math.PI).item();
-  }));
+  return tidy(() =>
+    noGrad(() => {
+      const x = astype(a, 'float64'),
+        y = astype(b, 'float64');
+      const cos = div(sum(mul(x, y)), sqrt(mul(sum(square(x)), sum(square(y)))));
+      return mul(acos(clamp(cos, -1, 1)), 180 / Math.PI).item();
+    }),
+  );
 }
 
 type Tap = (layer: Linear, x: Tensor) => Tensor;
@@ -170,7 +185,8 @@ export function alignmentAngles(model: Module, x: Tensor, lossOf: (out: Tensor) 
   moduleArg('alignmentAngles', model);
   if (!(x instanceof Tensor)) throw new ArgumentError(`alignmentAngles: x must be a Tensor, got ${describe(x)}`);
   x.check('alignmentAngles');
-  if (typeof lossOf !== 'function') throw new ArgumentError(`alignmentAngles: lossOf must be a function of the output, got ${describe(lossOf)}`);
+  if (typeof lossOf !== 'function')
+    throw new ArgumentError(`alignmentAngles: lossOf must be a function of the output, got ${describe(lossOf)}`);
   const named = linearLayers(model).filter(([, l]) => l.feedback !== 'bp');
   if (named.length === 0) return [];
   const layers = named.map(([, l]) => l);
@@ -185,7 +201,10 @@ export function alignmentAngles(model: Module, x: Tensor, lossOf: (out: Tensor) 
     passes.push(withBackprop(() => measure(model, layers, x, lossOf)));
     const [fa, bp] = passes;
     return named.map(([layer], i) => {
-      const s = fa.signals[i], t = bp.signals[i], w = fa.weights[i], v = bp.weights[i];
+      const s = fa.signals[i],
+        t = bp.signals[i],
+        w = fa.weights[i],
+        v = bp.weights[i];
       return { layer, signal: s && t ? angleDegrees(s, t) : null, weight: w && v ? angleDegrees(w, v) : NaN };
     });
   } finally {

@@ -27,19 +27,28 @@ function owners(root: Module<unknown>): Map<Tensor, Owner[]> {
  * The module is restored afterwards, also when forward throws.
  */
 export function functionalCall(module: Module<unknown>, params: Record<string, Tensor>, ...inputs: unknown[]): any {
-  if (!(module instanceof Module)) throw new ArgumentError(`functionalCall: module must be an nn.Module, got ${module === null ? 'null' : typeof module}`);
+  if (!(module instanceof Module))
+    throw new ArgumentError(`functionalCall: module must be an nn.Module, got ${module === null ? 'null' : typeof module}`);
   if (params === null || typeof params !== 'object' || Array.isArray(params)) {
-    throw new ArgumentError(`functionalCall: params must be a record of Tensors by parameter name, got ${params === null ? 'null' : Array.isArray(params) ? 'an array' : typeof params}`);
+    throw new ArgumentError(
+      `functionalCall: params must be a record of Tensors by parameter name, got ${params === null ? 'null' : Array.isArray(params) ? 'an array' : typeof params}`,
+    );
   }
   const own = owners(module);
   const current = new Map(module.namedParameters());
   for (const [name, t] of Object.entries(params)) {
     const p = current.get(name);
-    if (p === undefined) throw new ArgumentError(`functionalCall: ${JSON.stringify(name)} is not a parameter of ${module.constructor.name} (it has ${[...current.keys()].join(', ') || 'none'})`);
-    if (!(t instanceof Tensor)) throw new ArgumentError(`functionalCall: params[${JSON.stringify(name)}] must be a Tensor, got ${t === null ? 'null' : typeof t}`);
+    if (p === undefined)
+      throw new ArgumentError(
+        `functionalCall: ${JSON.stringify(name)} is not a parameter of ${module.constructor.name} (it has ${[...current.keys()].join(', ') || 'none'})`,
+      );
+    if (!(t instanceof Tensor))
+      throw new ArgumentError(`functionalCall: params[${JSON.stringify(name)}] must be a Tensor, got ${t === null ? 'null' : typeof t}`);
     t.check('functionalCall');
-    if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) throw new ShapeError(`functionalCall: params[${JSON.stringify(name)}] has shape [${t.shape}], the parameter [${p.shape}]`);
-    if (t.dtype !== p.dtype) throw new DtypeError(`functionalCall: params[${JSON.stringify(name)}] is ${t.dtype}, the parameter ${p.dtype}`);
+    if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i]))
+      throw new ShapeError(`functionalCall: params[${JSON.stringify(name)}] has shape [${t.shape}], the parameter [${p.shape}]`);
+    if (t.dtype !== p.dtype)
+      throw new DtypeError(`functionalCall: params[${JSON.stringify(name)}] is ${t.dtype}, the parameter ${p.dtype}`);
   }
   const undo: [Owner, Tensor][] = [];
   try {

@@ -23,7 +23,8 @@ export interface SampleOptions {
 
 /** Index of the first cumulative probability above u (the last nonzero one if rounding leaves u above the sum). */
 function pick(p: ArrayLike<number>, u: number): number {
-  let c = 0, last = 0;
+  let c = 0,
+    last = 0;
   for (let i = 0; i < p.length; i++) {
     if (p[i] <= 0) continue;
     last = i;
@@ -50,10 +51,14 @@ function scaled(logits: ArrayLike<number>, temperature: number, topK: number | n
  * sees between context/2 and context tokens of history.
  */
 export function sample(model: GPT, prompt: ArrayLike<number>, opts: SampleOptions = {}): Int32Array {
-  const tokens = opts.tokens ?? 200, temperature = opts.temperature ?? 1, topK = opts.topK ?? null;
+  const tokens = opts.tokens ?? 200,
+    temperature = opts.temperature ?? 1,
+    topK = opts.topK ?? null;
   if (!Number.isInteger(tokens) || tokens < 0) throw new ArgumentError(`sample: tokens must be an integer ≥ 0, got ${String(tokens)}`);
-  if (typeof temperature !== 'number' || !(temperature > 0) || !Number.isFinite(temperature)) throw new ArgumentError(`sample: temperature must be a positive number, got ${String(temperature)}`);
-  if (topK !== null && (!Number.isInteger(topK) || topK < 1)) throw new ArgumentError(`sample: topK must be a positive integer, got ${String(topK)}`);
+  if (typeof temperature !== 'number' || !(temperature > 0) || !Number.isFinite(temperature))
+    throw new ArgumentError(`sample: temperature must be a positive number, got ${String(temperature)}`);
+  if (topK !== null && (!Number.isInteger(topK) || topK < 1))
+    throw new ArgumentError(`sample: topK must be a positive integer, got ${String(topK)}`);
   if (prompt.length === 0) throw new ArgumentError('sample: the prompt needs at least one token');
   const seq = Array.from(prompt);
   const u = tidy(() => rand([Math.max(tokens, 1)], { seed: opts.seed ?? 0, dtype: 'float64' }).toArray());

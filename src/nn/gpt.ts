@@ -58,7 +58,14 @@ export class GPTBlock extends Module {
     this.ln1 = this.registerModule('ln1', new LayerNorm(width, { dtype }));
     this.attn = this.registerModule('attn', new MultiheadAttention(width, heads, { dtype, batchFirst: true }));
     this.ln2 = this.registerModule('ln2', new LayerNorm(width, { dtype }));
-    this.mlp = this.registerModule('mlp', new Sequential(new Linear(width, 4 * width, { dtype }), new GELU({ approximate: 'none' }) /* PyTorch's nn.GELU() */, new Linear(4 * width, width, { dtype })));
+    this.mlp = this.registerModule(
+      'mlp',
+      new Sequential(
+        new Linear(width, 4 * width, { dtype }),
+        new GELU({ approximate: 'none' }) /* PyTorch's nn.GELU() */,
+        new Linear(4 * width, width, { dtype }),
+      ),
+    );
   }
   forward(x: Tensor): Tensor {
     return composite(() => {
@@ -93,7 +100,8 @@ export class GPT extends Module {
 
   constructor(config: GPTConfig) {
     super();
-    if (config === null || typeof config !== 'object') throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${String(config)}`);
+    if (config === null || typeof config !== 'object')
+      throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${String(config)}`);
     this.vocabSize = count('GPT', 'vocabSize', config.vocabSize);
     this.layers = count('GPT', 'layers', config.layers ?? 4);
     this.heads = count('GPT', 'heads', config.heads ?? 4);
@@ -104,7 +112,10 @@ export class GPT extends Module {
     const dtype = this.dtype;
     this.tokEmb = this.registerModule('tokEmb', new Embedding(this.vocabSize, this.width, { dtype }));
     this.posEmb = this.registerModule('posEmb', new Embedding(this.context, this.width, { dtype }));
-    this.blocks = this.registerModule('blocks', new ModuleList(Array.from({ length: this.layers }, () => new GPTBlock(this.width, this.heads, dtype))));
+    this.blocks = this.registerModule(
+      'blocks',
+      new ModuleList(Array.from({ length: this.layers }, () => new GPTBlock(this.width, this.heads, dtype))),
+    );
     this.lnF = this.registerModule('lnF', new LayerNorm(this.width, { dtype }));
     this.head = this.registerModule('head', new TiedHead(this.tokEmb.weight));
     this.initGpt2(config.seed ?? 0);
@@ -158,7 +169,8 @@ export class GPT extends Module {
     } else {
       throw new ArgumentError('GPT: ids must be an int32 tensor [B, T] or { ids, shape: [B, T] }');
     }
-    if (shape.length !== 2 || shape[0] * shape[1] !== flat.length || shape[1] < 1) throw new ShapeError(`GPT: ids must be [B, T] with ${flat.length} ids, got shape [${shape}]`);
+    if (shape.length !== 2 || shape[0] * shape[1] !== flat.length || shape[1] < 1)
+      throw new ShapeError(`GPT: ids must be [B, T] with ${flat.length} ids, got shape [${shape}]`);
     if (shape[1] > this.context) throw new ShapeError(`GPT: sequence length ${shape[1]} exceeds the context of ${this.context}`);
     return { flat, B: shape[0], T: shape[1] };
   }
@@ -193,19 +205,26 @@ export class GPTCache {
 
   /** Appends `ids` at positions length .. length + n − 1 and returns the last token's logits [vocabSize]. */
   append(ids: readonly number[] | Int32Array): Float64Array | Float32Array {
-    const m = this.model, n = ids.length;
+    const m = this.model,
+      n = ids.length;
     if (n === 0) throw new ArgumentError('GPTCache.append: no ids');
-    if (this.length + n > m.context) throw new ShapeError(`GPTCache.append: ${this.length} cached + ${n} new tokens exceed the context of ${m.context}; reset() and append the window again`);
+    if (this.length + n > m.context)
+      throw new ShapeError(
+        `GPTCache.append: ${this.length} cached + ${n} new tokens exceed the context of ${m.context}; reset() and append the window again`,
+      );
     if (this.length > 0 && n > 1) throw new ArgumentError('GPTCache.append: after the first call, append one token at a time');
     return tidy(() => {
-      const H = m.heads, d = m.width / H, E = m.width;
+      const H = m.heads,
+        d = m.width / H,
+        E = m.width;
       let x = add(reshape(m.tokEmb.forward(ids), [1, n, E]), m.posEmb.forward(positions(this.length, n)));
       let l = 0;
       for (const block of m.blocks) {
         const h = block.ln1.forward(x);
         const qkv = linear(h, block.attn.in_proj_weight, block.attn.in_proj_bias);
         const heads = (i: number) => transpose(reshape(slice(qkv, [0, 0, i * E], [1, n, E]), [1, n, H, d]), [0, 2, 1, 3]);
-        let k = heads(1), v = heads(2);
+        let k = heads(1),
+          v = heads(2);
         if (this.length > 0) {
           const [k0, v0] = [this.keys[l], this.values[l]];
           [k, v] = [concat([k0, k], 2), concat([v0, v], 2)];

@@ -18,11 +18,15 @@ function tensorInput(op: string, x: unknown): Tensor {
 
 /** `max(x, 0)` elementwise, as a module (no parameters). */
 export class ReLU extends Module {
-  forward(x: Tensor): Tensor { return relu(tensorInput('ReLU', x)); }
+  forward(x: Tensor): Tensor {
+    return relu(tensorInput('ReLU', x));
+  }
 }
 /** `tanh(x)` elementwise, as a module (no parameters). */
 export class Tanh extends Module {
-  forward(x: Tensor): Tensor { return tanh(tensorInput('Tanh', x)); }
+  forward(x: Tensor): Tensor {
+    return tanh(tensorInput('Tanh', x));
+  }
 }
 /** GELU: the tanh approximation by default (PyTorch's nn.GELU(approximate='tanh')); { approximate: 'none' } is the exact erf form. */
 export class GELU extends Module {
@@ -32,7 +36,9 @@ export class GELU extends Module {
     super();
     this.approximate = geluApproximation('GELU', options);
   }
-  forward(x: Tensor): Tensor { return gelu(tensorInput('GELU', x), { approximate: this.approximate }); }
+  forward(x: Tensor): Tensor {
+    return gelu(tensorInput('GELU', x), { approximate: this.approximate });
+  }
 }
 
 /** Flattens axes startDim..endDim into one (default: everything but the batch axis). */
@@ -41,13 +47,18 @@ export class Flatten extends Module {
    * @param startDim - First axis to flatten; default 1 (keeps the batch axis).
    * @param endDim - Last axis to flatten (negative counts from the end); default -1.
    */
-  constructor(readonly startDim = 1, readonly endDim = -1) {
+  constructor(
+    readonly startDim = 1,
+    readonly endDim = -1,
+  ) {
     super();
   }
   forward(x: Tensor): Tensor {
     const r = tensorInput('Flatten', x).shape.length;
-    const s = this.startDim < 0 ? this.startDim + r : this.startDim, e = this.endDim < 0 ? this.endDim + r : this.endDim;
-    if (!(0 <= s && s <= e && e < r)) throw new ShapeError(`Flatten: dims ${this.startDim}..${this.endDim} do not fit input shape [${x.shape}]`);
+    const s = this.startDim < 0 ? this.startDim + r : this.startDim,
+      e = this.endDim < 0 ? this.endDim + r : this.endDim;
+    if (!(0 <= s && s <= e && e < r))
+      throw new ShapeError(`Flatten: dims ${this.startDim}..${this.endDim} do not fit input shape [${x.shape}]`);
     const merged = x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1);
     return reshape(x, [...x.shape.slice(0, s), merged, ...x.shape.slice(e + 1)]);
   }
@@ -59,7 +70,10 @@ export class Unflatten extends Module {
    * @param dim - The axis to split (negative counts from the end).
    * @param sizes - The new axes' sizes; their product must equal the axis' size.
    */
-  constructor(readonly dim: number, readonly sizes: readonly number[]) {
+  constructor(
+    readonly dim: number,
+    readonly sizes: readonly number[],
+  ) {
     super();
   }
   forward(x: Tensor): Tensor {
@@ -85,7 +99,10 @@ export class Dropout extends Module {
    * @param p - Probability of zeroing an element, in [0, 1); default 0.5.
    * @param options - `seed`: the first mask's seed (omitted: the next of a fixed sequence).
    */
-  constructor(readonly p = 0.5, options?: { seed?: number }) {
+  constructor(
+    readonly p = 0.5,
+    options?: { seed?: number },
+  ) {
     super();
     const opts = optionsArg('Dropout', options, ['seed']);
     if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${describe(p)}`);
@@ -149,12 +166,19 @@ export class Embedding extends Module {
    * @param embeddingDim - Size of each row.
    * @param options - `seed` of the initialisation and `dtype` (default `'float32'`).
    */
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options?: { seed?: number; dtype?: DType }) {
+  constructor(
+    readonly numEmbeddings: number,
+    readonly embeddingDim: number,
+    options?: { seed?: number; dtype?: DType },
+  ) {
     super();
     const opts = optionsArg('Embedding', options, ['seed', 'dtype']);
     count('Embedding', 'numEmbeddings', numEmbeddings);
     count('Embedding', 'embeddingDim', embeddingDim);
-    this.weight = this.registerParameter('weight', new Stream(opts.seed, 'Embedding').normal([numEmbeddings, embeddingDim], dtypeOf('Embedding', opts.dtype)));
+    this.weight = this.registerParameter(
+      'weight',
+      new Stream(opts.seed, 'Embedding').normal([numEmbeddings, embeddingDim], dtypeOf('Embedding', opts.dtype)),
+    );
   }
   forward(indices: Tensor | Int32Array | readonly number[]): Tensor {
     if (!(indices instanceof Tensor) && !(indices instanceof Int32Array) && !Array.isArray(indices)) {
@@ -165,7 +189,9 @@ export class Embedding extends Module {
     for (let i = 0; i < flat.length; i++) {
       const v = flat[i];
       if (!Number.isInteger(v)) {
-        throw new ArgumentError(`Embedding: index ${describe(v)} at position ${i} is not an integer (indices are whole row numbers in [0, ${this.numEmbeddings}))`);
+        throw new ArgumentError(
+          `Embedding: index ${describe(v)} at position ${i} is not an integer (indices are whole row numbers in [0, ${this.numEmbeddings}))`,
+        );
       }
       if (v < 0 || v >= this.numEmbeddings) {
         throw new ShapeError(`Embedding: index ${v} at position ${i} is out of range [0, ${this.numEmbeddings})`);

@@ -58,7 +58,11 @@ export class Linear extends Module {
    * @param outFeatures - Size of the output's last axis.
    * @param options - `bias` (default true), `seed`, `dtype` (default `'float32'`), `feedback` (default `'bp'`).
    */
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options?: LinearOptions) {
+  constructor(
+    readonly inFeatures: number,
+    readonly outFeatures: number,
+    options?: LinearOptions,
+  ) {
     super();
     const opts = optionsArg('Linear', options, ['bias', 'seed', 'dtype', 'feedback']);
     count('Linear', 'inFeatures', inFeatures);
@@ -148,7 +152,8 @@ export function linearLayers(model: Module<unknown>, prefix = ''): [string, Line
  */
 export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
   moduleArg('setFeedback', model);
-  if (mode === undefined) throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);
+  if (mode === undefined)
+    throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);
   checkFeedback('setFeedback', mode);
   const rng = mode === 'alignment' ? feedbackStream(seed, 'setFeedback') : null;
   const layers = linearLayers(model);

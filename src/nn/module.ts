@@ -15,7 +15,8 @@ export function checkInput(op: string, x: unknown, dtype: DType, axis: number, s
   if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${describe(x)}`);
   x.check(op);
   const a = axis < 0 ? x.shape.length + axis : axis;
-  if (a < 0 || a >= x.shape.length || x.shape[a] !== size) throw new ShapeError(`${op}: expected input with ${what} = ${size}, got shape [${x.shape}]`);
+  if (a < 0 || a >= x.shape.length || x.shape[a] !== size)
+    throw new ShapeError(`${op}: expected input with ${what} = ${size}, got shape [${x.shape}]`);
   if (x.dtype !== dtype) throw new DtypeError(`${op}: input is ${x.dtype} but the layer's parameters are ${dtype} (cast with astype)`);
   return x;
 }
@@ -51,16 +52,20 @@ export abstract class Module<Out = Tensor> {
   /** Registers a submodule under `name`; its parameters appear as `name.<param>`. */
   protected registerModule<M extends Module<unknown>>(name: string, m: M): M {
     this.checkName(name);
-    if (!(m instanceof Module)) throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${describe(m)}`);
+    if (!(m instanceof Module))
+      throw new ArgumentError(`${this.constructor.name}: submodule ${JSON.stringify(name)} must be a Module, got ${describe(m)}`);
     this.children.set(name, m);
     return m;
   }
 
   private checkName(name: string): void {
     if (typeof name !== 'string' || name === '' || name.includes('.')) {
-      throw new ArgumentError(`${this.constructor.name}: parameter and submodule names must be non-empty strings without '.', got ${describe(name)}`);
+      throw new ArgumentError(
+        `${this.constructor.name}: parameter and submodule names must be non-empty strings without '.', got ${describe(name)}`,
+      );
     }
-    if (this.ownParams.has(name) || this.children.has(name)) throw new ArgumentError(`${this.constructor.name}: ${JSON.stringify(name)} is already registered`);
+    if (this.ownParams.has(name) || this.children.has(name))
+      throw new ArgumentError(`${this.constructor.name}: ${JSON.stringify(name)} is already registered`);
   }
 
   /** [name, submodule] pairs of the direct children, in registration order. */
@@ -103,7 +108,8 @@ export abstract class Module<Out = Tensor> {
    * mis-shaped keys are all named in one error.
    */
   loadStateDict(record: Record<string, Tensor>): void {
-    if (record === null || typeof record !== 'object') throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${describe(record)}`);
+    if (record === null || typeof record !== 'object')
+      throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${describe(record)}`);
     const params = new Map(this.namedParameters('', false));
     const problems: string[] = [];
     // A tied parameter needs only one of its names (a record saved with duplicates dropped still loads).
@@ -125,7 +131,9 @@ export abstract class Module<Out = Tensor> {
       const Err = missing.length || extra.length ? ArgumentError : ShapeError;
       throw new Err(`loadStateDict: ${problems.join('; ')}`);
     }
-    noGrad(() => { for (const [n, p] of params) if (Object.hasOwn(record, n)) copyInto(p, record[n]); });
+    noGrad(() => {
+      for (const [n, p] of params) if (Object.hasOwn(record, n)) copyInto(p, record[n]);
+    });
   }
 
   /**
@@ -180,7 +188,8 @@ export abstract class Module<Out = Tensor> {
 function copyInto(dst: Tensor, src: Tensor): void {
   if (src === dst) return;
   const from = src.dtype === dst.dtype ? src : cast(src, dst.dtype);
-  const to = dst.ptr, at = from.ptr; // before views(): filling a lazy transpose may grow the memory
+  const to = dst.ptr,
+    at = from.ptr; // before views(): filling a lazy transpose may grow the memory
   views().u8.copyWithin(to, at, at + from.size * BYTES[from.dtype]);
   if (from !== src) from.dispose();
 }

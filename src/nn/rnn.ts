@@ -35,13 +35,28 @@ type Kind = 'LSTM' | 'GRU';
 const GATES: Record<Kind, number> = { LSTM: 4, GRU: 3 };
 
 /** One layer's weights and biases (PyTorch's `weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`). */
-interface LayerParams { wih: Tensor; whh: Tensor; bih: Tensor | null; bhh: Tensor | null }
+interface LayerParams {
+  wih: Tensor;
+  whh: Tensor;
+  bih: Tensor | null;
+  bhh: Tensor | null;
+}
 
 /** Registers one layer's four tensors under PyTorch's names (suffix '' for cells, '_l0', '_l1', … for layers). */
-function registerLayer(m: RecurrentBase<unknown>, rng: Stream, inF: number, H: number, G: number, bias: boolean, suffix: string): LayerParams {
-  const b = fanInBound(H), dt = m.dtype;
+function registerLayer(
+  m: RecurrentBase<unknown>,
+  rng: Stream,
+  inF: number,
+  H: number,
+  G: number,
+  bias: boolean,
+  suffix: string,
+): LayerParams {
+  const b = fanInBound(H),
+    dt = m.dtype;
   const reg = (name: string, shape: number[]) => m.register(name + suffix, rng.uniform(shape, b, dt));
-  const wih = reg('weight_ih', [G * H, inF]), whh = reg('weight_hh', [G * H, H]);
+  const wih = reg('weight_ih', [G * H, inF]),
+    whh = reg('weight_hh', [G * H, H]);
   return { wih, whh, bih: bias ? reg('bias_ih', [G * H]) : null, bhh: bias ? reg('bias_hh', [G * H]) : null };
 }
 
@@ -62,7 +77,8 @@ abstract class RecurrentBase<Out> extends Module<Out> {
 function checkState(op: string, name: string, t: unknown, shape: readonly number[], dtype: DType): Tensor {
   if (!(t instanceof Tensor)) throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${typeof t}`);
   t.check(op);
-  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) throw new ShapeError(`${op}: ${name} must have shape [${shape}], got [${t.shape}]`);
+  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
+    throw new ShapeError(`${op}: ${name} must have shape [${shape}], got [${t.shape}]`);
   if (t.dtype !== dtype) throw new ShapeError(`${op}: ${name} is ${t.dtype} but the layer is ${dtype} (cast with astype)`);
   return t;
 }
@@ -91,7 +107,11 @@ export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
    * @param hiddenSize - Size of the hidden (and cell) state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+  constructor(
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
+  ) {
     opts = optionsArg('LSTMCell', opts, ['bias', 'dtype', 'seed']);
     super('LSTMCell', opts.dtype);
     count('LSTMCell', 'inputSize', inputSize);
@@ -111,7 +131,11 @@ export class GRUCell extends RecurrentBase<Tensor> {
    * @param hiddenSize - Size of the hidden state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(readonly inputSize: number, readonly hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+  constructor(
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
+  ) {
     opts = optionsArg('GRUCell', opts, ['bias', 'dtype', 'seed']);
     super('GRUCell', opts.dtype);
     count('GRUCell', 'inputSize', inputSize);
@@ -123,14 +147,26 @@ export class GRUCell extends RecurrentBase<Tensor> {
   }
 }
 
-function cellForward(op: string, kind: Kind, m: LSTMCell | GRUCell, p: LayerParams, x: Tensor, state: readonly Tensor[] | null): Tensor | [Tensor, Tensor] {
+function cellForward(
+  op: string,
+  kind: Kind,
+  m: LSTMCell | GRUCell,
+  p: LayerParams,
+  x: Tensor,
+  state: readonly Tensor[] | null,
+): Tensor | [Tensor, Tensor] {
   checkX(op, x, [1, 2], m.inputSize, m.dtype);
-  if (state !== null && !Array.isArray(state)) throw new ArgumentError(`${op}: the state must be ${kind === 'LSTM' ? 'an array [h, c]' : 'a Tensor'}`);
+  if (state !== null && !Array.isArray(state))
+    throw new ArgumentError(`${op}: the state must be ${kind === 'LSTM' ? 'an array [h, c]' : 'a Tensor'}`);
   return composite(() => {
-    const x2 = x.shape.length === 1 ? reshape(x, [1, x.shape[0]]) : x, B = x2.shape[0], H = m.hiddenSize;
+    const x2 = x.shape.length === 1 ? reshape(x, [1, x.shape[0]]) : x,
+      B = x2.shape[0],
+      H = m.hiddenSize;
     const unbatch = (t: Tensor) => (x.shape.length === 1 ? reshape(t, [H]) : t);
-    const st = (i: number, name: string) => state?.[i] == null ? zeros([B, H], { dtype: m.dtype })
-      : reshape(checkState(op, name, state[i], x.shape.length === 1 ? [H] : [B, H], m.dtype), [B, H]);
+    const st = (i: number, name: string) =>
+      state?.[i] == null
+        ? zeros([B, H], { dtype: m.dtype })
+        : reshape(checkState(op, name, state[i], x.shape.length === 1 ? [H] : [B, H], m.dtype), [B, H]);
     const [h, c] = step(kind, p, linear(x2, p.wih, p.bih), st(0, 'h'), kind === 'LSTM' ? st(1, 'c') : null);
     return kind === 'LSTM' ? [unbatch(h), unbatch(c!)] : unbatch(h);
   });
@@ -151,7 +187,12 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
    * @param hiddenSize - Size of the hidden state.
    * @param opts - `numLayers`, `bias`, `batchFirst`, `dtype`, `seed`.
    */
-  constructor(protected readonly kind: Kind, readonly inputSize: number, readonly hiddenSize: number, opts: RNNOptions) {
+  constructor(
+    protected readonly kind: Kind,
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    opts: RNNOptions,
+  ) {
     super(kind, opts.dtype);
     count(kind, 'inputSize', inputSize);
     count(kind, 'hiddenSize', hiddenSize);
@@ -165,7 +206,9 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
 
   /** The sequence through every layer: [y, hN, cN (LSTM)], y in the input's layout. */
   protected run(x: Tensor, state: readonly (Tensor | null | undefined)[]): Tensor[] {
-    const op = this.kind, H = this.hiddenSize, L = this.numLayers;
+    const op = this.kind,
+      H = this.hiddenSize,
+      L = this.numLayers;
     checkX(op, x, [2, 3], this.inputSize, this.dtype);
     const unbatched = x.shape.length === 2;
     const x3 = unbatched ? reshape(x, [x.shape[0], 1, x.shape[1]]) : this.batchFirst ? transpose(x, [1, 0, 2]) : x; // [T, B, in]
@@ -175,15 +218,19 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
       if (s == null) return null;
       return reshape(checkState(op, name, s, unbatched ? [L, H] : [L, B, H], this.dtype), [L, B, H]);
     };
-    const h0 = init(0, 'h0'), c0 = this.kind === 'LSTM' ? init(1, 'c0') : null;
-    const layerState = (s: Tensor | null, l: number) => (s === null ? zeros([B, H], { dtype: this.dtype }) : reshape(slice(s, [l, 0, 0], [1, B, H]), [B, H]));
+    const h0 = init(0, 'h0'),
+      c0 = this.kind === 'LSTM' ? init(1, 'c0') : null;
+    const layerState = (s: Tensor | null, l: number) =>
+      s === null ? zeros([B, H], { dtype: this.dtype }) : reshape(slice(s, [l, 0, 0], [1, B, H]), [B, H]);
     // Each step's input as its own tensor: slices of x for the first layer, then the previous
     // layer's step outputs themselves. (Slicing one [T, B, ·] tensor per step would send a
     // full-size zero-padded adjoint back from every step: quadratic in T.)
     let inputs = Array.from({ length: T }, (_, t) => reshape(slice(x3, [t, 0, 0], [1, B, x3.shape[2]]), [B, x3.shape[2]]));
-    const hN: Tensor[] = [], cN: Tensor[] = [];
+    const hN: Tensor[] = [],
+      cN: Tensor[] = [];
     this.layers.forEach((p, l) => {
-      let h = layerState(h0, l), c = this.kind === 'LSTM' ? layerState(c0, l) : null;
+      let h = layerState(h0, l),
+        c = this.kind === 'LSTM' ? layerState(c0, l) : null;
       const outs: Tensor[] = [];
       for (let t = 0; t < T; t++) {
         [h, c] = step(this.kind, p, linear(inputs[t], p.wih, p.bih), h, c);
@@ -202,10 +249,17 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
   /** As Module's, after checking the record holds this many layers (a clearer error than a list of keys). */
   override loadStateDict(record: Record<string, Tensor>): void {
     if (record !== null && typeof record === 'object') {
-      const layers = new Set(Object.keys(record).map((k) => /_l(\d+)$/.exec(k)?.[1]).filter((v) => v !== undefined).map(Number));
+      const layers = new Set(
+        Object.keys(record)
+          .map((k) => /_l(\d+)$/.exec(k)?.[1])
+          .filter((v) => v !== undefined)
+          .map(Number),
+      );
       const n = layers.size === 0 ? 0 : Math.max(...layers) + 1;
       if (n !== this.numLayers && layers.size > 0) {
-        throw new ShapeError(`${this.kind}.loadStateDict: the state dict has ${n} layer${n === 1 ? '' : 's'} (keys up to _l${n - 1}) but this ${this.kind} has numLayers = ${this.numLayers}`);
+        throw new ShapeError(
+          `${this.kind}.loadStateDict: the state dict has ${n} layer${n === 1 ? '' : 's'} (keys up to _l${n - 1}) but this ${this.kind} has numLayers = ${this.numLayers}`,
+        );
       }
     }
     super.loadStateDict(record);

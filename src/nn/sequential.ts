@@ -18,13 +18,17 @@ import { checkPlan, planSegments, type CheckpointPlan, type SegmentPlan } from '
 import { describe } from '../args.js';
 
 /** Activation modules a preceding Linear absorbs. Exact classes, the Linear's too: a subclass may change forward. */
-const FUSABLE = new Map<unknown, Activation>([[ReLU, 'relu'], [Tanh, 'tanh']]);
+const FUSABLE = new Map<unknown, Activation>([
+  [ReLU, 'relu'],
+  [Tanh, 'tanh'],
+]);
 
 /** The steps forward() runs: the modules, with each Linear → activation pair as one step. */
 function fuse(layers: readonly Module[]): Layer[] {
   const steps: Layer[] = [];
   for (let i = 0; i < layers.length; i++) {
-    const m = layers[i], act = FUSABLE.get(layers[i + 1]?.constructor);
+    const m = layers[i],
+      act = FUSABLE.get(layers[i + 1]?.constructor);
     if (m instanceof Linear && m.constructor === Linear && act !== undefined) {
       steps.push({ forward: (x: Tensor) => m.forwardAct(x, act) });
       i++;
@@ -36,10 +40,13 @@ function fuse(layers: readonly Module[]): Layer[] {
 /** Options for {@link Sequential}, passed as the last constructor argument. */
 export interface SequentialOptions {
   /** Activation checkpointing: ⌈√L⌉ segments ('sqrt'), k segments, or a memory budget (see planSegments). */
-  checkpoint?: 'sqrt' | number | {
-    /** Activation-memory budget in bytes. */
-    maxBytes: number;
-  };
+  checkpoint?:
+    | 'sqrt'
+    | number
+    | {
+        /** Activation-memory budget in bytes. */
+        maxBytes: number;
+      };
 }
 
 /**
@@ -61,7 +68,8 @@ export class Sequential extends Module {
     const hasOptions = typeof last === 'object' && last !== null && Object.getPrototypeOf(last) === Object.prototype;
     const mods = hasOptions ? items.slice(0, -1) : items;
     mods.forEach((m, i) => {
-      if (!(m instanceof Module)) throw new ArgumentError(`Sequential: argument ${i} must be a Module (an options object may only come last), got ${describe(m)}`);
+      if (!(m instanceof Module))
+        throw new ArgumentError(`Sequential: argument ${i} must be a Module (an options object may only come last), got ${describe(m)}`);
       this.registerModule(String(i), m);
     });
     this.layers = mods as Module[];

@@ -26,7 +26,8 @@ export type Axis = number | readonly number[];
 /** Normalised, sorted, distinct axes (all axes when omitted). */
 export function normAxes(op: string, shape: readonly number[], axis?: Axis): number[] {
   if (axis === undefined) return shape.map((_, i) => i);
-  if (typeof axis !== 'number' && !Array.isArray(axis)) throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${describe(axis)}`);
+  if (typeof axis !== 'number' && !Array.isArray(axis))
+    throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${describe(axis)}`);
   const list = typeof axis === 'number' ? [axis] : [...axis];
   const out = list.map((a) => normAxis(op, shape, a));
   return [...new Set(out)].sort((a, b) => a - b);
@@ -79,10 +80,13 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike, name: string = op): 
     if (!COMPARISONS.has(op)) throw intArithmetic(name, (ta ?? tb)!.shape);
     const n = ta === null ? a : tb === null ? b : 0;
     if (!Number.isInteger(n) || (n as number) < -(2 ** 31) || (n as number) >= 2 ** 31) {
-      throw new DtypeError(`${name}: cannot compare an int32 tensor with ${n}, which is not an int32 integer (cast the tensor: x.astype('float32'))`);
+      throw new DtypeError(
+        `${name}: cannot compare an int32 tensor with ${n}, which is not an int32 integer (cast the tensor: x.astype('float32'))`,
+      );
     }
   }
-  const x = ta ?? filled([], dtype, a as number), y = tb ?? filled([], dtype, b as number);
+  const x = ta ?? filled([], dtype, a as number),
+    y = tb ?? filled([], dtype, b as number);
   try {
     return apply(op, [x, y], {});
   } finally {
@@ -123,8 +127,26 @@ export const lt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', b, a, '
 export const le = (a: TensorLike, b: TensorLike): Tensor => binary('ge', b, a, 'le');
 
 /** The parameter-free unary primitives (rows in elementwise.ts; a name without a row does not compile). */
-type Unary = 'neg' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'softplus' | 'sign' | 'recip' | 'erf';
-const unary = (op: Unary) => (x: Tensor): Tensor => apply(op, [tensorArg(op, x, 'x')], {});
+type Unary =
+  | 'neg'
+  | 'exp'
+  | 'log'
+  | 'sqrt'
+  | 'abs'
+  | 'square'
+  | 'sin'
+  | 'cos'
+  | 'tanh'
+  | 'sigmoid'
+  | 'relu'
+  | 'softplus'
+  | 'sign'
+  | 'recip'
+  | 'erf';
+const unary =
+  (op: Unary) =>
+  (x: Tensor): Tensor =>
+    apply(op, [tensorArg(op, x, 'x')], {});
 
 /** Elementwise `-x`. */
 export const neg = unary('neg');
@@ -160,7 +182,8 @@ export const erf = unary('erf');
  */
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
   tensorArg('leakyRelu', x, 'x');
-  if (typeof slope !== 'number' || !Number.isFinite(slope)) throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${describe(slope)}`);
+  if (typeof slope !== 'number' || !Number.isFinite(slope))
+    throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${describe(slope)}`);
   return apply('leakyRelu', [x], { slope });
 }
 /**
@@ -169,8 +192,12 @@ export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
  */
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
   tensorArg('clamp', x, 'x');
-  for (const [name, v] of [['lo', lo], ['hi', hi]] as const) {
-    if (typeof v !== 'number' || Number.isNaN(v)) throw new ArgumentError(`clamp: ${name} must be a number (not NaN), got ${typeof v === 'number' ? v : typeof v}`);
+  for (const [name, v] of [
+    ['lo', lo],
+    ['hi', hi],
+  ] as const) {
+    if (typeof v !== 'number' || Number.isNaN(v))
+      throw new ArgumentError(`clamp: ${name} must be a number (not NaN), got ${typeof v === 'number' ? v : typeof v}`);
   }
   if (!(lo <= hi)) throw new ArgumentError(`clamp: lo (${lo}) must not exceed hi (${hi})`);
   return apply('clamp', [tensorArg('clamp', x, 'x')], { lo, hi });
@@ -239,7 +266,8 @@ export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
   tensorArg('broadcastTo', x, 'x');
   shapeArg('broadcastTo', 'shape', shape);
-  if (shape.some((d) => !Number.isInteger(d) || d < 0)) throw new ShapeError(`broadcastTo: shape must hold non-negative integers, got [${shape}]`);
+  if (shape.some((d) => !Number.isInteger(d) || d < 0))
+    throw new ShapeError(`broadcastTo: shape must hold non-negative integers, got [${shape}]`);
   const ok = shape.length >= x.shape.length && broadcastShapes('broadcastTo', x.shape, shape).every((d, i) => d === shape[i]);
   if (!ok) throw new ShapeError(`broadcastTo: cannot broadcast [${x.shape}] to [${shape}]`);
   return apply('broadcastTo', [x], { shape: [...shape] });
@@ -255,7 +283,9 @@ export function slice(x: Tensor, begin: readonly number[], size: readonly number
   shapeArg('slice', 'size', size);
   const r = x.shape.length;
   const sz = size.map((s, i) => (s === -1 ? x.shape[i] - begin[i] : s));
-  const bad = begin.length !== r || size.length !== r ||
+  const bad =
+    begin.length !== r ||
+    size.length !== r ||
     begin.some((b, i) => !Number.isInteger(b) || b < 0 || !Number.isInteger(sz[i]) || sz[i] < 0 || b + sz[i] > x.shape[i]);
   if (bad) throw new ShapeError(`slice: begin [${begin}] and size [${size}] do not fit in shape [${x.shape}]`);
   return apply('slice', [x], { begin: [...begin], size: sz });
@@ -269,7 +299,8 @@ export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[
  * @throws {@link ShapeError} or {@link DtypeError} when the tensors do not fit together.
  */
 export function concat(xs: readonly Tensor[], axis = 0): Tensor {
-  if (!Array.isArray(xs as unknown) || xs.length === 0) throw new ArgumentError(`concat: expected a non-empty array of tensors, got ${describe(xs)}`);
+  if (!Array.isArray(xs as unknown) || xs.length === 0)
+    throw new ArgumentError(`concat: expected a non-empty array of tensors, got ${describe(xs)}`);
   xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
   const first = xs[0];
   const a = normAxis('concat', first.shape, axis);
@@ -315,7 +346,9 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[] | Tens
 function gatherTensor(x: Tensor, indices: Tensor, a: number): Tensor {
   indices.check('gather');
   if (indices.dtype !== 'int32') {
-    throw new DtypeError(`gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`);
+    throw new DtypeError(
+      `gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`,
+    );
   }
   const flat = indices.toArray() as Int32Array; // read in JS to range-check (a compiled step that does this runs eagerly)
   const shape = [...x.shape.slice(0, a), ...indices.shape, ...x.shape.slice(a + 1)];
@@ -349,7 +382,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   tensorArg('matmul', a, 'first operand');
   tensorArg('matmul', b, 'second operand');
   if (a.dtype !== b.dtype) throw new DtypeError(`matmul: dtypes differ: ${a.dtype} [${a.shape}] and ${b.dtype} [${b.shape}]`);
-  if (a.shape.length === 0 || b.shape.length === 0) throw new ShapeError(`matmul: operands must be at least 1-D, got [${a.shape}] x [${b.shape}]`);
+  if (a.shape.length === 0 || b.shape.length === 0)
+    throw new ShapeError(`matmul: operands must be at least 1-D, got [${a.shape}] x [${b.shape}]`);
   if (a.shape.length >= 2 && b.shape.length >= 2) return matmul2(a, b);
   // 1-D operands: a vector is a row (left) or a column (right), removed again afterwards.
   return composite(() => {
@@ -366,7 +400,8 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
 /** A·B of rank ≥ 2 operands; an unfilled lazy transpose operand runs as its source with the GEMM's transpose flag, uncopied. */
 function matmul2(a: Tensor, b: Tensor): Tensor {
   matmulDims(a.shape, b.shape, { ta: false, tb: false });
-  const sa = transposedSource(a), sb = transposedSource(b);
+  const sa = transposedSource(a),
+    sb = transposedSource(b);
   return matmulT(sa ?? a, sb ?? b, sa !== null, sb !== null);
 }
 
@@ -378,4 +413,3 @@ export function detach(x: Tensor): Tensor {
 export function stopGradient(x: Tensor): Tensor {
   return tensorArg('stopGradient', x, 'x').share();
 }
-

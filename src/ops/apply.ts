@@ -80,7 +80,8 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
  * tensor. Tangents and the tape of this level are then carried on the batched handles as usual.
  */
 function batched<K extends Prim>(name: K, rule: Rule<ParamsOf<K>>, xs: readonly Tensor[], p: ParamsOf<K>, level: number): Tensor {
-  const phys: Tensor[] = [], dims: Dim[] = [];
+  const phys: Tensor[] = [],
+    dims: Dim[] = [];
   for (let i = 0; i < xs.length; i++) {
     const [t, d] = unwrap(xs[i], level);
     phys.push(t);
@@ -111,7 +112,12 @@ function anyRequiresGrad(xs: readonly Tensor[]): boolean {
  */
 function tangentOf<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor, p: P): Tensor {
   const t = withMode('forward', false, () => {
-    let t = rule.jvp(xs.map((x) => x.tangent), xs, y, p);
+    let t = rule.jvp(
+      xs.map((x) => x.tangent),
+      xs,
+      y,
+      p,
+    );
     if (xs.some((x) => x.tangent === t)) t = sameValue(t);
     if (t.shape.length !== y.shape.length || t.shape.some((d, i) => d !== y.shape[i])) {
       const b = broadcastTo(t, y.shape);

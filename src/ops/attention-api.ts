@@ -31,7 +31,11 @@ export interface AttentionOptions {
 const OP = 'scaledDotProductAttention';
 
 function checkOperands(q: Tensor, k: Tensor, v: Tensor): number[] {
-  for (const [name, t] of [['q', q], ['k', k], ['v', v]] as const) {
+  for (const [name, t] of [
+    ['q', q],
+    ['k', k],
+    ['v', v],
+  ] as const) {
     tensorArg(OP, t, name);
     if (t.shape.length < 2) throw new ShapeError(`${OP}: ${name} must be at least 2-D [..., T, d], got shape [${t.shape}]`);
     if (t.dtype !== q.dtype) throw new DtypeError(`${OP}: q is ${q.dtype} but ${name} is ${t.dtype} (cast with astype)`);
@@ -61,7 +65,8 @@ function asHeads(t: Tensor, lead: readonly number[]): Tensor {
  */
 function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: number, Tk: number): { m: Tensor; layout: MaskLayout } {
   tensorArg(OP, mask, 'mask');
-  const R = lead.length + 2, want = [...lead, Tq, Tk];
+  const R = lead.length + 2,
+    want = [...lead, Tq, Tk];
   let ok = mask.shape.length <= R;
   try {
     ok &&= broadcastShapes(OP, mask.shape, want).every((d, i) => d === want[i]);
@@ -70,20 +75,23 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
   }
   if (!ok) throw new ShapeError(`${OP}: mask of shape [${mask.shape}] does not broadcast to the attention weights' shape [${want}]`);
   let m: Tensor;
-  if ((mask.dtype as string) === 'int32') m = log(cast(mask, q.dtype)); // 1 → 0, 0 → −∞
+  if ((mask.dtype as string) === 'int32')
+    m = log(cast(mask, q.dtype)); // 1 → 0, 0 → −∞
   else if (mask.dtype !== q.dtype) throw new DtypeError(`${OP}: mask is ${mask.dtype} but q is ${q.dtype} (cast with astype)`);
   else m = mask;
   const shape = [...new Array<number>(R - mask.shape.length).fill(1), ...mask.shape];
   m = reshape(m, shape);
-  if (shape[R - 1] !== Tk) m = broadcastTo(m, (shape[R - 1] = Tk, shape)); // the kernels read whole key rows
-  const Mr = shape[R - 2], kept = lead.map((_, a) => a).filter((a) => shape[a] !== 1 && lead[a] !== 1);
+  if (shape[R - 1] !== Tk) m = broadcastTo(m, ((shape[R - 1] = Tk), shape)); // the kernels read whole key rows
+  const Mr = shape[R - 2],
+    kept = lead.map((_, a) => a).filter((a) => shape[a] !== 1 && lead[a] !== 1);
   const contiguous = kept.every((a, i) => i === 0 || a === kept[i - 1] + 1);
   if (!contiguous) {
     m = broadcastTo(m, [...lead, Mr, Tk]);
     return { m, layout: { div: 1, mod: sizeOf(lead), stride: Mr * Tk, row: Mr === 1 ? 0 : Tk } };
   }
   const a1 = kept.length ? kept[kept.length - 1] : lead.length - 1;
-  const mod = sizeOf(kept.map((a) => lead[a])), div = sizeOf(lead.slice(a1 + 1));
+  const mod = sizeOf(kept.map((a) => lead[a])),
+    div = sizeOf(lead.slice(a1 + 1));
   return { m, layout: { div, mod, stride: kept.length ? Mr * Tk : 0, row: Mr === 1 ? 0 : Tk } };
 }
 
@@ -91,7 +99,8 @@ function checkOptions(o: AttentionOptions): void {
   if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${String(o)}`);
   const p = o.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
-  if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale))) throw new ArgumentError(`${OP}: scale must be a finite number, got ${String(o.scale)}`);
+  if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))
+    throw new ArgumentError(`${OP}: scale must be a finite number, got ${String(o.scale)}`);
 }
 
 /**
@@ -111,7 +120,10 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
 export function attentionDrawn(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions, draw: () => number | undefined): Tensor {
   const lead = checkOperands(q, k, v);
   checkOptions(opts);
-  const Tq = q.shape[q.shape.length - 2], Tk = k.shape[k.shape.length - 2], d = q.shape[q.shape.length - 1], dv = v.shape[v.shape.length - 1];
+  const Tq = q.shape[q.shape.length - 2],
+    Tk = k.shape[k.shape.length - 2],
+    d = q.shape[q.shape.length - 1],
+    dv = v.shape[v.shape.length - 1];
   const dropoutP = opts.dropoutP ?? 0;
   const seed = { value: [0, 0] as const, draw: () => seedOf(draw(), OP) };
   const scale = opts.scale ?? 1 / kernel('sqrt_scalar')(d);

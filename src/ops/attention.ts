@@ -49,7 +49,8 @@ export interface AttentionParams {
 }
 
 /** Query rows per block and keys per tile (assembly/attention.ts BQ, BK). */
-const BQ = 128, BK = 128;
+const BQ = 128,
+  BK = 128;
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
 
@@ -58,25 +59,41 @@ const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[
  * scratch of `per` elements; `ptrs` precede the head range, then the geometry block, scale,
  * dropout probability, the scratch pointer and the seed (drawn here by the forward: `draw`).
  */
-function launch(name: string, xs: readonly Tensor[], ptrs: readonly number[], work: number, per: number, p: AttentionParams, draw: boolean): void {
-  const [q, k, v] = xs, dtype = q.dtype, N = q.shape[0], m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
+function launch(
+  name: string,
+  xs: readonly Tensor[],
+  ptrs: readonly number[],
+  work: number,
+  per: number,
+  p: AttentionParams,
+  draw: boolean,
+): void {
+  const [q, k, v] = xs,
+    dtype = q.dtype,
+    N = q.shape[0],
+    m = p.mask ?? { div: 1, mod: 1, stride: 0, row: 0 };
   const pieces = threadCount() === 1 || work < thresholds.gemm ? [[0, N] as [number, number]] : ranges(N, threadCount(), 1);
   const scratch = Tensor.empty([Math.max(1, per * pieces.length)], dtype);
   try {
-    const base = scratch.ptr, b = BYTES[dtype];
+    const base = scratch.ptr,
+      b = BYTES[dtype];
     const own = scratchOf(0); // the kernels' GEMMs pack into the calling thread's region (workers have theirs)
     kernel('gemm_set_scratch')(own.ptr, own.bytes);
     // After every allocation: the block lives in the shared argument area.
     const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
     const seed = p.dropoutP === 0 ? [0, 0] : perCall(() => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)]); // the last arguments
-    runPieces(`${name}_${SUFFIX[dtype]}`, pieces.map(([n0, n1], i) => [...ptrs, n0, n1, g, p.scale, p.dropoutP, base + i * per * b, ...seed]));
+    runPieces(
+      `${name}_${SUFFIX[dtype]}`,
+      pieces.map(([n0, n1], i) => [...ptrs, n0, n1, g, p.scale, p.dropoutP, base + i * per * b, ...seed]),
+    );
   } finally {
     scratch.dispose();
   }
 }
 
 function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
-  const [q, k, v, mask] = xs, { N, Tq, Tk, d, dv } = dims(q, k, v);
+  const [q, k, v, mask] = xs,
+    { N, Tq, Tk, d, dv } = dims(q, k, v);
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
@@ -90,11 +107,14 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
 
 /** The flat [dq | dk | dv] of attentionGrad. */
 function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
-  const [q, k, v, y, gy, mask] = xs, { N, Tq, Tk, d, dv } = dims(q, k, v), b = BYTES[q.dtype];
+  const [q, k, v, y, gy, mask] = xs,
+    { N, Tq, Tk, d, dv } = dims(q, k, v),
+    b = BYTES[q.dtype];
   const out = Tensor.empty([N * (Tq * d + Tk * d + Tk * dv)], q.dtype);
   if (out.size === 0) return out;
   try {
-    const o = out.ptr, ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
+    const o = out.ptr,
+      ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
     launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), 2 * BQ * BK + BQ, p, false);
   } catch (e) {
     out.dispose();
@@ -105,7 +125,9 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
 
 /** Splits attentionGrad's flat result into dq, dk, dv. */
 function unpackGrads(g: Tensor, q: readonly number[], k: readonly number[], v: readonly number[]): [Tensor, Tensor, Tensor] {
-  const nq = q.reduce((a, b) => a * b, 1), nk = k.reduce((a, b) => a * b, 1), nv = v.reduce((a, b) => a * b, 1);
+  const nq = q.reduce((a, b) => a * b, 1),
+    nk = k.reduce((a, b) => a * b, 1),
+    nv = v.reduce((a, b) => a * b, 1);
   return [reshape(slice(g, [0], [nq]), q), reshape(slice(g, [nq], [nk]), k), reshape(slice(g, [nq + nk], [nv]), v)];
 }
 
@@ -154,7 +176,8 @@ const lastSplit = (t: Tensor, n: number): [Tensor, Tensor] => {
 
 /** The tangent of attention's packed y along (tq, tk, tv). */
 function attentionJvp(ts: readonly (Tensor | null)[], xs: readonly Tensor[], p: AttentionParams): Tensor {
-  const [q, k, v, mask] = xs, [tq, tk, tv] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v)];
+  const [q, k, v, mask] = xs,
+    [tq, tk, tv] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v)];
   const { P, Z } = probs(q, k, mask, p);
   const tS = withMask(mul(add(matmulT(tq, k, false, true), matmulT(q, tk, false, true)), p.scale), ts[3] ?? null, p);
   const tP = softmaxJ(P, tS);
@@ -178,7 +201,8 @@ function backwardTerms(q: Tensor, k: Tensor, v: Tensor, gy: Tensor, mask: Tensor
  * ∂P = H∘W − h·dP + (go Gvᵀ)∘Z, ∂S = softmaxJ(P, ∂P), and then the two matmul rules each way.
  */
 function attentionGradVjp(G: Tensor, x: readonly Tensor[], p: AttentionParams, needs: readonly boolean[]): (Tensor | null)[] {
-  const [q, k, v, , gy, mask] = x, c = p.scale;
+  const [q, k, v, , gy, mask] = x,
+    c = p.scale;
   const [Gq, Gk, Gv] = unpackGrads(G, q.shape, k.shape, v.shape);
   const t = backwardTerms(q, k, v, gy, mask, p);
   const H = mul(add(matmulT(Gq, k, false, true), matmulT(q, Gk, false, true)), c);
@@ -198,7 +222,8 @@ function attentionGradVjp(G: Tensor, x: readonly Tensor[], p: AttentionParams, n
 
 /** JVP of attentionGrad along (tq, tk, tv, ·, tgy), as the VJP's terms carried forward. */
 function attentionGradJvp(ts: readonly (Tensor | null)[], x: readonly Tensor[], p: AttentionParams): Tensor {
-  const [q, k, v, , gy, mask] = x, c = p.scale;
+  const [q, k, v, , gy, mask] = x,
+    c = p.scale;
   const [tq, tk, tv, tgy] = [orZero(ts[0], q), orZero(ts[1], k), orZero(ts[2], v), orZero(ts[4], gy)];
   const t = backwardTerms(q, k, v, gy, mask, p);
   const [tgo, tgl] = lastSplit(tgy, v.shape[2]);
@@ -220,9 +245,16 @@ function attentionGradJvp(ts: readonly (Tensor | null)[], x: readonly Tensor[], 
 function attentionBatch(grad: boolean) {
   return (xs: readonly Tensor[], dims: readonly Dim[], p: AttentionParams, self: Self<AttentionParams>): [Tensor, number] => {
     if (p.mask !== null || p.dropoutP > 0 || xs.length > (grad ? 5 : 3)) return loopBatch(xs, dims, self, p);
-    const [y, d] = foldBatch(xs, dims, p, self, xs.map(() => true));
+    const [y, d] = foldBatch(
+      xs,
+      dims,
+      p,
+      self,
+      xs.map(() => true),
+    );
     if (!grad) return [y, d];
-    const B = y.shape[0], flat = reshape(y, [B * y.size / B]);
+    const B = y.shape[0],
+      flat = reshape(y, [(B * y.size) / B]);
     const sizes = [0, 1, 2].map((i) => xs[i].size / (dims[i] === null ? 1 : xs[i].shape[dims[i]!]));
     let at = 0;
     const parts = sizes.map((n) => {

@@ -49,18 +49,23 @@ const OPTION_KEYS = new Set(['retainGraph', 'createGraph', 'inputs', 'consumeSee
 
 function checkOptions(opts: unknown): BackwardOptions {
   if (opts === undefined) return {};
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new ArgumentError(`backward: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts)) if (!OPTION_KEYS.has(k)) throw new ArgumentError(`backward: unknown option ${JSON.stringify(k)} (expected createGraph, retainGraph or inputs)`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
+    throw new ArgumentError(`backward: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
+  for (const k of Object.keys(opts))
+    if (!OPTION_KEYS.has(k))
+      throw new ArgumentError(`backward: unknown option ${JSON.stringify(k)} (expected createGraph, retainGraph or inputs)`);
   const o = opts as BackwardOptions;
   for (const k of ['retainGraph', 'createGraph'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'boolean') throw new ArgumentError(`backward: ${k} must be true or false, got ${typeof o[k]}`);
+    if (o[k] !== undefined && typeof o[k] !== 'boolean')
+      throw new ArgumentError(`backward: ${k} must be true or false, got ${typeof o[k]}`);
   }
   if (o.inputs !== undefined) {
     if (!Array.isArray(o.inputs)) throw new ArgumentError(`backward: inputs must be an array of tensors, got ${typeof o.inputs}`);
     o.inputs.forEach((t, i) => {
       if (!(t instanceof Tensor)) throw new ArgumentError(`backward: inputs[${i}] must be a Tensor, got ${typeof t}`);
       t.check('backward');
-      if (t.node !== null || !t.requiresGrad) throw new GradError(`backward: inputs[${i}] must be a leaf with requiresGrad (its .grad is written)`);
+      if (t.node !== null || !t.requiresGrad)
+        throw new GradError(`backward: inputs[${i}] must be a leaf with requiresGrad (its .grad is written)`);
     });
   }
   return o;
@@ -69,9 +74,11 @@ function checkOptions(opts: unknown): BackwardOptions {
 /** Why root does not require grad, with the way out when it is a gradient someone asked to differentiate. */
 function notDifferentiable(fname: string, root: Tensor): GradError {
   if (constantGradients.has(root)) {
-    return new GradError(`${fname}: this tensor is a gradient computed without createGraph, so it does not require grad. ` +
-      'To differentiate a gradient, nest the transforms (grad(x => sum(grad(f)(x)))), or use ' +
-      'loss.backward(undefined, { createGraph: true }) / autograd.grad(outputs, inputs, { createGraph: true })');
+    return new GradError(
+      `${fname}: this tensor is a gradient computed without createGraph, so it does not require grad. ` +
+        'To differentiate a gradient, nest the transforms (grad(x => sum(grad(f)(x)))), or use ' +
+        'loss.backward(undefined, { createGraph: true }) / autograd.grad(outputs, inputs, { createGraph: true })',
+    );
   }
   return new GradError(`${fname}: the output does not require grad (no input had requiresGrad, or it was computed under noGrad)`);
 }
@@ -82,11 +89,18 @@ export function backward(root: Tensor, seed?: Tensor | number, options?: Backwar
   root.check('backward');
   const opts = checkOptions(options);
   if (!root.requiresGrad) throw notDifferentiable('backward', root);
-  if (root.node?.released) throw new GradError('backward: the graph behind this output was already released by an earlier backward(); pass { retainGraph: true } to the first call to run it twice');
+  if (root.node?.released)
+    throw new GradError(
+      'backward: the graph behind this output was already released by an earlier backward(); pass { retainGraph: true } to the first call to run it twice',
+    );
   const s = seedFor('backward', root, seed, opts.consumeSeed);
   const createGraph = opts.createGraph ?? false;
   sweep({
-    roots: [root], seeds: [s], targets: null, record: createGraph, retain: opts.retainGraph ?? createGraph,
+    roots: [root],
+    seeds: [s],
+    targets: null,
+    record: createGraph,
+    retain: opts.retainGraph ?? createGraph,
     only: opts.inputs === undefined ? undefined : new Set(opts.inputs),
   });
 }

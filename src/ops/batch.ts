@@ -35,7 +35,9 @@ class Virtual implements Pending {
   readonly virtual = true;
   constructor(private readonly phys: Tensor) {}
   fill(): void {
-    throw new ArgumentError('vmap: the values of a batched tensor cannot be read inside the mapped function (item, toArray, pointers); return it instead');
+    throw new ArgumentError(
+      'vmap: the values of a batched tensor cannot be read inside the mapped function (item, toArray, pointers); return it instead',
+    );
   }
   drop(): void {
     this.phys.dispose();
@@ -99,7 +101,8 @@ export function frontAll(xs: readonly Tensor[], dims: readonly Dim[]): Tensor[] 
  */
 export function frontRank(x: Tensor, d: Dim, rank: number): Tensor {
   if (d === null) return x.shape.length >= rank ? x : reshape(x, [...new Array<number>(rank - x.shape.length).fill(1), ...x.shape]);
-  const f = front(x, d), r = f.shape.length - 1;
+  const f = front(x, d),
+    r = f.shape.length - 1;
   return r >= rank ? f : reshape(f, [f.shape[0], ...new Array<number>(rank - r).fill(1), ...f.shape.slice(1)]);
 }
 
@@ -112,7 +115,9 @@ export function loopBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], self: 
   const fs = xs.map((x, i) => front(x, dims[i]));
   const rows: Tensor[] = [];
   for (let b = 0; b < B; b++) {
-    const args = fs.map((x, i) => (dims[i] === null ? x : reshape(slice(x, [b, ...x.shape.slice(1).map(() => 0)], [1, ...x.shape.slice(1)]), x.shape.slice(1))));
+    const args = fs.map((x, i) =>
+      dims[i] === null ? x : reshape(slice(x, [b, ...x.shape.slice(1).map(() => 0)], [1, ...x.shape.slice(1)]), x.shape.slice(1)),
+    );
     const y = self(args, p);
     rows.push(reshape(y, [1, ...y.shape]));
   }
@@ -123,7 +128,13 @@ export function loopBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], self: 
 export function elementwiseBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number] {
   if (xs.length === 1) return [self(xs, p), dims[0]!];
   const rank = Math.max(...xs.map((x, i) => x.shape.length - (dims[i] === null ? 0 : 1)));
-  return [self(xs.map((x, i) => frontRank(x, dims[i], rank)), p), 0];
+  return [
+    self(
+      xs.map((x, i) => frontRank(x, dims[i], rank)),
+      p,
+    ),
+    0,
+  ];
 }
 
 /** The rule of a primitive whose inputs share one shape: all broadcast to [B, ...] and run once. */
@@ -141,11 +152,18 @@ export function rowsBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, 
  * The rule of a primitive over images [N, ...] (conv, pooling) with every input batched or
  * shared as `batched` says: the batch folds into N ([B·N, ...]), one launch, unfolded after.
  */
-export function foldBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>, folded: readonly boolean[]): [Tensor, number] {
+export function foldBatch<P>(
+  xs: readonly Tensor[],
+  dims: readonly Dim[],
+  p: P,
+  self: Self<P>,
+  folded: readonly boolean[],
+): [Tensor, number] {
   const B = sizeOfBatch(xs, dims);
   const fs = xs.map((x, i) => {
     if (!folded[i]) return x;
-    const f = dims[i] === null ? frontAll([x, xs[dims.findIndex((d) => d !== null)]], [null, dims.find((d) => d !== null)!])[0] : front(x, dims[i]);
+    const f =
+      dims[i] === null ? frontAll([x, xs[dims.findIndex((d) => d !== null)]], [null, dims.find((d) => d !== null)!])[0] : front(x, dims[i]);
     return reshape(f, [f.shape[0] * f.shape[1], ...f.shape.slice(2)]);
   });
   const y = self(fs, p);

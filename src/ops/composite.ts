@@ -7,7 +7,24 @@ import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from './apply.js';
 import {
-  add, sub, mul, div, exp, log, square, tanh, erf, sum, max, reshape, transpose, detach, normAxes, normAxis, tensorArg, floatArg,
+  add,
+  sub,
+  mul,
+  div,
+  exp,
+  log,
+  square,
+  tanh,
+  erf,
+  sum,
+  max,
+  reshape,
+  transpose,
+  detach,
+  normAxes,
+  normAxis,
+  tensorArg,
+  floatArg,
   type Axis,
 } from './api.js';
 import { describe, boolArg, optionsArg } from '../args.js';
@@ -47,7 +64,12 @@ export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   return composite(() => {
     const m = detach(max(x, axes, true));
     const r = add(log(sum(exp(sub(x, m)), axes, true)), m);
-    return keepdims ? r : reshape(r, r.shape.filter((_, i) => !axes.includes(i)));
+    return keepdims
+      ? r
+      : reshape(
+          r,
+          r.shape.filter((_, i) => !axes.includes(i)),
+        );
   });
 }
 
@@ -55,7 +77,10 @@ export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 function alongLast(x: Tensor, axis: number, f: (x: Tensor) => Tensor): Tensor {
   const r = x.shape.length;
   if (axis === r - 1) return f(x);
-  const perm = x.shape.map((_, i) => i).filter((i) => i !== axis).concat(axis);
+  const perm = x.shape
+    .map((_, i) => i)
+    .filter((i) => i !== axis)
+    .concat(axis);
   const inv = perm.map((_, i) => perm.indexOf(i));
   return composite(() => transpose(f(transpose(x, perm)), inv));
 }
@@ -119,8 +144,12 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
   if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${describe(eps)}`);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
-  for (const [name, t] of [['weight', weight], ['bias', bias]] as const) {
-    if (t && (t.shape.length !== 1 || t.shape[0] !== d)) throw new ShapeError(`layerNorm: ${name} must be [${d}] for input [${x.shape}], got [${t.shape}]`);
+  for (const [name, t] of [
+    ['weight', weight],
+    ['bias', bias],
+  ] as const) {
+    if (t && (t.shape.length !== 1 || t.shape[0] !== d))
+      throw new ShapeError(`layerNorm: ${name} must be [${d}] for input [${x.shape}], got [${t.shape}]`);
     if (t && t.dtype !== x.dtype) throw new DtypeError(`layerNorm: ${name} is ${t.dtype} but the input is ${x.dtype}`);
   }
   return composite(() => {
@@ -152,7 +181,10 @@ export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
 
 /** The checked `approximate` option of gelu and nn.GELU. */
 export function geluApproximation(op: string, options: GeluOptions): 'tanh' | 'none' {
-  if (options === null || typeof options !== 'object') throw new ArgumentError(`${op}: options must be an object such as { approximate: 'none' }, got ${options === null ? 'null' : typeof options}`);
+  if (options === null || typeof options !== 'object')
+    throw new ArgumentError(
+      `${op}: options must be an object such as { approximate: 'none' }, got ${options === null ? 'null' : typeof options}`,
+    );
   const a = options.approximate ?? 'tanh';
   if (a !== 'tanh' && a !== 'none') throw new ArgumentError(`${op}: approximate must be 'tanh' or 'none', got ${JSON.stringify(a)}`);
   return a;

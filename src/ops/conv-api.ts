@@ -90,11 +90,13 @@ export function conv2d(x: Tensor, w: Tensor, b?: Tensor | null | Conv2dOptions, 
   const [O, C, kh, kw] = w.shape;
   if (x.shape[1] !== C) throw new ShapeError(`conv2d: input has ${x.shape[1]} channels but weight [${w.shape}] expects ${C}`);
   if (kh < 1 || kw < 1) throw new ShapeError(`conv2d: weight [${w.shape}] has an empty ${kh}×${kw} kernel`);
-  const stride = pairArg('conv2d', 'stride', opts.stride ?? 1, 1), padding = pairArg('conv2d', 'padding', opts.padding ?? 0, 0);
+  const stride = pairArg('conv2d', 'stride', opts.stride ?? 1, 1),
+    padding = pairArg('conv2d', 'padding', opts.padding ?? 0, 0);
   checkFits('conv2d', x, [kh, kw], padding);
   const bias = isOptions || b === undefined || b === null ? null : tensorArg('conv2d', b, 'bias');
   if (bias !== null) {
-    if (bias.shape.length !== 1 || bias.shape[0] !== O) throw new ShapeError(`conv2d: bias must be [${O}] for weight [${w.shape}], got [${bias.shape}]`);
+    if (bias.shape.length !== 1 || bias.shape[0] !== O)
+      throw new ShapeError(`conv2d: bias must be [${O}] for weight [${w.shape}], got [${bias.shape}]`);
     if (bias.dtype !== x.dtype) throw new DtypeError(`conv2d: bias is ${bias.dtype}, input is ${x.dtype}`);
   }
   return composite(() => {

@@ -14,8 +14,16 @@ import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
 import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
 import {
-  conv2dRaw, conv2dInputGrad, conv2dFilterGrad, maxPool2dGrad, maxPool2dGather, avgPool2dRaw, avgPool2dGrad,
-  type Pair, type ConvParams, type PoolParams,
+  conv2dRaw,
+  conv2dInputGrad,
+  conv2dFilterGrad,
+  maxPool2dGrad,
+  maxPool2dGather,
+  avgPool2dRaw,
+  avgPool2dGrad,
+  type Pair,
+  type ConvParams,
+  type PoolParams,
 } from './conv-api.js';
 
 export interface ConvInputGradParams extends ConvParams {
@@ -40,7 +48,8 @@ const outExtent = (n: number, k: number, stride: number, pad: number): number =>
 
 /** The kernels' geometry block up to Wo: N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo (launchConv appends each piece's channel range). */
 function convGeometry(N: number, C: number, [H, W]: Pair, O: number, [kh, kw]: Pair, p: ConvParams): number[] {
-  const [sh, sw] = p.stride, [ph, pw] = p.padding;
+  const [sh, sw] = p.stride,
+    [ph, pw] = p.padding;
   return [N, C, H, W, O, kh, kw, sh, sw, ph, pw, outExtent(H, kh, sh, ph), outExtent(W, kw, sw, pw)];
 }
 
@@ -81,7 +90,8 @@ interface Cut {
 function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly number[], geo: number[], gemm: number[], cut: Cut): Tensor {
   const y = Tensor.empty(outShape, a.dtype);
   if (y.size === 0) return y;
-  const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo, bytes = BYTES[a.dtype];
+  const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo,
+    bytes = BYTES[a.dtype];
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
   const colSize = pointwise ? 1 : Math.max(1, C * kh * kw * Ho * Wo);
   const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
@@ -89,9 +99,17 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
   let col: Tensor | null = null;
   try {
     col = Tensor.empty([colSize * pieces.length], a.dtype);
-    const colPtr = col.ptr, ap = a.ptr, bp = b.ptr, yp = y.ptr;
-    const jobs = pieces.map(([n0, n1, c0, c1], i) =>
-      [ap + n0 * sa * bytes, bp, yp + n0 * sy * bytes, colPtr + i * colSize * bytes, writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1])]);
+    const colPtr = col.ptr,
+      ap = a.ptr,
+      bp = b.ptr,
+      yp = y.ptr;
+    const jobs = pieces.map(([n0, n1, c0, c1], i) => [
+      ap + n0 * sa * bytes,
+      bp,
+      yp + n0 * sy * bytes,
+      colPtr + i * colSize * bytes,
+      writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1]),
+    ]);
     withGemmScratch(a.dtype, gemm, () => runPieces(`${name}_${SUFFIX[a.dtype]}`, jobs));
   } catch (e) {
     y.dispose();
@@ -106,16 +124,23 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
 const kp = (geo: number[]): [number, number] => [geo[1] * geo[5] * geo[6], geo[11] * geo[12]];
 
 function conv2dForward(x: Tensor, w: Tensor, p: ConvParams): Tensor {
-  const [N, C, H, W] = x.shape, [O, , kh, kw] = w.shape;
+  const [N, C, H, W] = x.shape,
+    [O, , kh, kw] = w.shape;
   const geo = convGeometry(N, C, [H, W], O, [kh, kw], p);
   const [K, P] = kp(geo);
   return launchConv('conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K], { ch: O, align: 4, images: [C * H * W, O * P] });
 }
 
 function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor {
-  const [N, O] = g.shape, [, C, kh, kw] = w.shape;
-  const geo = convGeometry(N, C, p.size, O, [kh, kw], p), [K, P] = kp(geo);
-  return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O], { ch: C, align: 1, images: [O * P, C * p.size[0] * p.size[1]] });
+  const [N, O] = g.shape,
+    [, C, kh, kw] = w.shape;
+  const geo = convGeometry(N, C, p.size, O, [kh, kw], p),
+    [K, P] = kp(geo);
+  return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O], {
+    ch: C,
+    align: 1,
+    images: [O * P, C * p.size[0] * p.size[1]],
+  });
 }
 
 /**
@@ -123,8 +148,10 @@ function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor 
  * micro-tile's width, when there are enough), never over images: dw sums over them, in order.
  */
 function filterGradForward(x: Tensor, g: Tensor, p: ConvFilterGradParams): Tensor {
-  const [N, C, H, W] = x.shape, O = g.shape[1];
-  const geo = convGeometry(N, C, [H, W], O, p.kernel, p), [K, P] = kp(geo);
+  const [N, C, H, W] = x.shape,
+    O = g.shape[1];
+  const geo = convGeometry(N, C, [H, W], O, p.kernel, p),
+    [K, P] = kp(geo);
   return launchConv('conv2d_filter_grad', x, g, [O, C, ...p.kernel], geo, [O, K, P], { ch: K, align: K >= 32 ? 8 : 1, images: null });
 }
 
@@ -134,12 +161,17 @@ function filterGradForward(x: Tensor, g: Tensor, p: ConvFilterGradParams): Tenso
  * points at input-sized ('i') or output-sized ('o') planes.
  */
 function launchPool(name: string, dtype: DType, ptrs: number[], kinds: string, [N, C, H, W]: readonly number[], p: PoolParams): void {
-  const [kh, kw] = p.kernel, [sh, sw] = p.stride, Ho = outExtent(H, kh, sh, 0), Wo = outExtent(W, kw, sw, 0);
+  const [kh, kw] = p.kernel,
+    [sh, sw] = p.stride,
+    Ho = outExtent(H, kh, sh, 0),
+    Wo = outExtent(W, kw, sw, 0);
   if (N * C * H * W === 0) return;
   const step = (i: number) => (kinds[i] === 'i' ? H * W : Ho * Wo) * BYTES[dtype];
   let piece = 0; // each piece's geometry in its own slot of the argument block
-  splitRun(`${name}_${SUFFIX[dtype]}`, N * C, 1, N * C * Ho * Wo * kh * kw, (lo, hi) =>
-    [...ptrs.map((ptr, i) => ptr + lo * step(i)), writeArgs(16 * piece++, [hi - lo, H, W, kh, kw, sh, sw, Ho, Wo])]);
+  splitRun(`${name}_${SUFFIX[dtype]}`, N * C, 1, N * C * Ho * Wo * kh * kw, (lo, hi) => [
+    ...ptrs.map((ptr, i) => ptr + lo * step(i)),
+    writeArgs(16 * piece++, [hi - lo, H, W, kh, kw, sh, sw, Ho, Wo]),
+  ]);
 }
 
 function pooledShape([N, C, H, W]: readonly number[], p: PoolParams): number[] {
@@ -177,7 +209,12 @@ const spatial = (shape: readonly number[]): Pair => [shape[2], shape[3]];
 type Op2<P> = (a: Tensor, b: Tensor, p: P) => Tensor;
 
 /** A bilinear primitive f(a, b): JVP f(ta, b) + f(a, tb); the VJPs are given per argument. */
-function bilinear<P>(op: Op2<P>, vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor, batch: Rule<P>['batch']): Rule<P> {
+function bilinear<P>(
+  op: Op2<P>,
+  vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor,
+  vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor,
+  batch: Rule<P>['batch'],
+): Rule<P> {
   return {
     batch,
     saves: SAVE_BOTH,
@@ -199,7 +236,11 @@ function selected<P>(forward: Op2<P>, op: Op2<P>, transpose: Op2<P>): Rule<P> {
 }
 
 /** A linear primitive: its JVP is the op itself, its VJP the transpose (JAX's deflinear). */
-function linear<P>(forward: (x: Tensor, p: P) => Tensor, op: (t: Tensor, p: P) => Tensor, transpose: (g: Tensor, p: P, xShape: readonly number[]) => Tensor): Rule<P> {
+function linear<P>(
+  forward: (x: Tensor, p: P) => Tensor,
+  op: (t: Tensor, p: P) => Tensor,
+  transpose: (g: Tensor, p: P, xShape: readonly number[]) => Tensor,
+): Rule<P> {
   return {
     batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, [true]),
     saves: NONE,
@@ -218,15 +259,24 @@ function imagesBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self:
 }
 
 export const convRules = {
-  conv2d: bilinear<ConvParams>(conv2dForward,
+  conv2d: bilinear<ConvParams>(
+    conv2dForward,
     (g, x, w, p) => conv2dInputGrad(g, w, p, spatial(x.shape)),
-    (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape)), imagesBatch),
-  conv2dInputGrad: bilinear<ConvInputGradParams>(inputGradForward,
+    (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape)),
+    imagesBatch,
+  ),
+  conv2dInputGrad: bilinear<ConvInputGradParams>(
+    inputGradForward,
     (v, _g, w, p) => conv2dRaw(v, w, p),
-    (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape)), imagesBatch),
-  conv2dFilterGrad: bilinear<ConvFilterGradParams>(filterGradForward,
+    (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape)),
+    imagesBatch,
+  ),
+  conv2dFilterGrad: bilinear<ConvFilterGradParams>(
+    filterGradForward,
     (u, x, g, p) => conv2dInputGrad(g, u, p, spatial(x.shape)),
-    (u, x, _g, p) => conv2dRaw(x, u, p), (xs, dims, p, self) => loopBatch(xs, dims, self, p)),
+    (u, x, _g, p) => conv2dRaw(x, u, p),
+    (xs, dims, p, self) => loopBatch(xs, dims, self, p),
+  ),
 
   maxPool2d: {
     saves: SAVE_X,

@@ -84,7 +84,9 @@ export function fromValues(values: ArrayLike<number>, shape: readonly number[], 
 /** An int32 tensor takes integers in its range only: a float would be silently truncated. */
 function checkInt32(op: string, v: number, where: string): void {
   if (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) {
-    throw new ArgumentError(`${op}: ${where} is ${v}, not an int32 integer (to truncate floats, create a float tensor and call astype('int32'))`);
+    throw new ArgumentError(
+      `${op}: ${where} is ${v}, not an int32 integer (to truncate floats, create a float tensor and call astype('int32'))`,
+    );
   }
 }
 
@@ -109,11 +111,15 @@ export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions
   boolArg('tensor', 'requiresGrad', opts.requiresGrad, false);
   const dtype = checkAnyDtype('tensor', opts.dtype ?? 'float32');
   if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
-    throw new ArgumentError(`tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`);
+    throw new ArgumentError(
+      `tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`,
+    );
   }
   const flat: ArrayLike<number> = ArrayBuffer.isView(data)
     ? (data as unknown as ArrayLike<number>)
-    : typeof data === 'number' ? [data] : (data as Nested[]).flat(Infinity as 1) as number[];
+    : typeof data === 'number'
+      ? [data]
+      : ((data as Nested[]).flat(Infinity as 1) as number[]);
   const shape = opts.shape ?? (ArrayBuffer.isView(data) ? [flat.length] : inferShape(data as Nested));
   checkShape('tensor', shape);
   const n = shape.reduce((a, b) => a * b, 1);
@@ -121,8 +127,12 @@ export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions
   for (let i = 0; i < flat.length; i++) {
     if (typeof flat[i] !== 'number') throw new ArgumentError(`tensor: element ${i} is ${typeof flat[i]}, expected a number`);
   }
-  if (dtype === 'int32' && !(data instanceof Int32Array)) for (let i = 0; i < flat.length; i++) checkInt32('tensor', flat[i], `element ${i}`);
-  return finish(named('tensor', () => fromValues(flat, shape, dtype)), opts.requiresGrad);
+  if (dtype === 'int32' && !(data instanceof Int32Array))
+    for (let i = 0; i < flat.length; i++) checkInt32('tensor', flat[i], `element ${i}`);
+  return finish(
+    named('tensor', () => fromValues(flat, shape, dtype)),
+    opts.requiresGrad,
+  );
 }
 
 function fullAs(op: string, shape: readonly number[], value: number, options: TensorOptions | undefined): Tensor {
@@ -132,7 +142,10 @@ function fullAs(op: string, shape: readonly number[], value: number, options: Te
   if (typeof value !== 'number') throw new ArgumentError(`${op}: value must be a number, got ${describe(value)}`);
   const dtype = checkAnyDtype(op, opts.dtype ?? 'float32');
   if (dtype === 'int32') checkInt32(op, value, 'the value');
-  return finish(named(op, () => filled(shape, dtype, value)), opts.requiresGrad);
+  return finish(
+    named(op, () => filled(shape, dtype, value)),
+    opts.requiresGrad,
+  );
 }
 /** A tensor of `shape` filled with `value` (dtype default `'float32'`). */
 export const full = (shape: readonly number[], value: number, opts?: TensorOptions): Tensor => fullAs('full', shape, value, opts);
@@ -160,11 +173,18 @@ let autoSeed = 0x5eed;
 /** A seed from the options, or the next of a fixed sequence (so unseeded runs are reproducible too). */
 export function seedOf(seed: number | undefined, op?: string): [number, number] {
   const s = seed ?? replayable(() => autoSeed++); // a checkpoint's recompute gets the same automatic seed
-  if (!Number.isSafeInteger(s)) throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${describe(s)}`);
+  if (!Number.isSafeInteger(s))
+    throw new ArgumentError(`${op === undefined ? '' : `${op}: `}seed must be a safe integer, got ${describe(s)}`);
   return [s >>> 0, Math.floor(s / 2 ** 32) >>> 0];
 }
 
-function random(op: 'rand_uniform' | 'rand_normal', shape: readonly number[], options: RandomOptions | undefined, a: number, b: number): Tensor {
+function random(
+  op: 'rand_uniform' | 'rand_normal',
+  shape: readonly number[],
+  options: RandomOptions | undefined,
+  a: number,
+  b: number,
+): Tensor {
   const fname = op === 'rand_uniform' ? 'rand' : 'randn';
   const opts = optionsArg(fname, options, ['seed', 'dtype', 'requiresGrad']);
   boolArg(fname, 'requiresGrad', opts.requiresGrad, false);

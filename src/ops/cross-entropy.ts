@@ -34,12 +34,14 @@ export type CrossEntropyLabels = Int32Array | readonly number[] | readonly (read
 const same = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);
 
 function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: number | undefined; eps: number } {
-  if (o === null || typeof o !== 'object') throw new ArgumentError(`crossEntropy: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  if (o === null || typeof o !== 'object')
+    throw new ArgumentError(`crossEntropy: options must be an object, got ${o === null ? 'null' : typeof o}`);
   const { reduction = 'mean', ignoreIndex, labelSmoothing = 0 } = o;
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
     throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
   }
-  if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex)) throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
+  if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex))
+    throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1)) {
     throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${labelSmoothing}`);
   }
@@ -58,12 +60,20 @@ function indexLabels(labels: Int32Array | readonly unknown[], c: number, ignore:
   const flat = new Int32Array(labels.length);
   for (let i = 0; i < labels.length; i++) {
     const l = labels[i];
-    if (typeof l === 'string') throw new ArgumentError(`crossEntropy: label ${JSON.stringify(l)} at position ${i} is a string; labels are class indices (map class names to integers in [0, ${c}) first)`);
+    if (typeof l === 'string')
+      throw new ArgumentError(
+        `crossEntropy: label ${JSON.stringify(l)} at position ${i} is a string; labels are class indices (map class names to integers in [0, ${c}) first)`,
+      );
     if (typeof l !== 'number' || !Number.isInteger(l)) {
-      throw new ArgumentError(`crossEntropy: label ${typeof l === 'number' ? l : typeof l} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`);
+      throw new ArgumentError(
+        `crossEntropy: label ${typeof l === 'number' ? l : typeof l} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`,
+      );
     }
     if (l === ignore) continue; // stays 0: a valid row for the kernel, weighted out below
-    if (l < 0 || l >= c) throw new ArgumentError(`crossEntropy: label ${l} at position ${i} is outside [0, ${c})${ignore === undefined ? '' : ` and is not ignoreIndex (${ignore})`}`);
+    if (l < 0 || l >= c)
+      throw new ArgumentError(
+        `crossEntropy: label ${l} at position ${i} is outside [0, ${c})${ignore === undefined ? '' : ` and is not ignoreIndex (${ignore})`}`,
+      );
     flat[i] = l;
   }
   return flat;
@@ -77,37 +87,51 @@ function weightsOf(labels: Int32Array | readonly unknown[], ignore: number, f64:
 
 /** The labels as class indices (flat, with the source compile() rebinds), or a float tensor of probabilities; every misuse explained. */
 function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | readonly unknown[]; source: object | null } | Tensor {
-  const lead = logits.shape.slice(0, -1), c = logits.shape[logits.shape.length - 1], n = sizeOf(lead);
+  const lead = logits.shape.slice(0, -1),
+    c = logits.shape[logits.shape.length - 1],
+    n = sizeOf(lead);
   const want = `class indices [${lead}] or probabilities [${logits.shape}]`;
   if (labels instanceof Tensor) {
     labels.check('crossEntropy');
     if (labels.dtype !== 'int32') {
       if (same(labels.shape, logits.shape)) {
-        if (labels.dtype !== logits.dtype) throw new DtypeError(`crossEntropy: probabilities are ${labels.dtype} but the logits are ${logits.dtype} (cast one with astype)`);
+        if (labels.dtype !== logits.dtype)
+          throw new DtypeError(`crossEntropy: probabilities are ${labels.dtype} but the logits are ${logits.dtype} (cast one with astype)`);
         return labels;
       }
       if (labels.size === n) {
-        throw new DtypeError(`crossEntropy: labels are a ${labels.dtype} tensor [${labels.shape}]; class indices must be int32 (labels.astype('int32')), probabilities must have the logits' shape [${logits.shape}]`);
+        throw new DtypeError(
+          `crossEntropy: labels are a ${labels.dtype} tensor [${labels.shape}]; class indices must be int32 (labels.astype('int32')), probabilities must have the logits' shape [${logits.shape}]`,
+        );
       }
       throw new ShapeError(`crossEntropy: labels [${labels.shape}] fit neither ${want} for logits [${logits.shape}]`);
     }
     if (same(labels.shape, logits.shape) && c !== 1) {
-      throw new ShapeError(`crossEntropy: int32 labels [${labels.shape}] have the logits' shape: one-hot rows? Pass class indices [${lead}] (argmax(onehot, -1)), or probabilities as a float tensor`);
+      throw new ShapeError(
+        `crossEntropy: int32 labels [${labels.shape}] have the logits' shape: one-hot rows? Pass class indices [${lead}] (argmax(onehot, -1)), or probabilities as a float tensor`,
+      );
     }
     if (!same(labels.shape, lead) && !(labels.shape.length === 1 && labels.size === n)) {
       throw new ShapeError(`crossEntropy: labels [${labels.shape}] do not match logits [${logits.shape}]: expected ${want}`);
     }
     return { flat: labels.toArray() as Int32Array, source: null }; // read in JS to range-check (a compiled step doing this runs eagerly)
   }
-  if (typeof labels === 'string') throw new ArgumentError(`crossEntropy: labels is a string (${JSON.stringify(labels.slice(0, 20))}); expected ${want}: an Int32Array, an array of integers or an int32 tensor`);
+  if (typeof labels === 'string')
+    throw new ArgumentError(
+      `crossEntropy: labels is a string (${JSON.stringify(labels.slice(0, 20))}); expected ${want}: an Int32Array, an array of integers or an int32 tensor`,
+    );
   if (!(labels instanceof Int32Array) && !Array.isArray(labels)) {
-    throw new ArgumentError(`crossEntropy: labels must be an Int32Array, an array of integers or an int32 tensor (or probabilities as a float tensor), got ${labels === null ? 'null' : typeof labels}`);
+    throw new ArgumentError(
+      `crossEntropy: labels must be an Int32Array, an array of integers or an int32 tensor (or probabilities as a float tensor), got ${labels === null ? 'null' : typeof labels}`,
+    );
   }
   let flat: Int32Array | readonly unknown[] = labels;
   if (Array.isArray(labels) && labels.some((v) => Array.isArray(v))) {
     const nested = flattenNested(labels);
     if (same(nested.shape, logits.shape) && c !== 1) {
-      throw new ShapeError(`crossEntropy: labels are nested arrays of shape [${nested.shape}], the logits' shape: one-hot rows? Pass class indices [${lead}], or probabilities as a float tensor`);
+      throw new ShapeError(
+        `crossEntropy: labels are nested arrays of shape [${nested.shape}], the logits' shape: one-hot rows? Pass class indices [${lead}], or probabilities as a float tensor`,
+      );
     }
     flat = nested.flat;
   }
@@ -123,7 +147,10 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
   tensorArg('crossEntropy', logits, 'logits');
   const { reduction, ignore, eps } = checkOptions(opts);
   if (logits.shape.length === 0) throw new ShapeError('crossEntropy: logits must be [..., C] (at least 1-D), got a scalar []');
-  const r = logits.shape.length, c = logits.shape[r - 1], lead = logits.shape.slice(0, -1), n = sizeOf(lead);
+  const r = logits.shape.length,
+    c = logits.shape[r - 1],
+    lead = logits.shape.slice(0, -1),
+    n = sizeOf(lead);
   const read = readLabels(labels, logits);
   if (read instanceof Tensor) {
     if (ignore !== undefined) throw new ArgumentError('crossEntropy: ignoreIndex applies to class-index labels, not to probabilities');
@@ -142,7 +169,8 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
     let w: Tensor | null = null;
     if (ignore !== undefined) {
       const wv = weightsOf(read.flat, ignore, logits.dtype === 'float64');
-      if (read.source !== null) derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
+      if (read.source !== null)
+        derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
       w = fromValues(wv, [n], logits.dtype);
       rows = where(w, rows, 0); // exactly 0 for ignored rows, whatever their logits
     }

@@ -40,15 +40,20 @@ function checkCotangent(name: string, c: unknown, i: number, shape: readonly num
 export const customRules = {
   custom: {
     saves: { inputs: 'all', output: true },
-    forward: (xs, p) => withMode('record', false, () => withMode('forward', false, () => {
-      const y: unknown = p.forward(...xs);
-      if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
-      return y.share();
-    })),
+    forward: (xs, p) =>
+      withMode('record', false, () =>
+        withMode('forward', false, () => {
+          const y: unknown = p.forward(...xs);
+          if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
+          return y.share();
+        }),
+      ),
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);
       if (!Array.isArray(out) || out.length !== s.shapes.length) {
-        throw new GradError(`customVjp(${p.name}): backward must return an array of one cotangent (or null) per input; got ${Array.isArray(out) ? out.length : typeof out} for ${s.shapes.length} inputs`);
+        throw new GradError(
+          `customVjp(${p.name}): backward must return an array of one cotangent (or null) per input; got ${Array.isArray(out) ? out.length : typeof out} for ${s.shapes.length} inputs`,
+        );
       }
       out.forEach((c, i) => checkCotangent(p.name, c, i, s.shapes[i], g));
       return [...out];
@@ -66,7 +71,8 @@ export const customRules = {
     jvp: (_ts, _xs, y, p) => p.jvp(y),
     // The first run already ran on the batched arguments: its output is batched; the node only wraps it.
     batch: (xs, dims, p, self) => {
-      const y = p.forward(xs), b = batchedOf(y);
+      const y = p.forward(xs),
+        b = batchedOf(y);
       if (b !== null) return [reshape(b[0], b[0].shape), b[1]];
       y.dispose();
       return loopBatch(xs, dims, self, p);

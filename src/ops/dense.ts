@@ -34,8 +34,14 @@ export interface DenseParams {
 /** act(x·Wᵀ + b) for x [..., in], W [out, in], b [out] → [..., out]. */
 export function dense(x: Tensor, w: Tensor, b: Tensor, act: Activation = 'none'): Tensor {
   const ts = [tensorArg('dense', x, 'input'), tensorArg('dense', w, 'weight'), tensorArg('dense', b, 'bias')];
-  if (!Object.hasOwn(CODE, act)) throw new ArgumentError(`dense: act must be one of ${Object.keys(CODE).map((a) => `'${a}'`).join(', ')}, got ${describe(act)}`);
-  if (ts.some((t) => t.dtype !== x.dtype)) throw new DtypeError(`dense: dtypes differ: input ${x.dtype}, weight ${w.dtype}, bias ${b.dtype}`);
+  if (!Object.hasOwn(CODE, act))
+    throw new ArgumentError(
+      `dense: act must be one of ${Object.keys(CODE)
+        .map((a) => `'${a}'`)
+        .join(', ')}, got ${describe(act)}`,
+    );
+  if (ts.some((t) => t.dtype !== x.dtype))
+    throw new DtypeError(`dense: dtypes differ: input ${x.dtype}, weight ${w.dtype}, bias ${b.dtype}`);
   return apply(act === 'none' ? 'affine' : 'dense', ts, { act });
 }
 
@@ -43,7 +49,9 @@ export function dense(x: Tensor, w: Tensor, b: Tensor, act: Activation = 'none')
 function denseDims(x: Tensor, w: Tensor, b: Tensor): [number, number, number] {
   const K = x.shape[x.shape.length - 1];
   if (x.shape.length < 1 || w.shape.length !== 2 || w.shape[1] !== K || b.shape.length !== 1 || b.shape[0] !== w.shape[0]) {
-    throw new ShapeError(`dense: expected input [..., in], weight [out, in] and bias [out], got [${x.shape}], [${w.shape}] and [${b.shape}]`);
+    throw new ShapeError(
+      `dense: expected input [..., in], weight [out, in] and bias [out], got [${x.shape}], [${w.shape}] and [${b.shape}]`,
+    );
   }
   return [sizeOf(x.shape.slice(0, -1)), K, w.shape[0]];
 }
@@ -51,9 +59,12 @@ function denseDims(x: Tensor, w: Tensor, b: Tensor): [number, number, number] {
 /** g·act'(y) as ops (the fused VJP primitives of nn.ts). */
 function actGrad(act: Activation, y: Tensor, g: Tensor): Tensor {
   switch (act) {
-    case 'relu': return reluGrad(y, g);
-    case 'tanh': return tanhGrad(y, g);
-    case 'sigmoid': return sigmoidGrad(y, g);
+    case 'relu':
+      return reluGrad(y, g);
+    case 'tanh':
+      return tanhGrad(y, g);
+    case 'sigmoid':
+      return sigmoidGrad(y, g);
   }
   return g;
 }
@@ -65,7 +76,8 @@ function actGrad(act: Activation, y: Tensor, g: Tensor): Tensor {
  * the ops run instead, so gz and db carry their tangents and their graph.
  */
 function gradAndBiasSum(act: Activation, y: Tensor, g: Tensor): [Tensor, Tensor] {
-  const N = y.shape[y.shape.length - 1], R = sizeOf(y.shape.slice(0, -1));
+  const N = y.shape[y.shape.length - 1],
+    R = sizeOf(y.shape.slice(0, -1));
   const differentiated = modes.record && (y.requiresGrad || g.requiresGrad); // a recording sweep (second order)
   if (differentiated || (modes.forward && (y.tangent !== null || g.tangent !== null)) || isBatched(y) || isBatched(g)) {
     const gz = actGrad(act, y, g);
@@ -75,8 +87,16 @@ function gradAndBiasSum(act: Activation, y: Tensor, g: Tensor): [Tensor, Tensor]
   const gz = act === 'none' ? g : Tensor.empty(y.shape, y.dtype); // 'none': gz is g, the kernel only sums
   const db = Tensor.empty([N], y.dtype);
   if (N > 0) {
-    splitRun(`bias_act_vjp_${SUFFIX[y.dtype]}`, N, 16, R * N, (lo, hi) =>
-      [y.ptr + lo * bytes, g.ptr + lo * bytes, gz.ptr + lo * bytes, db.ptr + lo * bytes, R, hi - lo, N, CODE[act]]);
+    splitRun(`bias_act_vjp_${SUFFIX[y.dtype]}`, N, 16, R * N, (lo, hi) => [
+      y.ptr + lo * bytes,
+      g.ptr + lo * bytes,
+      gz.ptr + lo * bytes,
+      db.ptr + lo * bytes,
+      R,
+      hi - lo,
+      N,
+      CODE[act],
+    ]);
   }
   return [gz, db];
 }
@@ -98,7 +118,10 @@ function denseRule(savesOutput: boolean): Rule<DenseParams> {
       return y;
     },
     vjp: (g, s, { act }, needs) => {
-      const x = s.x[0]!, w = s.x[1]!, [N, K] = w.shape, R = sizeOf(x.shape.slice(0, -1));
+      const x = s.x[0]!,
+        w = s.x[1]!,
+        [N, K] = w.shape,
+        R = sizeOf(x.shape.slice(0, -1));
       const [gz, db] = gradAndBiasSum(act, s.y ?? g, g); // 'none' reads only g
       const gz2 = reshape(gz, [R, N]);
       return [
@@ -117,7 +140,12 @@ function denseRule(savesOutput: boolean): Rule<DenseParams> {
   };
 }
 
-const ACT: Record<Activation, (z: Tensor) => Tensor> = { none: (z) => z, relu: (z) => relu(z), tanh: (z) => tanh(z), sigmoid: (z) => sigmoid(z) };
+const ACT: Record<Activation, (z: Tensor) => Tensor> = {
+  none: (z) => z,
+  relu: (z) => relu(z),
+  tanh: (z) => tanh(z),
+  sigmoid: (z) => sigmoid(z),
+};
 
 /**
  * Mapped dense: with shared W and b the examples are more rows of the one fused GEMM; with mapped
@@ -126,7 +154,9 @@ const ACT: Record<Activation, (z: Tensor) => Tensor> = { none: (z) => z, relu: (
 function denseBatch([x, w, b]: readonly Tensor[], [dx, dw, db]: readonly Dim[], p: DenseParams, self: Self<DenseParams>): [Tensor, number] {
   if (dw === null && db === null) return [self([front(x, dx), w, b], p), 0];
   const [fx, fw, fb] = frontAll([x, w, b], [dx, dw, db]);
-  const B = fx.shape[0], K = fx.shape[fx.shape.length - 1], N = fw.shape[1];
+  const B = fx.shape[0],
+    K = fx.shape[fx.shape.length - 1],
+    N = fw.shape[1];
   const z = add(matmulT(reshape(fx, [B, fx.size / Math.max(1, B * K), K]), fw, false, true), reshape(fb, [B, 1, N]));
   return [reshape(ACT[p.act](z), [...fx.shape.slice(0, -1), N]), 0];
 }

@@ -22,7 +22,12 @@ const SAVE_Y: Saves = { inputs: [], output: true };
 const SAVE_NONE: Saves = { inputs: [], output: false };
 
 /** A unary primitive y = f(x) whose derivative f' is computed from x (save 'x') or y (save 'y'). */
-function unary<P = Record<string, never>>(element: Element, save: 'x' | 'y', d: Deriv<P>, args: (p: P) => [number, number] = () => [0, 0]): Rule<P> {
+function unary<P = Record<string, never>>(
+  element: Element,
+  save: 'x' | 'y',
+  d: Deriv<P>,
+  args: (p: P) => [number, number] = () => [0, 0],
+): Rule<P> {
   return {
     element,
     saves: save === 'x' ? SAVE_X : SAVE_Y,
@@ -35,7 +40,14 @@ function unary<P = Record<string, never>>(element: Element, save: 'x' | 'y', d: 
 
 /** A unary primitive whose g·f'(y) is one fused kernel, grad(y, g) (nn.ts); the JVP is grad(y, t). */
 function fusedUnary(element: Element, grad: (y: Tensor, g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { element, saves: SAVE_Y, forward: (xs) => launchUnary(element, xs[0]), vjp: (g, s) => [grad(s.y!, g)], jvp: ([t], _x, y) => grad(y, t!), batch: elementwiseBatch };
+  return {
+    element,
+    saves: SAVE_Y,
+    forward: (xs) => launchUnary(element, xs[0]),
+    vjp: (g, s) => [grad(s.y!, g)],
+    jvp: ([t], _x, y) => grad(y, t!),
+    batch: elementwiseBatch,
+  };
 }
 
 /** A unary primitive with derivative zero everywhere it is defined (masks, sign). */
@@ -52,13 +64,25 @@ function constant<P>(element: Element, args: (p: P) => [number, number]): Rule<P
 
 /** A linear unary primitive: its JVP is the op itself and its VJP the adjoint op. */
 function linear1(element: Element, op: (t: Tensor) => Tensor, adjoint: (g: Tensor) => Tensor): Rule<Record<string, never>> {
-  return { element, saves: SAVE_NONE, forward: (xs) => launchUnary(element, xs[0]), vjp: (g) => [adjoint(g)], jvp: ([t]) => op(t!), batch: elementwiseBatch };
+  return {
+    element,
+    saves: SAVE_NONE,
+    forward: (xs) => launchUnary(element, xs[0]),
+    vjp: (g) => [adjoint(g)],
+    jvp: ([t]) => op(t!),
+    batch: elementwiseBatch,
+  };
 }
 
 type Partials = (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needs: readonly boolean[]) => (Tensor | null)[];
 
 /** A binary primitive with broadcasting; `partials` maps g to the two cotangents, JVP is ∂a·ta + ∂b·tb. */
-function binary(element: Element, save: Saves, partials: Partials, tangent: (ta: Tensor | null, tb: Tensor | null, a: Tensor, b: Tensor, y: Tensor) => Tensor): Rule<Record<string, never>> {
+function binary(
+  element: Element,
+  save: Saves,
+  partials: Partials,
+  tangent: (ta: Tensor | null, tb: Tensor | null, a: Tensor, b: Tensor, y: Tensor) => Tensor,
+): Rule<Record<string, never>> {
   return {
     element,
     saves: save,
@@ -76,7 +100,11 @@ const when = (need: boolean, f: () => Tensor): Tensor | null => (need ? f() : nu
 
 export const unaryRules = {
   // Arrows, not `neg` itself: api.ts is still initialising when this table is built (import cycle).
-  neg: linear1(map('neg'), (t) => neg(t), (g) => neg(g)),
+  neg: linear1(
+    map('neg'),
+    (t) => neg(t),
+    (g) => neg(g),
+  ),
   exp: unary(map('exp', 'transcendental'), 'y', (_x, y) => y),
   log: unary(map('log', 'transcendental'), 'x', (x) => recip(x)),
   sqrt: unary(map('sqrt'), 'y', (_x, y) => div(0.5, y)),
@@ -89,8 +117,18 @@ export const unaryRules = {
   sigmoid: fusedUnary(map('sigmoid', 'transcendental'), (y, g) => sigmoidGrad(y, g)),
   relu: fusedUnary(map('relu'), (y, g) => reluGrad(y, g)),
   softplus: unary(map('softplus', 'transcendental'), 'x', (x) => sigmoid(x)),
-  leakyRelu: unary<{ slope: number }>(map('leaky_relu'), 'x', (x, _y, p) => step(x, 1, p.slope), (p) => [p.slope, 0]),
-  clamp: unary<{ lo: number; hi: number }>(map('clamp'), 'x', (x, _y, p) => inside(x, p.lo, p.hi), (p) => [p.lo, p.hi]),
+  leakyRelu: unary<{ slope: number }>(
+    map('leaky_relu'),
+    'x',
+    (x, _y, p) => step(x, 1, p.slope),
+    (p) => [p.slope, 0],
+  ),
+  clamp: unary<{ lo: number; hi: number }>(
+    map('clamp'),
+    'x',
+    (x, _y, p) => inside(x, p.lo, p.hi),
+    (p) => [p.lo, p.hi],
+  ),
   step: constant<{ a: number; b: number }>(map('step'), (p) => [p.a, p.b]),
   inside: constant<{ lo: number; hi: number }>(map('inside'), (p) => [p.lo, p.hi]),
   sign: constant<Record<string, never>>(map('sign'), () => [0, 0]),
@@ -99,18 +137,48 @@ export const unaryRules = {
 };
 
 export const binaryRules = {
-  add: binary(zip('add'), SAVE_NONE, (g) => [g, g], (ta, tb) => plus(ta, tb)),
-  sub: binary(zip('sub'), SAVE_NONE, (g, _a, _b, _y, n) => [g, when(n[1], () => neg(g))], (ta, tb) => plus(ta, tb === null ? null : neg(tb))),
-  mul: binary(zip('mul'), BOTH, (g, a, b, _y, n) => [when(n[0], () => mul(g, b)), when(n[1], () => mul(g, a))],
-    (ta, tb, a, b) => plus(ta && mul(ta, b), tb && mul(a, tb))),
-  div: binary(zip('div'), BOTH, (g, a, b, _y, n) => [when(n[0], () => div(g, b)), when(n[1], () => neg(div(mul(g, a), square(b))))],
-    (ta, tb, a, b) => plus(ta && div(ta, b), tb && neg(div(mul(tb, a), square(b))))),
-  pow: binary(zip('pow', 'transcendental'), BOTH, (g, a, b, _y, n) => [when(n[0], () => mul(g, mul(b, pow(a, sub(b, 1))))), when(n[1], () => mul(g, mul(pow(a, b), log(a))))],
-    (ta, tb, a, b, y) => plus(ta && mul(ta, mul(b, pow(a, sub(b, 1)))), tb && mul(tb, mul(y, log(a))))),
-  maximum: binary(zip('maximum'), BOTH, (g, a, b, _y, n) => maskSplit(g, ge(a, b), n),
-    (ta, tb, a, b) => blend(ta, tb, ge(a, b))),
-  minimum: binary(zip('minimum'), BOTH, (g, a, b, _y, n) => maskSplit(g, ge(b, a), n),
-    (ta, tb, a, b) => blend(ta, tb, ge(b, a))),
+  add: binary(
+    zip('add'),
+    SAVE_NONE,
+    (g) => [g, g],
+    (ta, tb) => plus(ta, tb),
+  ),
+  sub: binary(
+    zip('sub'),
+    SAVE_NONE,
+    (g, _a, _b, _y, n) => [g, when(n[1], () => neg(g))],
+    (ta, tb) => plus(ta, tb === null ? null : neg(tb)),
+  ),
+  mul: binary(
+    zip('mul'),
+    BOTH,
+    (g, a, b, _y, n) => [when(n[0], () => mul(g, b)), when(n[1], () => mul(g, a))],
+    (ta, tb, a, b) => plus(ta && mul(ta, b), tb && mul(a, tb)),
+  ),
+  div: binary(
+    zip('div'),
+    BOTH,
+    (g, a, b, _y, n) => [when(n[0], () => div(g, b)), when(n[1], () => neg(div(mul(g, a), square(b))))],
+    (ta, tb, a, b) => plus(ta && div(ta, b), tb && neg(div(mul(tb, a), square(b)))),
+  ),
+  pow: binary(
+    zip('pow', 'transcendental'),
+    BOTH,
+    (g, a, b, _y, n) => [when(n[0], () => mul(g, mul(b, pow(a, sub(b, 1))))), when(n[1], () => mul(g, mul(pow(a, b), log(a))))],
+    (ta, tb, a, b, y) => plus(ta && mul(ta, mul(b, pow(a, sub(b, 1)))), tb && mul(tb, mul(y, log(a)))),
+  ),
+  maximum: binary(
+    zip('maximum'),
+    BOTH,
+    (g, a, b, _y, n) => maskSplit(g, ge(a, b), n),
+    (ta, tb, a, b) => blend(ta, tb, ge(a, b)),
+  ),
+  minimum: binary(
+    zip('minimum'),
+    BOTH,
+    (g, a, b, _y, n) => maskSplit(g, ge(b, a), n),
+    (ta, tb, a, b) => blend(ta, tb, ge(b, a)),
+  ),
   gt: cmp(zip('gt')),
   ge: cmp(zip('ge')),
   eq: cmp(zip('eq')),
@@ -119,7 +187,15 @@ export const binaryRules = {
 
 /** Comparison: a 0/1 mask, with zero derivative; int32 operands too (an _i32 kernel each). */
 function cmp(element: Element): Rule<Record<string, never>> {
-  return { element, saves: SAVE_NONE, int32: true, forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]), vjp: () => [null, null], jvp: (_t, _x, y) => zerosLike(y), batch: elementwiseBatch };
+  return {
+    element,
+    saves: SAVE_NONE,
+    int32: true,
+    forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]),
+    vjp: () => [null, null],
+    jvp: (_t, _x, y) => zerosLike(y),
+    batch: elementwiseBatch,
+  };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {
@@ -128,4 +204,3 @@ function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor 
 function blend(ta: Tensor | null, tb: Tensor | null, mask: Tensor): Tensor {
   return plus(ta && mul(ta, mask), tb && mul(tb, sub(1, mask)));
 }
-

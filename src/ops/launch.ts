@@ -25,7 +25,8 @@ export function broadcastShapes(op: string, a: readonly number[], b: readonly nu
   const n = Math.max(a.length, b.length);
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) {
-    const da = a[a.length - n + i] ?? 1, db = b[b.length - n + i] ?? 1;
+    const da = a[a.length - n + i] ?? 1,
+      db = b[b.length - n + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) {
       throw new ShapeError(`${op}: shapes [${a}] and [${b}] cannot be broadcast together (axis ${i - n}: ${da} vs ${db})`);
     }
@@ -59,7 +60,9 @@ const bytesOf = (dtype: DType): number => BYTES[dtype];
 /** y = f(x) elementwise with the map kernel of `e` (split across threads when large, sized by its cost class). */
 export function launchUnary(e: Element, x: Tensor, p0 = 0, p1 = 0): Tensor {
   const y = Tensor.empty(x.shape, x.dtype);
-  const kname = kernelName(e.kernel, x.dtype), n = x.size, cost = COST[e.cost];
+  const kname = kernelName(e.kernel, x.dtype),
+    n = x.size,
+    cost = COST[e.cost];
   // A call that stays on this thread is the one splitMap would make, minus its argument arrays.
   if (runsLocally(n * cost)) kernel(kname)(x.ptr, y.ptr, n, p0, p1);
   else splitMap(kname, bytesOf(x.dtype), [x.ptr, y.ptr], n, [p0, p1], cost);
@@ -89,7 +92,9 @@ function collapse(shape: readonly number[], strides: number[][]): { shape: numbe
 
 /** Element offsets into two operands of flat index `i` over `shape`, given each operand's strides there. */
 export function pairOffsets(shape: readonly number[], sa: readonly number[], sb: readonly number[], i: number): [number, number] {
-  let rem = i, oa = 0, ob = 0;
+  let rem = i,
+    oa = 0,
+    ob = 0;
   for (let d = shape.length - 1; d >= 0; d--) {
     const ix = rem % shape[d];
     rem = Math.floor(rem / shape[d]);
@@ -101,7 +106,8 @@ export function pairOffsets(shape: readonly number[], sa: readonly number[], sb:
 
 /** y = a ∘ b with broadcasting, using the zip kernel of `e` (op names the primitive in errors). */
 export function launchBinary(op: string, e: Element, a: Tensor, b: Tensor): Tensor {
-  const kname = kernelName(e.kernel, a.dtype), cost = COST[e.cost];
+  const kname = kernelName(e.kernel, a.dtype),
+    cost = COST[e.cost];
   return launchSimple(kname, cost, a, b) ?? launchBroadcast(op, kname, cost, a, b);
 }
 
@@ -112,7 +118,8 @@ const sameShape = (s: readonly number[], t: readonly number[]): boolean => {
 };
 
 /** m is [rows, cols] and v is [cols], both axes longer than 1 (so collapse() would keep both). */
-const isBias = (m: readonly number[], v: readonly number[]): boolean => m.length === 2 && v.length === 1 && m[1] === v[0] && m[0] > 1 && m[1] > 1;
+const isBias = (m: readonly number[], v: readonly number[]): boolean =>
+  m.length === 2 && v.length === 1 && m[1] === v[0] && m[0] > 1 && m[1] > 1;
 
 /**
  * The layouts most ops see — same shapes, a one-element operand, a [rows, cols] + [cols] bias —
@@ -120,8 +127,14 @@ const isBias = (m: readonly number[], v: readonly number[]): boolean => m.length
  * arrays (this is most of the per-op cost on small tensors). null: use the general path.
  */
 function launchSimple(kname: string, cost: number, a: Tensor, b: Tensor): Tensor | null {
-  const as = a.shape, bs = b.shape;
-  let out = as, rows = 1, sar = 0, sac = 1, sbr = 0, sbc = 1;
+  const as = a.shape,
+    bs = b.shape;
+  let out = as,
+    rows = 1,
+    sar = 0,
+    sac = 1,
+    sbr = 0,
+    sbc = 1;
   if (sameShape(as, bs)) out = as;
   else if (b.size === 1 && bs.length <= as.length) sbc = 0;
   else if (a.size === 1 && as.length <= bs.length) {
@@ -137,7 +150,8 @@ function launchSimple(kname: string, cost: number, a: Tensor, b: Tensor): Tensor
   } else return null;
   const y = Tensor.empty(out, a.dtype);
   if (y.size === 0) return y;
-  const cols = y.size / rows, bytes = bytesOf(a.dtype);
+  const cols = y.size / rows,
+    bytes = bytesOf(a.dtype);
   if (cols === 1 && rows === 1) sac = sbc = 0; // collapse() drops every axis of a one-element output
   splitBinary(kname, bytes, a.ptr, b.ptr, y.ptr, rows, cols, sar, sac, sbr, sbc, cost);
   return y;
@@ -161,21 +175,38 @@ function launchBroadcast(op: string, kname: string, cost: number, a: Tensor, b: 
   const bytes = bytesOf(a.dtype);
   for (let blk = 0; blk < blocks; blk++) {
     const [oa, ob] = pairOffsets(outer, sa, sb, blk);
-    splitBinary(kname, bytes, a.ptr + oa * bytes, b.ptr + ob * bytes, y.ptr + blk * rows * cols * bytes, rows, cols, row(sa), col(sa), row(sb), col(sb), cost);
+    splitBinary(
+      kname,
+      bytes,
+      a.ptr + oa * bytes,
+      b.ptr + ob * bytes,
+      y.ptr + blk * rows * cols * bytes,
+      rows,
+      cols,
+      row(sa),
+      col(sa),
+      row(sb),
+      col(sb),
+      cost,
+    );
   }
   return y;
 }
 
 /** Reduces the sorted, distinct `axes` of x with the reduce kernel `name` ('sum' or 'max'). */
 export function launchReduce(name: string, x: Tensor, axes: readonly number[], outShape: readonly number[]): Tensor {
-  let cur = x, shape = x.shape;
+  let cur = x,
+    shape = x.shape;
   // Reduce runs of adjacent axes from the last run to the first; each run is one kernel call.
   let i = axes.length - 1;
   while (i >= 0) {
     let j = i;
     while (j > 0 && axes[j - 1] === axes[j] - 1) j--;
-    const lo = axes[j], hi = axes[i];
-    const outer = span(shape, 0, lo), r = span(shape, lo, hi + 1), inner = span(shape, hi + 1, shape.length);
+    const lo = axes[j],
+      hi = axes[i];
+    const outer = span(shape, 0, lo),
+      r = span(shape, lo, hi + 1),
+      inner = span(shape, hi + 1, shape.length);
     const last = j === 0;
     if (!last) shape = [...shape.slice(0, lo), ...shape.slice(hi + 1)]; // the last run's output has outShape
     let y: Tensor;
@@ -204,16 +235,35 @@ function span(shape: readonly number[], lo: number, hi: number): number {
 /** A fresh contiguous copy of x with another (same-size) shape. */
 function copyAs(x: Tensor, shape: readonly number[]): Tensor {
   const y = Tensor.empty(shape, x.dtype);
-  if (x.size > 0) stridedCopy(x, 0, y, 0, x.shape.length ? x.shape : [1], stridesOf(x.shape.length ? x.shape : [1]), stridesOf(x.shape.length ? x.shape : [1]));
+  if (x.size > 0)
+    stridedCopy(
+      x,
+      0,
+      y,
+      0,
+      x.shape.length ? x.shape : [1],
+      stridesOf(x.shape.length ? x.shape : [1]),
+      stridesOf(x.shape.length ? x.shape : [1]),
+    );
   return y;
 }
 
 /** y[yOff + Σ i·ys] = x[xOff + Σ i·xs] over `shape` (offsets and strides in elements). */
-export function stridedCopy(x: Tensor, xOff: number, y: Tensor, yOff: number, shape: readonly number[], xs: readonly number[], ys: readonly number[]): void {
+export function stridedCopy(
+  x: Tensor,
+  xOff: number,
+  y: Tensor,
+  yOff: number,
+  shape: readonly number[],
+  xs: readonly number[],
+  ys: readonly number[],
+): void {
   if (sizeOf(shape) === 0) return;
   const n = shape.length;
   const bytes = BYTES[x.dtype];
-  const ps = writeArgs(0, shape), pxs = writeArgs(n, xs), pys = writeArgs(2 * n, ys);
+  const ps = writeArgs(0, shape),
+    pxs = writeArgs(n, xs),
+    pys = writeArgs(2 * n, ys);
   k('strided_copy', x.dtype)(x.ptr + xOff * bytes, y.ptr + yOff * bytes, n, ps, pxs, pys);
 }
 

@@ -21,28 +21,33 @@ import { reshape, transpose, mul } from './api.js';
  */
 function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: MatmulParams, self: Self<MatmulParams>): [Tensor, number] {
   if (db === null && b.shape.length === 2 && !p.ta) {
-    const f = front(a, da), K = f.shape[f.shape.length - 1];
+    const f = front(a, da),
+      K = f.shape[f.shape.length - 1];
     const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
     return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
   }
   if (da === null && a.shape.length === 2 && b.shape.length === 3 && !p.tb && b.shape[2] === 1 && db !== 2) {
     // Matrix-vector per example: the examples' vectors are the rows of [B, K], and Y = [B, K]·op(A)ᵀ (no copy).
-    const f = front(b, db), B = f.shape[0];
+    const f = front(b, db),
+      B = f.shape[0];
     const y = self([reshape(f, [B, f.shape[1]]), a], { ta: false, tb: !p.ta });
     return [reshape(y, [B, y.shape[1], 1]), 0];
   }
   if (da === null && a.shape.length === 2 && b.shape.length === 3) {
-    const f = front(b, db), [B, r, c] = f.shape;
+    const f = front(b, db),
+      [B, r, c] = f.shape;
     // tb: each example's [N, K] rows stack into [B·N, K] as they lie; else [K, B·N] needs one transpose.
     const cols = p.tb ? reshape(f, [B * r, c]) : reshape(transpose(f, [1, 0, 2]), [r, B * c]);
     const y = self([a, cols], p);
     return [reshape(y, [y.shape[0], B, y.shape[1] / Math.max(1, B)]), 1];
   }
   const rank = Math.max(a.shape.length - (da === null ? 0 : 1), b.shape.length - (db === null ? 0 : 1));
-  const fa = frontRank(a, da, rank), fb = frontRank(b, db, rank);
+  const fa = frontRank(a, da, rank),
+    fb = frontRank(b, db, rank);
   const [M, K, N] = matmulDims(fa.shape, fb.shape, p);
   if (K === 1) {
-    const col = reshape(fa, [...fa.shape.slice(0, -2), M, 1]), row = reshape(fb, [...fb.shape.slice(0, -2), 1, N]);
+    const col = reshape(fa, [...fa.shape.slice(0, -2), M, 1]),
+      row = reshape(fb, [...fb.shape.slice(0, -2), 1, N]);
     return [mul(col, row), 0];
   }
   return [self([fa, fb], p), 0];
@@ -57,8 +62,14 @@ export interface MatmulParams {
 /** [M, K, N] of op(A)·op(B), or a ShapeError naming both shapes. */
 export function matmulDims(a: readonly number[], b: readonly number[], p: MatmulParams): [number, number, number] {
   // Indexed, not destructured: this runs on every matmul and the VJP's two.
-  const ar = a[a.length - 2], ac = a[a.length - 1], br = b[b.length - 2], bc = b[b.length - 1];
-  const M = p.ta ? ac : ar, K = p.ta ? ar : ac, K2 = p.tb ? bc : br, N = p.tb ? br : bc;
+  const ar = a[a.length - 2],
+    ac = a[a.length - 1],
+    br = b[b.length - 2],
+    bc = b[b.length - 1];
+  const M = p.ta ? ac : ar,
+    K = p.ta ? ar : ac,
+    K2 = p.tb ? bc : br,
+    N = p.tb ? br : bc;
   if (K !== K2) {
     const show = (s: readonly number[], t: boolean) => `[${s}]${t ? 'ᵀ' : ''}`;
     throw new ShapeError(`matmul: inner dimensions differ: ${show(a, p.ta)} x ${show(b, p.tb)} (${K} vs ${K2})`);
@@ -73,16 +84,31 @@ function forward(a: Tensor, b: Tensor, p: MatmulParams): Tensor {
   const y = K === 0 ? filled([...batch, M, N], a.dtype, 0) : Tensor.empty([...batch, M, N], a.dtype);
   if (K === 0 || y.size === 0) return y;
   const bytes = a.dtype === 'float32' ? 4 : 8;
-  const sa = broadcastStrides(a.shape.slice(0, -2), batch), sb = broadcastStrides(b.shape.slice(0, -2), batch);
-  const lda = a.shape[a.shape.length - 1], ldb = b.shape[b.shape.length - 1];
+  const sa = broadcastStrides(a.shape.slice(0, -2), batch),
+    sb = broadcastStrides(b.shape.slice(0, -2), batch);
+  const lda = a.shape[a.shape.length - 1],
+    ldb = b.shape[b.shape.length - 1];
   const n = sizeOf(batch);
   for (let i = 0; i < n; i++) {
     // Batch offsets from the broadcast strides (in matrices), one GEMM per batch entry.
     const [oa, ob] = pairOffsets(batch, sa, sb, i);
     // Split over the thread pool when large; always with a packing scratch region.
     try {
-      gemm(bytes, a.ptr + oa * M * K * bytes, b.ptr + ob * K * N * bytes, y.ptr + i * M * N * bytes,
-        M, N, K, lda, ldb, N, p.ta, p.tb, false);
+      gemm(
+        bytes,
+        a.ptr + oa * M * K * bytes,
+        b.ptr + ob * K * N * bytes,
+        y.ptr + i * M * N * bytes,
+        M,
+        N,
+        K,
+        lda,
+        ldb,
+        N,
+        p.ta,
+        p.tb,
+        false,
+      );
     } catch (e) {
       y.dispose(); // the packing scratch is reserved on first use and may not fit: fail without leaving y behind
       throw e;
@@ -108,14 +134,16 @@ export const linalgRules = {
     saves: { inputs: [0, 1], output: false },
     forward: ([a, b], p) => forward(a, b, p),
     vjp: (g, s, { ta, tb }, needs) => {
-      const a = s.x[0]!, b = s.x[1]!;
+      const a = s.x[0]!,
+        b = s.x[1]!;
       return [
         needs[0] ? (ta ? matmulT(b, g, tb, true) : matmulT(g, b, false, !tb)) : null,
         needs[1] ? (tb ? matmulT(g, a, true, ta) : matmulT(a, g, !ta, false)) : null,
       ];
     },
     jvp: ([ta_, tb_], [a, b], _y, { ta, tb }) => {
-      const u = ta_ && matmulT(ta_, b, ta, tb), v = tb_ && matmulT(a, tb_, ta, tb);
+      const u = ta_ && matmulT(ta_, b, ta, tb),
+        v = tb_ && matmulT(a, tb_, ta, tb);
       return u === null ? v! : v === null ? u : add(u, v);
     },
     batch: matmulBatch,
@@ -137,14 +165,16 @@ export const linalgRules = {
       null,
     ],
     jvp: ([tx, tw], [x, w], y) => {
-      const u = tx && matmulT(tx, w, false, true), v = tw && matmulT(x, tw, false, true);
+      const u = tx && matmulT(tx, w, false, true),
+        v = tw && matmulT(x, tw, false, true);
       // Only B carrying a tangent gives zero: x·Wᵀ does not depend on B.
       return u === null ? (v ?? filled(y.shape, y.dtype, 0)) : v === null ? u : add(u, v);
     },
     // Shared weights: the examples' rows fold into one GEMM. Mapped weights: the per-example loop.
     batch: ([x, w, b], [dx, dw, db], p, self) => {
       if (dw !== null || db !== null) return loopBatch([x, w, b], [dx, dw, db], self, p);
-      const f = front(x, dx), K = f.shape[f.shape.length - 1];
+      const f = front(x, dx),
+        K = f.shape[f.shape.length - 1];
       const y = self([reshape(f, [f.size / Math.max(1, K), K]), w, b], p);
       return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
     },

@@ -9,5 +9,9 @@ import { zerosLike } from './composite.js';
 /** The JVP rule of the linear primitive `prim`: prim(t₁, …, tₙ; p), a missing tangent being zero. */
 export function linearJvp<P>(prim: string) {
   return (ts: readonly (Tensor | null)[], xs: readonly Tensor[], _y: Tensor, p: P): Tensor =>
-    apply(prim as Prim, ts.map((t, i) => t ?? zerosLike(xs[i])), p as never);
+    apply(
+      prim as Prim,
+      ts.map((t, i) => t ?? zerosLike(xs[i])),
+      p as never,
+    );
 }

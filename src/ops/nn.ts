@@ -26,7 +26,13 @@ const softmax = {
     const cols = x.shape[x.shape.length - 1];
     const bytes = x.dtype === 'float32' ? 4 : 8;
     // Rows are independent: split across threads when large.
-    if (x.size > 0) splitRows(`softmax_${SUFFIX[x.dtype]}`, x.size / cols, cols, 8, (lo, hi) => [x.ptr + lo * cols * bytes, y.ptr + lo * cols * bytes, hi - lo, cols]);
+    if (x.size > 0)
+      splitRows(`softmax_${SUFFIX[x.dtype]}`, x.size / cols, cols, 8, (lo, hi) => [
+        x.ptr + lo * cols * bytes,
+        y.ptr + lo * cols * bytes,
+        hi - lo,
+        cols,
+      ]);
     return y;
   },
   vjp: (g, s) => [softmaxJ(s.y!, g)],
@@ -37,13 +43,14 @@ const softmax = {
 const same = (a: Tensor, b: Tensor): boolean =>
   a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 /** Sum of the terms that exist (a missing tangent is zero). */
-const plus = (u: Tensor | null, v: Tensor | null, zero: () => Tensor): Tensor => (u === null ? v ?? zero() : v === null ? u : add(u, v));
+const plus = (u: Tensor | null, v: Tensor | null, zero: () => Tensor): Tensor => (u === null ? (v ?? zero()) : v === null ? u : add(u, v));
 
 // g·f'(y) for y = tanh x, sigmoid x, relu x: linear in g (so their VJP and JVP in g are the
 // map itself), with ∂/∂y written out in the table below.
 export const tanhGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('tanhGrad', [y, g], {}) : mul(g, sub(1, square(y))));
 export const sigmoidGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('sigmoidGrad', [y, g], {}) : mul(g, mul(y, sub(1, y))));
-export const reluGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('reluGrad', [y, g], {}) : mul(g, apply('step', [y], { a: 1, b: 0 })));
+export const reluGrad = (y: Tensor, g: Tensor): Tensor =>
+  same(y, g) ? apply('reluGrad', [y, g], {}) : mul(g, apply('step', [y], { a: 1, b: 0 }));
 
 /** The primitive dx = self(y, g) with kernel `<kernel>_vjp`; dy(y, g) = ∂dx/∂y, null where it is zero. */
 function elementGrad(kernel: string, self: (y: Tensor, g: Tensor) => Tensor, dy: ((y: Tensor, g: Tensor) => Tensor) | null): Rule0 {
@@ -64,7 +71,8 @@ function elementGrad(kernel: string, self: (y: Tensor, g: Tensor) => Tensor, dy:
 
 /** Copies per-row labels into a temporary wasm block for f(ptr) (freeing `out` if that block cannot be had). */
 function withLabels(labels: Int32Array, out: Tensor, f: (ptr: number) => void): void {
-  const arena = runtime().arena, bytes = Math.max(4, labels.length * 4);
+  const arena = runtime().arena,
+    bytes = Math.max(4, labels.length * 4);
   let ptr: number;
   try {
     ptr = arena.alloc(bytes);
@@ -105,8 +113,11 @@ function rowScale(x: Tensor, eps: number): Tensor {
  * symmetric: ∂x = −(a·J·G + mean(G·ŷ)·dx + mean(G·dx)·ŷ)/s, and ∂g = J·G.
  */
 function layerNormGradTerms(x: Tensor, g: Tensor, dx: Tensor, eps: number): { vjp: (G: Tensor) => Tensor; jvp: (u: Tensor) => Tensor } {
-  const last = x.shape.length - 1, m = (t: Tensor) => mean(t, last, true);
-  const yh = layerNormRows(x, eps), s = rowScale(x, eps), a = m(mul(g, yh));
+  const last = x.shape.length - 1,
+    m = (t: Tensor) => mean(t, last, true);
+  const yh = layerNormRows(x, eps),
+    s = rowScale(x, eps),
+    a = m(mul(g, yh));
   return {
     vjp: (G: Tensor) => neg(div(add(add(mul(a, layerNormGrad(x, G, eps)), mul(m(mul(G, yh)), dx)), mul(m(mul(G, dx)), yh)), s)),
     jvp: (u: Tensor) => {
@@ -135,15 +146,33 @@ const asRows = (x: Tensor) => [x.size / Math.max(1, lastDim(x)), lastDim(x)];
 
 export const nnRules = {
   softmax,
-  tanhGrad: elementGrad('tanh', (y, g) => tanhGrad(y, g), (y, g) => mul(mul(y, g), -2)), // ∂/∂y g(1 − y²) = −2gy
-  sigmoidGrad: elementGrad('sigmoid', (y, g) => sigmoidGrad(y, g), (y, g) => mul(g, sub(1, mul(y, 2)))), // ∂/∂y g·y(1 − y) = g(1 − 2y)
+  tanhGrad: elementGrad(
+    'tanh',
+    (y, g) => tanhGrad(y, g),
+    (y, g) => mul(mul(y, g), -2),
+  ), // ∂/∂y g(1 − y²) = −2gy
+  sigmoidGrad: elementGrad(
+    'sigmoid',
+    (y, g) => sigmoidGrad(y, g),
+    (y, g) => mul(g, sub(1, mul(y, 2))),
+  ), // ∂/∂y g·y(1 − y) = g(1 − 2y)
   reluGrad: elementGrad('relu', (y, g) => reluGrad(y, g), null),
   softmaxCrossEntropy: {
     saves: { inputs: [0], output: false },
     forward: ([x], p) => {
-      const [n, c] = x.shape, b = BYTES[x.dtype], loss = Tensor.empty([n], x.dtype);
-      if (n > 0 && c > 0) withLabels(p.labels, loss, (lp) => splitRows(`softmax_xent_${SUFFIX[x.dtype]}`, n, c, 8, (lo, hi) =>
-        [x.ptr + lo * c * b, lp + lo * 4, loss.ptr + lo * b, hi - lo, c]));
+      const [n, c] = x.shape,
+        b = BYTES[x.dtype],
+        loss = Tensor.empty([n], x.dtype);
+      if (n > 0 && c > 0)
+        withLabels(p.labels, loss, (lp) =>
+          splitRows(`softmax_xent_${SUFFIX[x.dtype]}`, n, c, 8, (lo, hi) => [
+            x.ptr + lo * c * b,
+            lp + lo * 4,
+            loss.ptr + lo * b,
+            hi - lo,
+            c,
+          ]),
+        );
       return loss;
     },
     vjp: (g, s, p) => [xentGrad(s.x[0]!, g, p.labels)],
@@ -154,9 +183,20 @@ export const nnRules = {
   softmaxCrossEntropyGrad: {
     saves: { inputs: [0, 1], output: false },
     forward: ([x, g], p) => {
-      const [n, c] = x.shape, b = BYTES[x.dtype], dx = Tensor.empty(x.shape, x.dtype);
-      if (n > 0 && c > 0) withLabels(p.labels, dx, (lp) => splitRows(`softmax_xent_vjp_${SUFFIX[x.dtype]}`, n, c, 10, (lo, hi) =>
-        [x.ptr + lo * c * b, lp + lo * 4, g.ptr + lo * b, dx.ptr + lo * c * b, hi - lo, c]));
+      const [n, c] = x.shape,
+        b = BYTES[x.dtype],
+        dx = Tensor.empty(x.shape, x.dtype);
+      if (n > 0 && c > 0)
+        withLabels(p.labels, dx, (lp) =>
+          splitRows(`softmax_xent_vjp_${SUFFIX[x.dtype]}`, n, c, 10, (lo, hi) => [
+            x.ptr + lo * c * b,
+            lp + lo * 4,
+            g.ptr + lo * b,
+            dx.ptr + lo * c * b,
+            hi - lo,
+            c,
+          ]),
+        );
       return dx;
     },
     vjp: (G, s, p, needs) => {
@@ -170,8 +210,11 @@ export const nnRules = {
   layerNorm: {
     saves: { inputs: [0], output: false },
     forward: ([x], p) => {
-      const y = Tensor.empty(x.shape, x.dtype), [n, c] = asRows(x), b = BYTES[x.dtype];
-      if (y.size > 0) splitRows(`layer_norm_${SUFFIX[x.dtype]}`, n, c, 4, (lo, hi) => [x.ptr + lo * c * b, y.ptr + lo * c * b, hi - lo, c, p.eps]);
+      const y = Tensor.empty(x.shape, x.dtype),
+        [n, c] = asRows(x),
+        b = BYTES[x.dtype];
+      if (y.size > 0)
+        splitRows(`layer_norm_${SUFFIX[x.dtype]}`, n, c, 4, (lo, hi) => [x.ptr + lo * c * b, y.ptr + lo * c * b, hi - lo, c, p.eps]);
       return y;
     },
     vjp: (g, s, p) => [layerNormGrad(s.x[0]!, g, p.eps)],
@@ -181,15 +224,26 @@ export const nnRules = {
   layerNormGrad: {
     saves: { inputs: [0, 1], output: true },
     forward: ([x, g], p) => {
-      const dx = Tensor.empty(x.shape, x.dtype), [n, c] = asRows(x), b = BYTES[x.dtype];
-      if (dx.size > 0) splitRows(`layer_norm_vjp_${SUFFIX[x.dtype]}`, n, c, 6, (lo, hi) => [x.ptr + lo * c * b, g.ptr + lo * c * b, dx.ptr + lo * c * b, hi - lo, c, p.eps]);
+      const dx = Tensor.empty(x.shape, x.dtype),
+        [n, c] = asRows(x),
+        b = BYTES[x.dtype];
+      if (dx.size > 0)
+        splitRows(`layer_norm_vjp_${SUFFIX[x.dtype]}`, n, c, 6, (lo, hi) => [
+          x.ptr + lo * c * b,
+          g.ptr + lo * c * b,
+          dx.ptr + lo * c * b,
+          hi - lo,
+          c,
+          p.eps,
+        ]);
       return dx;
     },
     vjp: (G, s, p, needs) => [
       needs[0] ? layerNormGradTerms(s.x[0]!, s.x[1]!, s.y!, p.eps).vjp(G) : null,
       needs[1] ? layerNormGrad(s.x[0]!, G, p.eps) : null,
     ],
-    jvp: ([u, tg], [x, g], dx, p) => plus(u && layerNormGradTerms(x, g, dx, p.eps).jvp(u), tg && layerNormGrad(x, tg, p.eps), () => zerosLike(dx)),
+    jvp: ([u, tg], [x, g], dx, p) =>
+      plus(u && layerNormGradTerms(x, g, dx, p.eps).jvp(u), tg && layerNormGrad(x, tg, p.eps), () => zerosLike(dx)),
     batch: sameShapeBatch,
   } satisfies Rule<Eps>,
 };

@@ -56,6 +56,5 @@ export class Node {
   }
 }
 
-
 /** The id the next node will get: nodes with a smaller id already exist. */
 export const nextNodeId = (): number => nextId;

@@ -18,7 +18,10 @@ import { foldBatch } from './batch.js';
 import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, reshape, zerosLike, composite } from './api.js';
 
 /** A value and its tangent (null: zero). */
-interface D { v: Tensor; t: Tensor | null }
+interface D {
+  v: Tensor;
+  t: Tensor | null;
+}
 const tsum = (a: Tensor | null, b: Tensor | null): Tensor | null => (a === null ? b : b === null ? a : add(a, b));
 const dAdd = (a: D, b: D): D => ({ v: add(a.v, b.v), t: tsum(a.t, b.t) });
 const dSub = (a: D, b: D): D => ({ v: sub(a.v, b.v), t: tsum(a.t, b.t && neg(b.t)) });
@@ -52,39 +55,61 @@ const LSTM: Cell = {
     const [i, f, g, o] = [dSig(ai), dSig(af), dTanh(ag), dSig(ao)];
     const tc = dTanh(dAdd(dMul(f, c), dMul(i, g)));
     const e = dAdd(dc2, dMul(dMul(dh, o), dTanhSlope(tc)));
-    return [dMul(dMul(e, g), dSlope(i)), dMul(dMul(e, c), dSlope(f)), dMul(dMul(e, i), dTanhSlope(g)), dMul(dMul(dh, tc), dSlope(o)), dMul(e, f)];
+    return [
+      dMul(dMul(e, g), dSlope(i)),
+      dMul(dMul(e, c), dSlope(f)),
+      dMul(dMul(e, i), dTanhSlope(g)),
+      dMul(dMul(dh, tc), dSlope(o)),
+      dMul(e, f),
+    ];
   },
 };
 
 const GRU: Cell = {
   phi([xr, xz, xn, hr, hz, hn, h]) {
-    const r = dSig(dAdd(xr, hr)), z = dSig(dAdd(xz, hz));
+    const r = dSig(dAdd(xr, hr)),
+      z = dSig(dAdd(xz, hz));
     const n = dTanh(dAdd(xn, dMul(r, hn)));
     return [dAdd(n, dMul(z, dSub(h, n)))];
   },
   back([xr, xz, xn, hr, hz, hn, h], [g]) {
-    const r = dSig(dAdd(xr, hr)), z = dSig(dAdd(xz, hz));
+    const r = dSig(dAdd(xr, hr)),
+      z = dSig(dAdd(xz, hz));
     const n = dTanh(dAdd(xn, dMul(r, hn)));
     const dan = dMul(dMul(g, dOneMinus(z)), dTanhSlope(n));
-    const dar = dMul(dMul(dan, hn), dSlope(r)), daz = dMul(dMul(g, dSub(h, n)), dSlope(z));
+    const dar = dMul(dMul(dan, hn), dSlope(r)),
+      daz = dMul(dMul(g, dSub(h, n)), dSlope(z));
     return [dar, daz, dan, dar, daz, dMul(dan, r), dMul(g, z)];
   },
 };
 
 /** Columns [k·H, (k + 1)·H) of a [B, n·H] tensor. */
 const part = (t: Tensor, k: number, H: number): Tensor => slice(t, [0, k * H], [t.shape[0], H]);
-const parts = (t: Tensor | null, n: number, H: number): (Tensor | null)[] => Array.from({ length: n }, (_, k) => (t === null ? null : part(t, k, H)));
-const cat = (ts: (Tensor | null)[], like: Tensor): Tensor => (ts.length === 1 ? ts[0] ?? zerosLike(like) : concat(ts.map((t) => t ?? zerosLike(like)), 1));
+const parts = (t: Tensor | null, n: number, H: number): (Tensor | null)[] =>
+  Array.from({ length: n }, (_, k) => (t === null ? null : part(t, k, H)));
+const cat = (ts: (Tensor | null)[], like: Tensor): Tensor =>
+  ts.length === 1
+    ? (ts[0] ?? zerosLike(like))
+    : concat(
+        ts.map((t) => t ?? zerosLike(like)),
+        1,
+      );
 
 /** The input slots of a cell primitive's inputs (with tangents): LSTM a = xg + hg in 4 gates, c; GRU xg's 3, hg's 3, h. */
 function slots(kind: 'lstm' | 'gru', [xg, hg, s]: readonly Tensor[], ts: readonly (Tensor | null)[]): D[] {
   const H = s.shape[1];
   if (kind === 'lstm') {
-    const a = add(xg, hg), ta = tsum(ts[0], ts[1]);
+    const a = add(xg, hg),
+      ta = tsum(ts[0], ts[1]);
     return [...parts(a, 4, H).map((v, k) => ({ v: v!, t: ta && part(ta, k, H) })), { v: s, t: ts[2] }];
   }
-  const tx = parts(ts[0], 3, H), th = parts(ts[1], 3, H);
-  return [...parts(xg, 3, H).map((v, k) => ({ v: v!, t: tx[k] })), ...parts(hg, 3, H).map((v, k) => ({ v: v!, t: th[k] })), { v: s, t: ts[2] }];
+  const tx = parts(ts[0], 3, H),
+    th = parts(ts[1], 3, H);
+  return [
+    ...parts(xg, 3, H).map((v, k) => ({ v: v!, t: tx[k] })),
+    ...parts(hg, 3, H).map((v, k) => ({ v: v!, t: th[k] })),
+    { v: s, t: ts[2] },
+  ];
 }
 /** Cotangents of the primitive inputs (xg, hg, state) from per-slot ones. */
 function unslot(kind: 'lstm' | 'gru', d: Tensor[]): Tensor[] {
@@ -108,42 +133,79 @@ function launch(name: string, xs: readonly Tensor[], width: number): Tensor {
 }
 
 function cellRule(kind: 'lstm' | 'gru'): Rule<Record<string, never>> {
-  const cell = CELLS[kind], grad = kind === 'lstm' ? 'lstmCellGrad' : 'gruCellGrad';
+  const cell = CELLS[kind],
+    grad = kind === 'lstm' ? 'lstmCellGrad' : 'gruCellGrad';
   return {
     saves: { inputs: 'all', output: false },
     forward: (xs) => launch(`${kind}_cell`, xs, OUTS[kind]),
     vjp: (g, s, _p, needs) => {
-      const xs = s.x as Tensor[], d = apply(grad, [...xs, g], {}), H = xs[2].shape[1];
+      const xs = s.x as Tensor[],
+        d = apply(grad, [...xs, g], {}),
+        H = xs[2].shape[1];
       return unslot(kind, parts(d, SLOTS[kind], H) as Tensor[]).map((t, i) => (needs[i] ? t : null));
     },
-    jvp: (ts, xs) => cat(cell.phi(slots(kind, xs, ts)).map((o) => o.t), xs[2]),
-    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, xs.map(() => true)), // rows are independent: the examples' rows stack
+    jvp: (ts, xs) =>
+      cat(
+        cell.phi(slots(kind, xs, ts)).map((o) => o.t),
+        xs[2],
+      ),
+    batch: (xs, dims, p, self) =>
+      foldBatch(
+        xs,
+        dims,
+        p,
+        self,
+        xs.map(() => true),
+      ), // rows are independent: the examples' rows stack
   };
 }
 
 function cellGradRule(kind: 'lstm' | 'gru'): Rule<Record<string, never>> {
-  const cell = CELLS[kind], n = SLOTS[kind];
+  const cell = CELLS[kind],
+    n = SLOTS[kind];
   return {
     saves: { inputs: 'all', output: false },
     forward: (xs) => launch(`${kind}_cell_vjp`, xs, n),
-    batch: (xs, dims, p, self) => foldBatch(xs, dims, p, self, xs.map(() => true)),
+    batch: (xs, dims, p, self) =>
+      foldBatch(
+        xs,
+        dims,
+        p,
+        self,
+        xs.map(() => true),
+      ),
     vjp: (G, s, _p, needs) => {
-      const [xg, hg, st, g] = s.x as Tensor[], H = st.shape[1], Gs = parts(G, n, H) as Tensor[];
-      const x = slots(kind, [xg, hg, st], [null, null, null]), gs = parts(g, OUTS[kind], H).map((v) => ({ v: v!, t: null }));
+      const [xg, hg, st, g] = s.x as Tensor[],
+        H = st.shape[1],
+        Gs = parts(G, n, H) as Tensor[];
+      const x = slots(kind, [xg, hg, st], [null, null, null]),
+        gs = parts(g, OUTS[kind], H).map((v) => ({ v: v!, t: null }));
       // B is linear in g: ∂g = J_Φ·G, Φ's JVP along G.
-      const dg = needs[3] ? cat(cell.phi(x.map((d, k) => ({ v: d.v, t: Gs[k] }))).map((o) => o.t), st) : null;
+      const dg = needs[3]
+        ? cat(
+            cell.phi(x.map((d, k) => ({ v: d.v, t: Gs[k] }))).map((o) => o.t),
+            st,
+          )
+        : null;
       if (!needs[0] && !needs[1] && !needs[2]) return [null, null, null, dg];
       const one = filled(st.shape, st.dtype, 1);
       const dx = x.map((_, k) => {
-        const b = cell.back(x.map((d, m) => (m === k ? { v: d.v, t: one } : d)), gs);
+        const b = cell.back(
+          x.map((d, m) => (m === k ? { v: d.v, t: one } : d)),
+          gs,
+        );
         return b.reduce<Tensor | null>((acc, o, j) => tsum(acc, o.t && mul(o.t, Gs[j])), null) ?? zerosLike(st);
       });
       return [...unslot(kind, dx).map((t, i) => (needs[i] ? t : null)), dg];
     },
     jvp: (ts, xs) => {
-      const H = xs[2].shape[1], tg = parts(ts[3], OUTS[kind], H);
+      const H = xs[2].shape[1],
+        tg = parts(ts[3], OUTS[kind], H);
       const gs = parts(xs[3], OUTS[kind], H).map((v, k) => ({ v: v!, t: tg[k] }));
-      return cat(cell.back(slots(kind, xs, ts), gs).map((o) => o.t), xs[2]);
+      return cat(
+        cell.back(slots(kind, xs, ts), gs).map((o) => o.t),
+        xs[2],
+      );
     },
   };
 }

@@ -39,7 +39,8 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
   return composite(() => {
     // The kernel reads the condition in the values' dtype: a 0/1 mask of it, exact in any dtype.
     const c = cond.dtype === dtype ? cond : cast(ne(cond, 0), dtype);
-    const x = ta ?? scalarOf('where', 'a', a, dtype), y = tb ?? scalarOf('where', 'b', b, dtype);
+    const x = ta ?? scalarOf('where', 'a', a, dtype),
+      y = tb ?? scalarOf('where', 'b', b, dtype);
     return apply('where', [c, x, y], {});
   });
 }
@@ -80,7 +81,12 @@ export function argmax(x: Tensor, axis?: number, keepdims = false): Tensor {
     if (x.size === 0) throw new ShapeError(`argmax: cannot take the argmax of an empty tensor [${x.shape}]`);
     return composite(() => {
       const i = apply('argmax', [reshape(x, [x.size])], { axis: 0, keepdims: false });
-      return keepdims ? reshape(i, x.shape.map(() => 1)) : i;
+      return keepdims
+        ? reshape(
+            i,
+            x.shape.map(() => 1),
+          )
+        : i;
     });
   }
   if (x.shape.length === 0) throw new ShapeError('argmax: x is a scalar; it has no axis to search (omit the axis)');

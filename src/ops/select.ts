@@ -29,11 +29,23 @@ function whereForward(c: Tensor, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes('where', broadcastShapes('where', c.shape, a.shape), b.shape);
   const y = Tensor.empty(shape, a.dtype);
   if (y.size === 0) return y;
-  const pc = c.ptr, pa = a.ptr, pb = b.ptr; // first: filling a lazy input writes argument slots of its own
+  const pc = c.ptr,
+    pa = a.ptr,
+    pb = b.ptr; // first: filling a lazy input writes argument slots of its own
   const dims = shape.length > 0 ? shape : [1];
   const strides = (t: Tensor) => (shape.length > 0 ? broadcastStrides(t.shape, shape) : [0]);
   const n = dims.length;
-  k('where', a.dtype)(pc, pa, pb, y.ptr, n, writeArgs(0, dims), writeArgs(n, strides(c)), writeArgs(2 * n, strides(a)), writeArgs(3 * n, strides(b)));
+  k('where', a.dtype)(
+    pc,
+    pa,
+    pb,
+    y.ptr,
+    n,
+    writeArgs(0, dims),
+    writeArgs(n, strides(c)),
+    writeArgs(2 * n, strides(a)),
+    writeArgs(3 * n, strides(b)),
+  );
   return y;
 }
 
@@ -46,7 +58,9 @@ export interface TriParams {
 function triForward(x: Tensor, p: TriParams): Tensor {
   const y = Tensor.empty(x.shape, x.dtype);
   if (y.size === 0) return y;
-  const r = x.shape.length, rows = x.shape[r - 2], cols = x.shape[r - 1];
+  const r = x.shape.length,
+    rows = x.shape[r - 2],
+    cols = x.shape[r - 1];
   const diag = Math.max(-rows - 1, Math.min(cols + 1, p.k)); // beyond these every row is all kept or all zero; keeps i + k in i32
   k(p.upper ? 'triu' : 'tril', x.dtype)(x.ptr, y.ptr, x.size / (rows * cols), rows, cols, diag);
   return y;
@@ -61,7 +75,8 @@ function argmaxForward(x: Tensor, { axis, keepdims }: ArgmaxParams): Tensor {
   const shape = keepdims ? x.shape.map((d, i) => (i === axis ? 1 : d)) : x.shape.filter((_, i) => i !== axis);
   const y = Tensor.empty(shape, 'int32');
   if (y.size === 0) return y;
-  const outer = sizeOf(x.shape.slice(0, axis)), inner = sizeOf(x.shape.slice(axis + 1));
+  const outer = sizeOf(x.shape.slice(0, axis)),
+    inner = sizeOf(x.shape.slice(axis + 1));
   k('argmax', x.dtype)(x.ptr, y.ptr, outer, x.shape[axis], inner);
   return y;
 }

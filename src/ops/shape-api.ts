@@ -7,14 +7,16 @@ import type { Tensor } from './tensor.js';
 import { reshape, transpose, slice, tensorArg } from './api.js';
 
 function intArg(op: string, name: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw new ArgumentError(`${op}: ${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw new ArgumentError(`${op}: ${name} must be an integer, got ${typeof v === 'number' ? v : typeof v}`);
   return v;
 }
 
 /** An axis of a tensor of rank `rank`, negatives counting from the end. */
 function dimArg(op: string, x: Tensor, d: unknown, rank = x.shape.length, name = 'dim'): number {
   const v = intArg(op, name, d);
-  if (v < -rank || v >= rank) throw new ShapeError(`${op}: ${name} ${v} is out of range for shape [${x.shape}] (expected ${-rank} ≤ ${name} < ${rank})`);
+  if (v < -rank || v >= rank)
+    throw new ShapeError(`${op}: ${name} ${v} is out of range for shape [${x.shape}] (expected ${-rank} ≤ ${name} < ${rank})`);
   return v < 0 ? v + rank : v;
 }
 
@@ -40,17 +42,19 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
 /** x without axes of length 1: all of them, or those of `dim` (a listed axis of another length stays, as in PyTorch). */
 export function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
   tensorArg('squeeze', x, 'x');
-  const drop = dim === undefined
-    ? x.shape.map((_, i) => i)
-    : (Array.isArray(dim) ? dim : [dim]).map((d) => dimArg('squeeze', x, d));
-  return reshape(x, x.shape.filter((n, i) => !(n === 1 && drop.includes(i))));
+  const drop = dim === undefined ? x.shape.map((_, i) => i) : (Array.isArray(dim) ? dim : [dim]).map((d) => dimArg('squeeze', x, d));
+  return reshape(
+    x,
+    x.shape.filter((n, i) => !(n === 1 && drop.includes(i))),
+  );
 }
 
 /** Axes start..end (inclusive) merged into one (torch.flatten); a scalar becomes [1]. */
 export function flatten(x: Tensor, start = 0, end = -1): Tensor {
   tensorArg('flatten', x, 'x');
   if (x.shape.length === 0) return reshape(x, [1]);
-  const s = dimArg('flatten', x, start, x.shape.length, 'start'), e = dimArg('flatten', x, end, x.shape.length, 'end');
+  const s = dimArg('flatten', x, start, x.shape.length, 'start'),
+    e = dimArg('flatten', x, end, x.shape.length, 'end');
   if (s > e) throw new ShapeError(`flatten: start (${start}) comes after end (${end}) for shape [${x.shape}]`);
   const merged = x.shape.slice(s, e + 1).reduce((a, b) => a * b, 1);
   return reshape(x, [...x.shape.slice(0, s), merged, ...x.shape.slice(e + 1)]);
@@ -61,7 +65,13 @@ function pieces(x: Tensor, sizes: readonly number[], a: number): Tensor[] {
   const out: Tensor[] = [];
   let at = 0;
   for (const n of sizes) {
-    out.push(slice(x, x.shape.map((_, i) => (i === a ? at : 0)), x.shape.map((d, i) => (i === a ? n : d))));
+    out.push(
+      slice(
+        x,
+        x.shape.map((_, i) => (i === a ? at : 0)),
+        x.shape.map((d, i) => (i === a ? n : d)),
+      ),
+    );
     at += n;
   }
   return out;
@@ -74,7 +84,8 @@ function pieces(x: Tensor, sizes: readonly number[], a: number): Tensor[] {
 export function split(x: Tensor, sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
   tensorArg('split', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('split: cannot split a scalar');
-  const a = dimArg('split', x, axis, x.shape.length, 'axis'), len = x.shape[a];
+  const a = dimArg('split', x, axis, x.shape.length, 'axis'),
+    len = x.shape[a];
   if (Array.isArray(sizeOrSizes)) {
     const sizes = sizeOrSizes.map((n, i) => intArg('split', `size ${i}`, n));
     if (sizes.some((n) => n < 0) || sizes.reduce((p, n) => p + n, 0) !== len) {
@@ -102,6 +113,7 @@ export function chunk(x: Tensor, n: number, axis = 0): Tensor[] {
 /** x.T: the transpose of a matrix (for other ranks, permute or transpose name the axes). */
 export function matrixT(x: Tensor): Tensor {
   tensorArg('T', x, 'x');
-  if (x.shape.length !== 2) throw new ShapeError(`T: x must be 2-D, got [${x.shape}] (use permute(x, ...dims) or transpose(x, perm) for other ranks)`);
+  if (x.shape.length !== 2)
+    throw new ShapeError(`T: x must be 2-D, got [${x.shape}] (use permute(x, ...dims) or transpose(x, perm) for other ranks)`);
   return transpose(x, [1, 0]);
 }

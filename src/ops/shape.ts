@@ -112,7 +112,11 @@ function permuteInto(x: Tensor, perm: readonly number[], dst: number, slot = 0):
 class LazyTranspose implements Pending {
   readonly op = 'transpose';
   private readonly src: Tensor;
-  constructor(readonly of: Tensor, readonly perm: readonly number[], readonly shape: readonly number[]) {
+  constructor(
+    readonly of: Tensor,
+    readonly perm: readonly number[],
+    readonly shape: readonly number[],
+  ) {
     this.src = of.share();
     exempt(this.src); // owned by the lazy block, never by a tidy scope
   }

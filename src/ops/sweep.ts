@@ -137,35 +137,37 @@ export function sweep(s: Sweep): { grads: (Tensor | null)[]; recorded: boolean }
   const results: (Tensor | null)[] = s.targets === null ? [] : s.targets.map(() => null);
   const leaves = new Map<Tensor, Tensor>();
   const adjoint = new Map<Node, Tensor>();
-  const grads = withMode('record', record, () => runScoped(() => {
-    // A root that is a leaf target (or a leaf, for backward) gets its seed as its gradient.
-    s.roots.forEach((r, i) => {
-      const seed = s.seeds[i];
-      if (r.node !== null) return accumulate(adjoint, r.node, seed);
-      if (targets === null) return s.only === undefined || s.only.has(r) ? accumulate(leaves, r, seed) : seed.dispose();
-      for (const j of targets.leaf.get(r) ?? []) results[j] = sum2(results[j], linked(seed));
-      seed.dispose();
-    });
-    const needed = targets === null ? null : leadingTo(order, targets);
-    const ctx: Ctx = { adjoint, leaves, results, targets, needed, record, retain, only: s.only };
-    try {
-      order.forEach((node, step) => {
-        const g = adjoint.get(node);
-        adjoint.delete(node);
-        if (g === undefined) return;
-        for (const j of targets?.node.get(node) ?? []) results[j] = sum2(results[j], linked(g));
-        if (needed !== null && !needed.has(node)) return g.dispose();
-        anomalySite(node, step, order.length, () => visit(node, g, ctx));
+  const grads = withMode('record', record, () =>
+    runScoped(() => {
+      // A root that is a leaf target (or a leaf, for backward) gets its seed as its gradient.
+      s.roots.forEach((r, i) => {
+        const seed = s.seeds[i];
+        if (r.node !== null) return accumulate(adjoint, r.node, seed);
+        if (targets === null) return s.only === undefined || s.only.has(r) ? accumulate(leaves, r, seed) : seed.dispose();
+        for (const j of targets.leaf.get(r) ?? []) results[j] = sum2(results[j], linked(seed));
+        seed.dispose();
       });
-    } catch (e) {
+      const needed = targets === null ? null : leadingTo(order, targets);
+      const ctx: Ctx = { adjoint, leaves, results, targets, needed, record, retain, only: s.only };
+      try {
+        order.forEach((node, step) => {
+          const g = adjoint.get(node);
+          adjoint.delete(node);
+          if (g === undefined) return;
+          for (const j of targets?.node.get(node) ?? []) results[j] = sum2(results[j], linked(g));
+          if (needed !== null && !needed.has(node)) return g.dispose();
+          anomalySite(node, step, order.length, () => visit(node, g, ctx));
+        });
+      } catch (e) {
+        if (!retain) for (const n of order) n.release();
+        for (const t of [...adjoint.values(), ...leaves.values(), ...results]) t?.dispose();
+        throw e;
+      }
       if (!retain) for (const n of order) n.release();
-      for (const t of [...adjoint.values(), ...leaves.values(), ...results]) t?.dispose();
-      throw e;
-    }
-    if (!retain) for (const n of order) n.release();
-    for (const [leaf, c] of leaves) accumulateLeaf(leaf, c);
-    return results; // handed to the caller's scope
-  }, isTensor));
+      for (const [leaf, c] of leaves) accumulateLeaf(leaf, c);
+      return results; // handed to the caller's scope
+    }, isTensor),
+  );
   return { grads, recorded: record };
 }
 

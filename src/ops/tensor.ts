@@ -57,129 +57,241 @@ export class Tensor extends TensorBase<Tensor, Node> {
   }
 
   /** A handle on the same values that records no gradient (same as {@link stopGradient}). */
-  detach(): Tensor { return ops.detach(this); }
+  detach(): Tensor {
+    return ops.detach(this);
+  }
   /** A copy converted to `dtype`; see {@link astype}. */
-  astype(dtype: DType): Tensor { return ops.astype(this, dtype); }
+  astype(dtype: DType): Tensor {
+    return ops.astype(this, dtype);
+  }
 
   /** `this + b`, broadcasting; see {@link add}. */
-  add(b: TensorLike): Tensor { return ops.add(this, b); }
+  add(b: TensorLike): Tensor {
+    return ops.add(this, b);
+  }
   /** `this − b`, broadcasting; see {@link sub}. */
-  sub(b: TensorLike): Tensor { return ops.sub(this, b); }
+  sub(b: TensorLike): Tensor {
+    return ops.sub(this, b);
+  }
   /** `this · b`, broadcasting; see {@link mul}. */
-  mul(b: TensorLike): Tensor { return ops.mul(this, b); }
+  mul(b: TensorLike): Tensor {
+    return ops.mul(this, b);
+  }
   /** `this / b`, broadcasting; see {@link div}. */
-  div(b: TensorLike): Tensor { return ops.div(this, b); }
+  div(b: TensorLike): Tensor {
+    return ops.div(this, b);
+  }
   /** `this ** b`, broadcasting; see {@link pow}. */
-  pow(b: TensorLike): Tensor { return ops.pow(this, b); }
+  pow(b: TensorLike): Tensor {
+    return ops.pow(this, b);
+  }
   /** Elementwise larger of `this` and `b`; see {@link maximum}. */
-  maximum(b: TensorLike): Tensor { return ops.maximum(this, b); }
+  maximum(b: TensorLike): Tensor {
+    return ops.maximum(this, b);
+  }
   /** Elementwise smaller of `this` and `b`; see {@link minimum}. */
-  minimum(b: TensorLike): Tensor { return ops.minimum(this, b); }
+  minimum(b: TensorLike): Tensor {
+    return ops.minimum(this, b);
+  }
 
   /** Elementwise `−x`. */
-  neg(): Tensor { return ops.neg(this); }
+  neg(): Tensor {
+    return ops.neg(this);
+  }
   /** Elementwise `eˣ`. */
-  exp(): Tensor { return ops.exp(this); }
+  exp(): Tensor {
+    return ops.exp(this);
+  }
   /** Elementwise natural logarithm. */
-  log(): Tensor { return ops.log(this); }
+  log(): Tensor {
+    return ops.log(this);
+  }
   /** Elementwise square root. */
-  sqrt(): Tensor { return ops.sqrt(this); }
+  sqrt(): Tensor {
+    return ops.sqrt(this);
+  }
   /** Elementwise absolute value. */
-  abs(): Tensor { return ops.abs(this); }
+  abs(): Tensor {
+    return ops.abs(this);
+  }
   /** Elementwise `x²`. */
-  square(): Tensor { return ops.square(this); }
+  square(): Tensor {
+    return ops.square(this);
+  }
   /** Elementwise sine. */
-  sin(): Tensor { return ops.sin(this); }
+  sin(): Tensor {
+    return ops.sin(this);
+  }
   /** Elementwise cosine. */
-  cos(): Tensor { return ops.cos(this); }
+  cos(): Tensor {
+    return ops.cos(this);
+  }
   /** Elementwise hyperbolic tangent. */
-  tanh(): Tensor { return ops.tanh(this); }
+  tanh(): Tensor {
+    return ops.tanh(this);
+  }
   /** Elementwise logistic sigmoid. */
-  sigmoid(): Tensor { return ops.sigmoid(this); }
+  sigmoid(): Tensor {
+    return ops.sigmoid(this);
+  }
   /** Elementwise `max(x, 0)`. */
-  relu(): Tensor { return ops.relu(this); }
+  relu(): Tensor {
+    return ops.relu(this);
+  }
   /** Elementwise `log(1 + eˣ)`. */
-  softplus(): Tensor { return ops.softplus(this); }
+  softplus(): Tensor {
+    return ops.softplus(this);
+  }
   /** Elementwise leaky ReLU with `slope` (default 0.01); see {@link leakyRelu}. */
-  leakyRelu(slope?: number): Tensor { return ops.leakyRelu(this, slope); }
+  leakyRelu(slope?: number): Tensor {
+    return ops.leakyRelu(this, slope);
+  }
   /** GELU, by default the tanh approximation; see {@link gelu}. */
-  gelu(options?: ops.GeluOptions): Tensor { return ops.gelu(this, options); }
+  gelu(options?: ops.GeluOptions): Tensor {
+    return ops.gelu(this, options);
+  }
   /** Elementwise error function. */
-  erf(): Tensor { return ops.erf(this); }
+  erf(): Tensor {
+    return ops.erf(this);
+  }
   /** Values limited to `[lo, hi]`; see {@link clamp}. */
-  clamp(lo: number, hi: number): Tensor { return ops.clamp(this, lo, hi); }
+  clamp(lo: number, hi: number): Tensor {
+    return ops.clamp(this, lo, hi);
+  }
 
   /** Sum over `axis` (all axes when omitted); see {@link sum}. */
-  sum(axis?: Axis, keepdims?: boolean): Tensor { return ops.sum(this, axis, keepdims); }
+  sum(axis?: Axis, keepdims?: boolean): Tensor {
+    return ops.sum(this, axis, keepdims);
+  }
   /** Mean over `axis` (all axes when omitted); see {@link mean}. */
-  mean(axis?: Axis, keepdims?: boolean): Tensor { return ops.mean(this, axis, keepdims); }
+  mean(axis?: Axis, keepdims?: boolean): Tensor {
+    return ops.mean(this, axis, keepdims);
+  }
   /** Maximum over `axis` (all axes when omitted); see {@link max}. */
-  max(axis?: Axis, keepdims?: boolean): Tensor { return ops.max(this, axis, keepdims); }
+  max(axis?: Axis, keepdims?: boolean): Tensor {
+    return ops.max(this, axis, keepdims);
+  }
   /** `log Σ exp` over `axis`, computed stably; see {@link logsumexp}. */
-  logsumexp(axis?: Axis, keepdims?: boolean): Tensor { return ops.logsumexp(this, axis, keepdims); }
+  logsumexp(axis?: Axis, keepdims?: boolean): Tensor {
+    return ops.logsumexp(this, axis, keepdims);
+  }
 
   /** The same data in another shape (one -1 allowed); see {@link reshape}. */
-  reshape(shape: readonly number[]): Tensor { return ops.reshape(this, shape); }
+  reshape(shape: readonly number[]): Tensor {
+    return ops.reshape(this, shape);
+  }
   /** PyTorch's view: reshape, which never copies (the result shares this tensor's memory) and is differentiable. */
   view(shape: readonly number[]): Tensor {
     if (!Array.isArray(shape)) throw new ArgumentError(`view: shape must be an array of integers, got ${describe(shape)}`);
     return ops.reshape(this, shape);
   }
   /** Axes permuted by `perm` (default: reversed); see {@link transpose}. */
-  transpose(perm?: readonly number[]): Tensor { return ops.transpose(this, perm); }
+  transpose(perm?: readonly number[]): Tensor {
+    return ops.transpose(this, perm);
+  }
   /** Broadcast to `shape`; see {@link broadcastTo}. */
-  broadcastTo(shape: readonly number[]): Tensor { return ops.broadcastTo(this, shape); }
+  broadcastTo(shape: readonly number[]): Tensor {
+    return ops.broadcastTo(this, shape);
+  }
   /** The block at `begin` of extent `size`; see {@link slice}. */
-  slice(begin: readonly number[], size: readonly number[]): Tensor { return ops.slice(this, begin, size); }
+  slice(begin: readonly number[], size: readonly number[]): Tensor {
+    return ops.slice(this, begin, size);
+  }
   /** Entries `indices` along `axis` (default 0); see {@link gather}. */
-  gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor { return ops.gather(this, indices, axis); }
+  gather(indices: Int32Array | readonly number[] | Tensor, axis?: number): Tensor {
+    return ops.gather(this, indices, axis);
+  }
   /** `this` followed by `others` joined along `axis` (default 0); see {@link concat}. */
-  concat(others: readonly Tensor[], axis?: number): Tensor { return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis); }
+  concat(others: readonly Tensor[], axis?: number): Tensor {
+    return ops.concat([this, ...ops.tensorList('concat', 'others', others)], axis);
+  }
 
   /** Axes reordered by `dims` (PyTorch's `permute`); see {@link permute}. */
-  permute(...dims: (number | readonly number[])[]): Tensor { return ops.permute(this, ...dims); }
+  permute(...dims: (number | readonly number[])[]): Tensor {
+    return ops.permute(this, ...dims);
+  }
   /** A new axis of size 1 inserted at `dim`; see {@link unsqueeze}. */
-  unsqueeze(dim: number): Tensor { return ops.unsqueeze(this, dim); }
+  unsqueeze(dim: number): Tensor {
+    return ops.unsqueeze(this, dim);
+  }
   /** Axes of size 1 removed (all, or `dim`); see {@link squeeze}. */
-  squeeze(dim?: number | readonly number[]): Tensor { return ops.squeeze(this, dim); }
+  squeeze(dim?: number | readonly number[]): Tensor {
+    return ops.squeeze(this, dim);
+  }
   /** Axes `start..end` (default all) merged into one; see {@link flatten}. */
-  flatten(start?: number, end?: number): Tensor { return ops.flatten(this, start, end); }
+  flatten(start?: number, end?: number): Tensor {
+    return ops.flatten(this, start, end);
+  }
   /** Pieces along `axis` of size `sizeOrSizes` (or the given sizes); see {@link split}. */
-  split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] { return ops.split(this, sizeOrSizes, axis); }
+  split(sizeOrSizes: number | readonly number[], axis?: number): Tensor[] {
+    return ops.split(this, sizeOrSizes, axis);
+  }
   /** `n` nearly equal pieces along `axis`; see {@link chunk}. */
-  chunk(n: number, axis?: number): Tensor[] { return ops.chunk(this, n, axis); }
+  chunk(n: number, axis?: number): Tensor[] {
+    return ops.chunk(this, n, axis);
+  }
   /** The transpose of a 2-D tensor. */
-  get T(): Tensor { return ops.matrixT(this); }
+  get T(): Tensor {
+    return ops.matrixT(this);
+  }
   /** The lower triangle (diagonal offset `k`, default 0), the rest zero; see {@link tril}. */
-  tril(k?: number): Tensor { return ops.tril(this, k); }
+  tril(k?: number): Tensor {
+    return ops.tril(this, k);
+  }
   /** The upper triangle (diagonal offset `k`, default 0), the rest zero; see {@link triu}. */
-  triu(k?: number): Tensor { return ops.triu(this, k); }
+  triu(k?: number): Tensor {
+    return ops.triu(this, k);
+  }
 
   /** `this = b` as 0/1 (not differentiable); see {@link eq}. */
-  eq(b: TensorLike): Tensor { return ops.eq(this, b); }
+  eq(b: TensorLike): Tensor {
+    return ops.eq(this, b);
+  }
   /** `this ≠ b` as 0/1 (not differentiable); see {@link ne}. */
-  ne(b: TensorLike): Tensor { return ops.ne(this, b); }
+  ne(b: TensorLike): Tensor {
+    return ops.ne(this, b);
+  }
   /** `this < b` as 0/1 (not differentiable); see {@link lt}. */
-  lt(b: TensorLike): Tensor { return ops.lt(this, b); }
+  lt(b: TensorLike): Tensor {
+    return ops.lt(this, b);
+  }
   /** `this ≤ b` as 0/1 (not differentiable); see {@link le}. */
-  le(b: TensorLike): Tensor { return ops.le(this, b); }
+  le(b: TensorLike): Tensor {
+    return ops.le(this, b);
+  }
   /** `this > b` as 0/1 (not differentiable); see {@link gt}. */
-  gt(b: TensorLike): Tensor { return ops.gt(this, b); }
+  gt(b: TensorLike): Tensor {
+    return ops.gt(this, b);
+  }
   /** `this ≥ b` as 0/1 (not differentiable); see {@link ge}. */
-  ge(b: TensorLike): Tensor { return ops.ge(this, b); }
+  ge(b: TensorLike): Tensor {
+    return ops.ge(this, b);
+  }
   /** cond ≠ 0 ? this : other (torch.Tensor.where). */
-  where(cond: Tensor, other: TensorLike): Tensor { return ops.where(cond, this, other); }
+  where(cond: Tensor, other: TensorLike): Tensor {
+    return ops.where(cond, this, other);
+  }
   /** `value` where `mask` is nonzero, `this` elsewhere; see {@link maskedFill}. */
-  maskedFill(mask: Tensor, value: number): Tensor { return ops.maskedFill(this, mask, value); }
+  maskedFill(mask: Tensor, value: number): Tensor {
+    return ops.maskedFill(this, mask, value);
+  }
   /** Index of the largest entry along `axis`, as int32; see {@link argmax}. */
-  argmax(axis?: number, keepdims?: boolean): Tensor { return ops.argmax(this, axis, keepdims); }
+  argmax(axis?: number, keepdims?: boolean): Tensor {
+    return ops.argmax(this, axis, keepdims);
+  }
 
   /** Matrix product `this · b` (1-D, 2-D, batched); see {@link matmul}. */
-  matmul(b: Tensor): Tensor { return ops.matmul(this, b); }
+  matmul(b: Tensor): Tensor {
+    return ops.matmul(this, b);
+  }
   /** Softmax along `axis` (default -1); see {@link softmax}. */
-  softmax(axis?: number): Tensor { return ops.softmax(this, axis); }
+  softmax(axis?: number): Tensor {
+    return ops.softmax(this, axis);
+  }
   /** Log-softmax along `axis` (default -1); see {@link logSoftmax}. */
-  logSoftmax(axis?: number): Tensor { return ops.logSoftmax(this, axis); }
+  logSoftmax(axis?: number): Tensor {
+    return ops.logSoftmax(this, axis);
+  }
 }
 
 /** Whether `v` is a {@link Tensor}. */
@@ -195,9 +307,21 @@ const INTERNAL = new Set(['constructor', 'share', 'alias', 'save', 'check', 'mak
 type Method = (this: Tensor, ...a: unknown[]) => unknown;
 /** f behind an argument-count check; explicit parameters up to three (call with them is cheaper than apply). */
 function checkedArity(name: string, f: Method, max: number): Method {
-  if (max === 0) return function (this: Tensor) { if (arguments.length > 0) throw tooMany(name, 0, arguments.length); return f.call(this); };
-  if (max === 1) return function (this: Tensor, a?: unknown) { if (arguments.length > 1) throw tooMany(name, 1, arguments.length); return f.call(this, a); };
-  if (max === 2) return function (this: Tensor, a?: unknown, b?: unknown) { if (arguments.length > 2) throw tooMany(name, 2, arguments.length); return f.call(this, a, b); };
+  if (max === 0)
+    return function (this: Tensor) {
+      if (arguments.length > 0) throw tooMany(name, 0, arguments.length);
+      return f.call(this);
+    };
+  if (max === 1)
+    return function (this: Tensor, a?: unknown) {
+      if (arguments.length > 1) throw tooMany(name, 1, arguments.length);
+      return f.call(this, a);
+    };
+  if (max === 2)
+    return function (this: Tensor, a?: unknown, b?: unknown) {
+      if (arguments.length > 2) throw tooMany(name, 2, arguments.length);
+      return f.call(this, a, b);
+    };
   return function (this: Tensor) {
     if (arguments.length > max) throw tooMany(name, max, arguments.length);
     return f.apply(this, arguments as unknown as unknown[]);
@@ -210,7 +334,10 @@ for (let proto = Tensor.prototype as object; proto !== Object.prototype; proto =
     if (typeof f !== 'function' || INTERNAL.has(key) || Object.hasOwn(Tensor.prototype, key) !== (proto === Tensor.prototype)) continue;
     const params = /^[^(]*\(([^)]*)\)/.exec(Function.prototype.toString.call(f))?.[1] ?? '...';
     if (params.includes('...')) continue; // rest parameters take any count
-    const max = f.length === 0 && params.trim() !== '' ? params.split(',').length : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
+    const max =
+      f.length === 0 && params.trim() !== ''
+        ? params.split(',').length
+        : Math.max(f.length, params.trim() === '' ? 0 : params.split(',').length);
     Object.defineProperty(Tensor.prototype, key, { ...d, value: checkedArity(`Tensor.${key}`, f, max) });
   }
 }

@@ -35,7 +35,8 @@ function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
  * together, and returns that norm (before clipping).
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
-  if (typeof maxNorm !== 'number' || !(maxNorm >= 0)) throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
+  if (typeof maxNorm !== 'number' || !(maxNorm >= 0))
+    throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
   const grads = gradients('clipGradNorm', params);
   let squares = 0;
   for (const g of grads) squares = k('sum_squares', g.dtype)(g.ptr, g.size, squares);
@@ -47,6 +48,7 @@ export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number 
 
 /** Clamps every gradient element to [−clipValue, clipValue]. */
 export function clipGradValue(params: Iterable<Tensor>, clipValue: number): void {
-  if (typeof clipValue !== 'number' || !(clipValue >= 0)) throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${describe(clipValue)}`);
+  if (typeof clipValue !== 'number' || !(clipValue >= 0))
+    throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${describe(clipValue)}`);
   for (const g of distinctBuffers(gradients('clipGradValue', params))) k('clamp', g.dtype)(g.ptr, g.ptr, g.size, -clipValue, clipValue);
 }

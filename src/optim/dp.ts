@@ -35,20 +35,27 @@ function oneHot(labels: Int32Array, classes: number, dtype: Tensor['dtype']): Te
  * batch (x [N, ...], integer labels); returns the batch's mean loss (before clipping).
  */
 export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classes: number, opts: DpOptions): number {
-  if (!(model instanceof Module)) throw new ArgumentError(`dpGradients: model must be an nn.Module, got ${model === null ? 'null' : typeof model}`);
+  if (!(model instanceof Module))
+    throw new ArgumentError(`dpGradients: model must be an nn.Module, got ${model === null ? 'null' : typeof model}`);
   if (!isTensor(x) || x.shape.length === 0) throw new ArgumentError('dpGradients: x must be a Tensor [N, ...]');
-  if (!(labels instanceof Int32Array) || labels.length !== x.shape[0]) throw new ArgumentError(`dpGradients: labels must be an Int32Array of ${x.shape[0]} class indices`);
-  if (!Number.isInteger(classes) || classes < 1) throw new ArgumentError(`dpGradients: classes must be a positive integer, got ${String(classes)}`);
+  if (!(labels instanceof Int32Array) || labels.length !== x.shape[0])
+    throw new ArgumentError(`dpGradients: labels must be an Int32Array of ${x.shape[0]} class indices`);
+  if (!Number.isInteger(classes) || classes < 1)
+    throw new ArgumentError(`dpGradients: classes must be a positive integer, got ${String(classes)}`);
   if (opts === null || typeof opts !== 'object') throw new ArgumentError('dpGradients: options { clip, noise, seed } are required');
   const { clip, noise, seed } = opts;
-  if (!(clip > 0) || !(noise >= 0)) throw new ArgumentError(`dpGradients: clip must be positive and noise non-negative, got clip ${clip}, noise ${noise}`);
+  if (!(clip > 0) || !(noise >= 0))
+    throw new ArgumentError(`dpGradients: clip must be positive and noise non-negative, got clip ${clip}, noise ${noise}`);
   const named = new Map(model.namedParameters());
   const params = Object.fromEntries(named);
   const N = x.shape[0];
   const xs = reshape(x, [N, 1, ...x.shape.slice(1)]);
   const loss = (p: Record<string, Tensor>, xi: Tensor, yi: Tensor): Tensor =>
     neg(sum(mul(logSoftmax(functionalCall(model, p, xi) as Tensor), yi)));
-  const [losses, grads] = vmap(valueAndGrad(loss), { inAxes: [null, 0, 0] })(params, xs, oneHot(labels, classes, x.dtype)) as unknown as [Tensor, Record<string, Tensor>];
+  const [losses, grads] = vmap(valueAndGrad(loss), { inAxes: [null, 0, 0] })(params, xs, oneHot(labels, classes, x.dtype)) as unknown as [
+    Tensor,
+    Record<string, Tensor>,
+  ];
   // Per-example norms over all parameters, then each example's scale min(1, C/‖g‖).
   const flat = Object.values(grads).map((g) => reshape(g, [N, g.size / N]));
   const norm = sqrt(flat.map((g) => sum(square(g), 1)).reduce((a, b) => add(a, b)));

@@ -112,7 +112,8 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     private readonly checkGroup: (o: Partial<Omit<G, 'params'>>, where: string) => Omit<G, 'params'>,
     private readonly codec: StateCodec,
   ) {
-    if (new.target === Optimizer || typeof name !== 'string') throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
+    if (new.target === Optimizer || typeof name !== 'string')
+      throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
     this.defaults = defaults;
     const { inputs, plain } = groupInputs(name, params);
     inputs.forEach((g, i) => this.addParamGroup(g as ParamGroupInput<G>, plain ? 'params' : `params[${i}]`));
@@ -231,7 +232,10 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   protected abstract update(p: Tensor, g: Tensor, group: G): void;
 
   /** p's `count` state buffers; `fresh` is true on the call that created them. */
-  protected buffers(p: Tensor, count: number): {
+  protected buffers(
+    p: Tensor,
+    count: number,
+  ): {
     /** The buffers, zeros when fresh. */
     bufs: Tensor[];
     /** Whether this call created them. */

@@ -75,7 +75,8 @@ export abstract class LRScheduler {
     readonly name: string,
     optimizer: Optimizer,
   ) {
-    if (new.target === LRScheduler || typeof name !== 'string') throw new ArgumentError('optim.lrScheduler.LRScheduler is the abstract base class: construct StepLR, LinearLR, CosineAnnealingLR, …');
+    if (new.target === LRScheduler || typeof name !== 'string')
+      throw new ArgumentError('optim.lrScheduler.LRScheduler is the abstract base class: construct StepLR, LinearLR, CosineAnnealingLR, …');
     if (!(optimizer instanceof Optimizer))
       throw new ArgumentError(`${name}: the first argument must be an optimizer (e.g. new optim.AdamW(...)), got ${String(optimizer)}`);
     this.optimizer = optimizer;

@@ -29,6 +29,8 @@ export function checkAnyDtype(op: string, dtype: unknown): DType {
 
 /** The DtypeError for an int32 tensor reaching float arithmetic, saying how to cast. */
 export function intArithmetic(op: string, shape: readonly number[]): DtypeError {
-  return new DtypeError(`${op}: got an int32 tensor [${shape}]; int32 holds indices and labels and takes no arithmetic ` +
-    `(cast it first: x.astype('float32'))`);
+  return new DtypeError(
+    `${op}: got an int32 tensor [${shape}]; int32 holds indices and labels and takes no arithmetic ` +
+      `(cast it first: x.astype('float32'))`,
+  );
 }

@@ -26,12 +26,13 @@ interface Block {
 
 const FLUSH_AT = 1024;
 
-const registry = typeof FinalizationRegistry === 'function'
-  ? new FinalizationRegistry<Block>((storage) => {
-    dropped();
-    storage.release();
-  })
-  : null;
+const registry =
+  typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry<Block>((storage) => {
+        dropped();
+        storage.release();
+      })
+    : null;
 
 const fresh: (Handle | undefined)[] = new Array(FLUSH_AT).fill(undefined);
 let count = 0;
@@ -95,10 +96,15 @@ const mb = (b: number): string => (b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)}
 
 /** The sentence an OutOfMemoryError ends with: live tensors, the ops holding most memory, and what to do. */
 function liveReport(): string {
-  const top = [...origins.values()].filter((o) => o.bytes > 0).sort((a, b) => b.bytes - a.bytes).slice(0, 3);
+  const top = [...origins.values()]
+    .filter((o) => o.bytes > 0)
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, 3);
   const ops = top.length === 0 ? '' : `; most live bytes were created by ${top.map((o) => `${o.op} (${mb(o.bytes)})`).join(', ')}`;
-  return `. ${liveTensors()} tensors are live${ops}. Free tensors you no longer need: run each step in tidy(() => …), ` +
-    'declare them with `using`, or call dispose() (unreachable tensors are also reclaimed by the garbage collector, between event-loop tasks)';
+  return (
+    `. ${liveTensors()} tensors are live${ops}. Free tensors you no longer need: run each step in tidy(() => …), ` +
+    'declare them with `using`, or call dispose() (unreachable tensors are also reclaimed by the garbage collector, between event-loop tasks)'
+  );
 }
 
 oomReport.explain = liveReport;

@@ -55,8 +55,12 @@ export function memory(): MemoryInfo {
   const a = r.arena;
   a.sampleOther();
   return {
-    tensors: liveTensors(), bytesInUse: a.bytesInUse, peakBytes: a.peakBytes, wasmBytes: r.memory.buffer.byteLength,
-    gradBytes: a.gradBytes, activationPeakBytes: a.peakOtherBytes - a.baseOtherBytes,
+    tensors: liveTensors(),
+    bytesInUse: a.bytesInUse,
+    peakBytes: a.peakBytes,
+    wasmBytes: r.memory.buffer.byteLength,
+    gradBytes: a.gradBytes,
+    activationPeakBytes: a.peakOtherBytes - a.baseOtherBytes,
   };
 }
 

@@ -21,7 +21,9 @@ function drawFrom<T>(t: Tape | null, draw: () => T): T {
   if (t === null) return draw();
   if (t.pos >= 0) {
     if (t.pos >= t.draws.length) {
-      throw new GradError('checkpoint: the recomputation drew more random numbers than the first run (the function must be deterministic given its inputs)');
+      throw new GradError(
+        'checkpoint: the recomputation drew more random numbers than the first run (the function must be deterministic given its inputs)',
+      );
     }
     return t.draws[t.pos++] as T;
   }

@@ -37,7 +37,10 @@ export class Storage {
   private pending: Pending | null = null;
   private source: Storage | null = null;
 
-  constructor(ptr: number, readonly bytes: number) {
+  constructor(
+    ptr: number,
+    readonly bytes: number,
+  ) {
     this.at = ptr;
   }
 
@@ -136,7 +139,8 @@ function sizeOfShape(shape: readonly number[]): number {
 
 /** A new block of `shape` with uninitialised memory (the shape frozen, or shared when it already is). */
 export function emptyStorage(shape: readonly number[], dtype: DType): [readonly number[], Storage, number] {
-  const n = sizeOfShape(shape), bytes = n * BYTES[dtype];
+  const n = sizeOfShape(shape),
+    bytes = n * BYTES[dtype];
   // Shapes are frozen, so another tensor's shape can be shared instead of copied.
   const own = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
   return [own, new Storage(runtime().arena.alloc(bytes), bytes), n];
@@ -173,7 +177,12 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
    * @param dtype - The element type.
    * @param storage - The wasm memory block holding the data, shared by views (internal).
    */
-  protected constructor(readonly shape: readonly number[], readonly dtype: DType, readonly storage: Storage, size = sizeOfShape(shape)) {
+  protected constructor(
+    readonly shape: readonly number[],
+    readonly dtype: DType,
+    readonly storage: Storage,
+    size = sizeOfShape(shape),
+  ) {
     this.size = size;
     track(this);
   }
@@ -185,8 +194,10 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   /** Turns gradient recording on or off for this leaf; an int32 tensor refuses (a {@link GradError}). */
   set requiresGrad(on: boolean) {
     if (on && this.dtype === 'int32') {
-      throw new GradError(`requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
-        `differentiate a float tensor, e.g. x.astype('float32'))`);
+      throw new GradError(
+        `requiresGrad: an int32 tensor [${this.shape}] cannot require gradients (int32 holds indices and labels; ` +
+          `differentiate a float tensor, e.g. x.astype('float32'))`,
+      );
     }
     this.wantsGrad = on;
   }
@@ -291,7 +302,8 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
 
   /** The value of a one-element tensor. */
   item(): number {
-    if (this.size !== 1) throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
+    if (this.size !== 1)
+      throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
     const p = this.check('item').storage.ptr;
     const v = views();
     if (this.dtype === 'int32') return v.i32[p >> 2];

@@ -181,7 +181,8 @@ export class Arena {
       throw new OutOfMemoryError(
         `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use, ` +
           `the arena would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}${oomReport.explain?.() ?? ''}`,
-        requested, this.bytesInUse,
+        requested,
+        this.bytesInUse,
       );
     }
     try {
@@ -189,7 +190,8 @@ export class Arena {
     } catch {
       throw new OutOfMemoryError(
         `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use and the engine refused to grow memory to ${want} bytes${oomReport.explain?.() ?? ''}`,
-        requested, this.bytesInUse,
+        requested,
+        this.bytesInUse,
       );
     }
   }

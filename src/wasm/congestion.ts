@@ -18,11 +18,20 @@ export const threadStats = { dispatches: 0, stolen: 0, pauses: 0, ownMs: 0, wait
  * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  */
 export const busy = {
-  strikes: 3, pauseMs: 1000, minWaitMs: 0.25, ratio: 2, claimMs: 0.25, grace: 32,
+  strikes: 3,
+  pauseMs: 1000,
+  minWaitMs: 0.25,
+  ratio: 2,
+  claimMs: 0.25,
+  grace: 32,
   /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
-  spinMs: 1, calmAfter: 3, calmMs: 100,
+  spinMs: 1,
+  calmAfter: 3,
+  calmMs: 100,
 };
-let strikes = 0, pausedUntil = 0, judged = 0;
+let strikes = 0,
+  pausedUntil = 0,
+  judged = 0;
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
 export const paused = (): boolean => pausedUntil > 0 && hooks.recorder === null && performance.now() < pausedUntil;
 

@@ -2,7 +2,9 @@
 // differ only where assembly/madd.ts differs): scripts/embed-wasm.mjs writes it, this applies it.
 
 function varint(d: Uint8Array, at: number): [value: number, next: number] {
-  let v = 0, shift = 0, i = at;
+  let v = 0,
+    shift = 0,
+    i = at;
   for (;;) {
     const b = d[i++];
     if (b === undefined) throw new Error('truncated delta');
@@ -16,7 +18,7 @@ function varint(d: Uint8Array, at: number): [value: number, next: number] {
 export function applyDelta(base: Uint8Array, delta: Uint8Array, length: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(length);
   let o = 0;
-  for (let i = 0; i < delta.length;) {
+  for (let i = 0; i < delta.length; ) {
     const op = delta[i];
     const [a, j] = varint(delta, i + 1);
     if (op === 0) {

@@ -41,33 +41,48 @@ export function init(opts?: InitOptions): Promise<void> {
 async function instantiate(options: InitOptions): Promise<void> {
   for (const key of ['initialBytes', 'maximumBytes'] as const) {
     const v = options.memory?.[key];
-    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${describe(v)}`);
+    if (v !== undefined && !(Number.isSafeInteger(v) && v > 0))
+      throw new ArgumentError(`init: memory.${key} must be a positive integer, got ${describe(v)}`);
   }
   // Whole pages: memory grows in pages, so the arena's limit is the page-rounded maximum.
   const maxBytes = Math.floor(Math.min(options.memory?.maximumBytes ?? MAX_BYTES, MAX_BYTES) / PAGE) * PAGE;
-  if (maxBytes < PAGE) throw new ArgumentError(`init: memory.maximumBytes must be at least one 64 KiB page (${PAGE}), got ${options.memory?.maximumBytes}`);
+  if (maxBytes < PAGE)
+    throw new ArgumentError(`init: memory.maximumBytes must be at least one 64 KiB page (${PAGE}), got ${options.memory?.maximumBytes}`);
   const initial = Math.max(1, Math.ceil((options.memory?.initialBytes ?? Math.min(16 * PAGE, maxBytes)) / PAGE));
   if (initial * PAGE > maxBytes) {
     throw new ArgumentError(`init: memory.initialBytes (${initial * PAGE}) exceeds memory.maximumBytes (${maxBytes})`);
   }
-  if (typeof WebAssembly !== 'object') throw new AdjointError('init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD');
+  if (typeof WebAssembly !== 'object')
+    throw new AdjointError(
+      'init: this runtime has no WebAssembly (disabled by a setting or flag such as --jitless?); the adjoint kernels need WebAssembly with SIMD',
+    );
   // One source for this thread and the workers, so every thread runs the same kernel build.
   const source = kernelSource(options);
   const threads = await prepareThreads({ ...options, module: source }, initial, Math.floor(maxBytes / PAGE));
   const memory = threads?.memory ?? new WebAssembly.Memory({ initial, maximum: Math.floor(maxBytes / PAGE) });
-  const module = threads?.module ?? await compileKernels(source);
+  const module = threads?.module ?? (await compileKernels(source));
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
   const exports = instance.exports as unknown as Record<string, Kernel>;
   const args = Math.ceil(exports.heap_base() / 64) * 64;
   // The static data and the argument block must fit, with room for tensors above them.
   const base = args + ARGS_BYTES;
   if (base + PAGE > maxBytes) {
-    throw new ArgumentError(`init: memory.maximumBytes (${maxBytes}) leaves no room for tensors: the kernels' static data and argument block take ${base} bytes`);
+    throw new ArgumentError(
+      `init: memory.maximumBytes (${maxBytes}) leaves no room for tensors: the kernels' static data and argument block take ${base} bytes`,
+    );
   }
   if (memory.buffer.byteLength < base) memory.grow(Math.ceil((base - memory.buffer.byteLength) / PAGE));
   setRuntime({
-    memory, exports, args, relaxed: exports.kernels_relaxed?.() === 1, arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
-    buffer: null, f32: new Float32Array(0), f64: new Float64Array(0), i32: new Int32Array(0), u8: new Uint8Array(0),
+    memory,
+    exports,
+    args,
+    relaxed: exports.kernels_relaxed?.() === 1,
+    arena: new Arena(memory, args + ARGS_BYTES, maxBytes),
+    buffer: null,
+    f32: new Float32Array(0),
+    f64: new Float64Array(0),
+    i32: new Int32Array(0),
+    u8: new Uint8Array(0),
   });
   if (threads !== null) await startThreads(threads);
 }

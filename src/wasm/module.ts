@@ -67,7 +67,7 @@ export async function compileKernels(source: InitOptions['module']): Promise<Web
   // Checked up front so such a runtime gets this message at init, not a bare CompileError.
   if (!WebAssembly.validate(new Uint8Array(SIMD_PROBE))) {
     throw new AdjointError(
-      'init: this runtime\'s WebAssembly has no SIMD support, which the adjoint kernels need ' +
+      "init: this runtime's WebAssembly has no SIMD support, which the adjoint kernels need " +
         '(fixed-width 128-bit SIMD: Chrome 91+, Firefox 89+, Safari 16.4+, Node 16.4+, Deno, Bun, workerd)',
     );
   }

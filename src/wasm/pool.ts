@@ -111,15 +111,15 @@ export async function prepareThreads(options: InitOptions, initial: number, maxi
   const count = await requestedCount(options.threads);
   if (count <= 1) return null;
   const why = unsupported(options.module);
-  if (why !== null) return notice(why), null;
+  if (why !== null) return (notice(why), null);
   let memory: WebAssembly.Memory;
   try {
     memory = new WebAssembly.Memory({ initial, maximum, shared: true } as WebAssembly.MemoryDescriptor);
   } catch (e) {
-    return notice(`this runtime cannot create a shared WebAssembly.Memory (${(e as Error).message})`), null;
+    return (notice(`this runtime cannot create a shared WebAssembly.Memory (${(e as Error).message})`), null);
   }
   const bytes = sharedMemoryVariant(await sourceBytes(options.module));
-  if (bytes === null) return notice('the kernels passed to init({ module }) import no memory that could be shared'), null;
+  if (bytes === null) return (notice('the kernels passed to init({ module }) import no memory that could be shared'), null);
   return { count, memory, module: await compileKernels(bytes as Uint8Array<ArrayBuffer>) };
 }
 
@@ -150,18 +150,39 @@ export async function startThreads(setup: ThreadSetup): Promise<void> {
 }
 
 async function startPool(count: number): Promise<void> {
-  const r = runtime(), module = threadModule!;
+  const r = runtime(),
+    module = threadModule!;
   const names = Object.keys(r.exports).filter((n) => typeof r.exports[n] === 'function');
   const start = await supervisorStarter(nodeLike());
-  const p: Pool = { count, supervisor: null!, slots: [], args: [], msgs: [], index: new Map(names.map((n, i) => [n, i])), canBlock: canBlock() };
+  const p: Pool = {
+    count,
+    supervisor: null!,
+    slots: [],
+    args: [],
+    msgs: [],
+    index: new Map(names.map((n, i) => [n, i])),
+    canBlock: canBlock(),
+  };
   const workers: Record<string, unknown>[] = [];
   for (let w = 0; w < count - 1; w++) {
     // Fresh control slots for every pool: a stopped worker may still be exiting on its old one.
-    const slot = r.arena.reserve(SLOT.BYTES), s = scratchOf(w + 1), buf = r.memory.buffer;
+    const slot = r.arena.reserve(SLOT.BYTES),
+      s = scratchOf(w + 1),
+      buf = r.memory.buffer;
     p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
     p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
     p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
-    workers.push({ module, memory: r.memory, slot, scratch: s.ptr, scratchBytes: s.bytes, names, spinMs: busy.spinMs, calmMs: busy.calmMs, calmAfter: busy.calmAfter });
+    workers.push({
+      module,
+      memory: r.memory,
+      slot,
+      scratch: s.ptr,
+      scratchBytes: s.bytes,
+      names,
+      spinMs: busy.spinMs,
+      calmMs: busy.calmMs,
+      calmAfter: busy.calmAfter,
+    });
   }
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {

@@ -10,8 +10,8 @@ import { applyDelta, fnv1a } from './delta.js';
 
 /** `() -> v128 { f32x4.relaxed_madd(splat 0, splat 0, splat 0) }`: valid only where the engine has relaxed SIMD. */
 const RELAXED_PROBE = [
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
-  65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11,
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253,
+  133, 2, 11,
 ];
 
 /** Whether this engine validates relaxed-SIMD code (Chrome/Edge 114+, Node 22+ or 20 with a flag, Deno, Bun, Firefox, workerd; see docs/relaxed-simd.md). */
@@ -26,15 +26,22 @@ export function hasRelaxedSimd(): boolean {
  */
 export function kernelSource(options: InitOptions): InitOptions['module'] {
   const r = options.relaxedSimd;
-  if (r !== undefined && typeof r !== 'boolean') throw new ArgumentError(`init: relaxedSimd must be true or false, got ${typeof r === 'string' ? `'${r}'` : String(r)}`);
+  if (r !== undefined && typeof r !== 'boolean')
+    throw new ArgumentError(`init: relaxedSimd must be true or false, got ${typeof r === 'string' ? `'${r}'` : String(r)}`);
   if (options.module !== undefined || r !== true || !hasRelaxedSimd()) return options.module;
   return relaxedKernelBytes();
 }
 
 /** The relaxed kernels' bytes, rebuilt from the default ones and the embedded delta. */
 export function relaxedKernelBytes(): Uint8Array<ArrayBuffer> {
-  if (RELAXED_LENGTH === 0) throw new AdjointError('init: this build of adjoint has no relaxed-SIMD kernels (build/adjoint-relaxed.wasm was missing when it was bundled)');
+  if (RELAXED_LENGTH === 0)
+    throw new AdjointError(
+      'init: this build of adjoint has no relaxed-SIMD kernels (build/adjoint-relaxed.wasm was missing when it was bundled)',
+    );
   const bytes = applyDelta(decodeBase64(WASM_BASE64), decodeBase64(RELAXED_DELTA_BASE64), RELAXED_LENGTH);
-  if (fnv1a(bytes) !== RELAXED_FNV1A) throw new AdjointError('internal: the relaxed-SIMD kernels do not match their checksum (src/wasm/*.generated.ts from different builds: run npm run asbuild)');
+  if (fnv1a(bytes) !== RELAXED_FNV1A)
+    throw new AdjointError(
+      'internal: the relaxed-SIMD kernels do not match their checksum (src/wasm/*.generated.ts from different builds: run npm run asbuild)',
+    );
   return bytes;
 }

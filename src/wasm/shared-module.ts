@@ -9,7 +9,9 @@
 const MAX_PAGES = 65536;
 
 function readU32(b: Uint8Array, at: number): [value: number, next: number] {
-  let v = 0, shift = 0, i = at;
+  let v = 0,
+    shift = 0,
+    i = at;
   for (;;) {
     const byte = b[i++];
     if (byte === undefined) throw new Error('truncated LEB128');
@@ -66,10 +68,14 @@ function rewriteImports(b: Uint8Array, start: number, body: number, end: number)
   for (; count > 0; count--) {
     i = skipName(b, skipName(b, i));
     const kind = b[i++];
-    if (kind === 0) i = readU32(b, i)[1]; // function: type index
-    else if (kind === 1) i = skipLimits(b, i + 1); // table: reftype, limits
-    else if (kind === 3) i += 2; // global: valtype, mutability
-    else if (kind === 4) i = readU32(b, i + 1)[1]; // tag: attribute, type index
+    if (kind === 0)
+      i = readU32(b, i)[1]; // function: type index
+    else if (kind === 1)
+      i = skipLimits(b, i + 1); // table: reftype, limits
+    else if (kind === 3)
+      i += 2; // global: valtype, mutability
+    else if (kind === 4)
+      i = readU32(b, i + 1)[1]; // tag: attribute, type index
     else if (kind === 2) {
       const flags = b[i];
       if (flags & 0x04) return null; // memory64: not ours

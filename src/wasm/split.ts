@@ -30,7 +30,8 @@ export function ranges(n: number, parts: number, align: number): [number, number
   const p = Math.max(1, Math.min(parts, units));
   const out: [number, number][] = [];
   for (let i = 0; i < p; i++) {
-    const lo = Math.min(n, Math.round((units * i) / p) * align), hi = Math.min(n, Math.round((units * (i + 1)) / p) * align);
+    const lo = Math.min(n, Math.round((units * i) / p) * align),
+      hi = Math.min(n, Math.round((units * (i + 1)) / p) * align);
     if (hi > lo) out.push([lo, hi]);
   }
   return out;
@@ -49,7 +50,11 @@ export function splitRun(name: string, n: number, align: number, work: number, a
     f(...args(0, n));
     return;
   }
-  runJobs(name, ranges(n, t, align).map(([lo, hi]) => args(lo, hi)), f);
+  runJobs(
+    name,
+    ranges(n, t, align).map(([lo, hi]) => args(lo, hi)),
+    f,
+  );
 }
 
 /** Elementwise kernel (x, y, n, ...rest) on `bytes`-sized elements, cut into 16-element-aligned pieces. */
@@ -68,16 +73,40 @@ export function splitMap(name: string, bytes: number, ptrs: readonly number[], n
  * gemm_bias_act instead (C = act(op(A)·op(B) + bias), acc ignored); a column cut passes the
  * bias from its first column.
  */
-export function gemm(dtypeBytes: 4 | 8, a: number, b: number, c: number, M: number, N: number, K: number,
-  lda: number, ldb: number, ldc: number, ta: boolean, tb: boolean, acc: boolean, epi?: { bias: number; act: number }): void {
+export function gemm(
+  dtypeBytes: 4 | 8,
+  a: number,
+  b: number,
+  c: number,
+  M: number,
+  N: number,
+  K: number,
+  lda: number,
+  ldb: number,
+  ldc: number,
+  ta: boolean,
+  tb: boolean,
+  acc: boolean,
+  epi?: { bias: number; act: number },
+): void {
   const name = epi ? (dtypeBytes === 4 ? 'gemm_bias_act_f32' : 'gemm_bias_act_f64') : dtypeBytes === 4 ? 'gemm_f32' : 'gemm_f64'; // no string building per call
   const f = kernel(name);
   useScratch();
   const t = threadCount();
   const job = (i0: number, i1: number, j0: number, j1: number): number[] => [
-    a + i0 * (ta ? 1 : lda) * dtypeBytes, b + j0 * (tb ? ldb : 1) * dtypeBytes, c + (i0 * ldc + j0) * dtypeBytes,
+    a + i0 * (ta ? 1 : lda) * dtypeBytes,
+    b + j0 * (tb ? ldb : 1) * dtypeBytes,
+    c + (i0 * ldc + j0) * dtypeBytes,
     ...(epi ? [epi.bias + j0 * dtypeBytes] : []),
-    i1 - i0, j1 - j0, K, lda, ldb, ldc, ta ? 1 : 0, tb ? 1 : 0, epi ? epi.act : acc ? 1 : 0,
+    i1 - i0,
+    j1 - j0,
+    K,
+    lda,
+    ldb,
+    ldc,
+    ta ? 1 : 0,
+    tb ? 1 : 0,
+    epi ? epi.act : acc ? 1 : 0,
   ];
   if (t === 1 || M * N * K < thresholds.gemm) {
     // job(0, M, 0, N) without building its array (small matmuls are dispatch-bound).
@@ -88,7 +117,8 @@ export function gemm(dtypeBytes: 4 | 8, a: number, b: number, c: number, M: numb
   // Each piece packs all of the operand it shares and its share of the other: cutting rows
   // costs M/t·K + K·N packed elements per thread, cutting columns M·K + K·N/t, so cut the longer
   // side. Rows go in multiples of 8 (two micro-tiles), columns in multiples of 16 (64-byte lines).
-  const rows = ranges(M, t, 8), cols = ranges(N, t, 16);
+  const rows = ranges(M, t, 8),
+    cols = ranges(N, t, 16);
   const byRows = M >= N ? rows.length > 1 || cols.length === 1 : cols.length === 1;
   runJobs(name, byRows ? rows.map(([i0, i1]) => job(i0, i1, 0, N)) : cols.map(([j0, j1]) => job(0, M, j0, j1)), f);
 }
@@ -141,13 +171,27 @@ export function splitReduce(name: string, bytes: number, x: number, y: number, o
 }
 
 /** Binary kernel (a, b, y, rows, cols, sar, sac, sbr, sbc): cut over rows, or over columns of a single row. */
-export function splitBinary(name: string, bytes: number, a: number, b: number, y: number, rows: number, cols: number,
-  sar: number, sac: number, sbr: number, sbc: number, cost = 1): void {
+export function splitBinary(
+  name: string,
+  bytes: number,
+  a: number,
+  b: number,
+  y: number,
+  rows: number,
+  cols: number,
+  sar: number,
+  sac: number,
+  sbr: number,
+  sbc: number,
+  cost = 1,
+): void {
   if (runsLocally(rows * cols * cost)) {
     kernel(name)(a, b, y, rows, cols, sar, sac, sbr, sbc); // what the one-piece split below would launch
     return;
   }
   const s = [sar, sac, sbr, sbc];
-  if (rows === 1) splitRun(name, cols, 16, cols * cost, (lo, hi) => [a + lo * sac * bytes, b + lo * sbc * bytes, y + lo * bytes, 1, hi - lo, ...s]);
-  else splitRows(name, rows, cols, cost, (lo, hi) => [a + lo * sar * bytes, b + lo * sbr * bytes, y + lo * cols * bytes, hi - lo, cols, ...s]);
+  if (rows === 1)
+    splitRun(name, cols, 16, cols * cost, (lo, hi) => [a + lo * sac * bytes, b + lo * sbc * bytes, y + lo * bytes, 1, hi - lo, ...s]);
+  else
+    splitRows(name, rows, cols, cost, (lo, hi) => [a + lo * sar * bytes, b + lo * sbr * bytes, y + lo * cols * bytes, hi - lo, cols, ...s]);
 }

@@ -11,12 +11,26 @@
 
 /** Control slot layout, shared with threads.ts (i32 indices; byte offsets for the areas). */
 export const SLOT = {
-  BYTES: 1024, SEQ: 0, DONE: 1, OP: 2, NARGS: 3, STATUS: 4, MSGLEN: 5, GONE: 6, TAKEN: 7,
-  ARGS_AT: 64, MAX_ARGS: 24, MSG_AT: 256, MSG_CHARS: 384,
+  BYTES: 1024,
+  SEQ: 0,
+  DONE: 1,
+  OP: 2,
+  NARGS: 3,
+  STATUS: 4,
+  MSGLEN: 5,
+  GONE: 6,
+  TAKEN: 7,
+  ARGS_AT: 64,
+  MAX_ARGS: 24,
+  MSG_AT: 256,
+  MSG_CHARS: 384,
 } as const;
 /** STATUS values; OP values below 0 are commands. */
-export const OK = 0, FAILED = 1, DEAD = 2;
-export const QUIT = -1, DIE = -2;
+export const OK = 0,
+  FAILED = 1,
+  DEAD = 2;
+export const QUIT = -1,
+  DIE = -2;
 
 // Marks a worker's slot dead: a message, STATUS, GONE, then a change of DONE and a notify, so a
 // caller about to wait on DONE's old value, or waiting on it, wakes. Idempotent; the first

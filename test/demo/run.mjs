@@ -37,16 +37,26 @@ async function check(name, fn) {
     return true;
   } catch (e) {
     results.push({ name, ok: false });
-    log(`  FAIL  ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n${String(e?.message ?? e).split('\n').slice(0, 8).map((l) => `        ${l}`).join('\n')}`);
+    log(
+      `  FAIL  ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)\n${String(e?.message ?? e)
+        .split('\n')
+        .slice(0, 8)
+        .map((l) => `        ${l}`)
+        .join('\n')}`,
+    );
     return false;
   }
 }
 
 function watch(page, label) {
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`${label} console.error: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`${label} console.error: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`${label} page error: ${e.message}`));
   page.on('requestfailed', (r) => problems.push(`${label} request failed: ${r.url()} (${r.failure()?.errorText})`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`${label} HTTP ${r.status()}: ${r.url()}`); });
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`${label} HTTP ${r.status()}: ${r.url()}`);
+  });
   page.on('crash', () => problems.push(`${label} page crashed`));
 }
 
@@ -80,13 +90,40 @@ async function drawTouch(page, cdp, strokes) {
   }
 }
 
-const ellipse = (cx, cy, rx, ry, n = 28) => Array.from({ length: n + 1 }, (_, i) => [cx + rx * Math.sin((2 * Math.PI * i) / n), cy - ry * Math.cos((2 * Math.PI * i) / n)]);
+const ellipse = (cx, cy, rx, ry, n = 28) =>
+  Array.from({ length: n + 1 }, (_, i) => [cx + rx * Math.sin((2 * Math.PI * i) / n), cy - ry * Math.cos((2 * Math.PI * i) / n)]);
 /** A few digits as a person might draw them, in pad coordinates. */
 const DIGITS = {
   0: [ellipse(0.5, 0.5, 0.2, 0.32)],
-  1: [[[0.5, 0.18], [0.5, 0.82]]],
-  7: [[[0.3, 0.22], [0.7, 0.22], [0.58, 0.45], [0.45, 0.82]]],
-  3: [[[0.32, 0.25], [0.45, 0.18], [0.6, 0.2], [0.66, 0.3], [0.6, 0.42], [0.47, 0.48], [0.62, 0.55], [0.68, 0.68], [0.6, 0.8], [0.45, 0.83], [0.32, 0.76]]],
+  1: [
+    [
+      [0.5, 0.18],
+      [0.5, 0.82],
+    ],
+  ],
+  7: [
+    [
+      [0.3, 0.22],
+      [0.7, 0.22],
+      [0.58, 0.45],
+      [0.45, 0.82],
+    ],
+  ],
+  3: [
+    [
+      [0.32, 0.25],
+      [0.45, 0.18],
+      [0.6, 0.2],
+      [0.66, 0.3],
+      [0.6, 0.42],
+      [0.47, 0.48],
+      [0.62, 0.55],
+      [0.68, 0.68],
+      [0.6, 0.8],
+      [0.45, 0.83],
+      [0.32, 0.76],
+    ],
+  ],
 };
 
 /** Clears the pad, draws `digit`, and returns the prediction once #prediction shows a digit. */
@@ -117,10 +154,16 @@ async function desktop(browser, url, shared) {
   const trained = await check('#train reaches ≥ 90 % test accuracy', async () => {
     const t0 = Date.now();
     await page.click('#train');
-    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, { timeout: TRAIN_TIMEOUT_MS, polling: 200 });
+    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
+      timeout: TRAIN_TIMEOUT_MS,
+      polling: 200,
+    });
     const reached = `${await text(page, '#accuracy')} after ${((Date.now() - t0) / 1000).toFixed(1)} s`;
     if (EPOCHS > 0) {
-      await page.waitForFunction((n) => Number.parseFloat(document.querySelector('#epoch').textContent) >= n, EPOCHS, { timeout: TRAIN_TIMEOUT_MS, polling: 200 });
+      await page.waitForFunction((n) => Number.parseFloat(document.querySelector('#epoch').textContent) >= n, EPOCHS, {
+        timeout: TRAIN_TIMEOUT_MS,
+        polling: 200,
+      });
       return `${reached}; ${await text(page, '#accuracy')} at epoch ${await text(page, '#epoch')}, step ${await text(page, '#step')}, ${await text(page, '#steps-per-second')} steps/s`;
     }
     return `${await text(page, '#accuracy')} after ${((Date.now() - t0) / 1000).toFixed(1)} s, step ${await text(page, '#step')}, ${await text(page, '#steps-per-second')} steps/s`;
@@ -136,7 +179,8 @@ async function desktop(browser, url, shared) {
     });
     if (colours < 6) throw new Error(`#loss-plot has ${colours} colours: nothing plotted?`);
     const captions = await page.locator('#grid figcaption b').allInnerTexts();
-    if (captions.length < 20 || !captions.every((c) => /^[0-9]$/.test(c))) throw new Error(`grid captions: ${captions.slice(0, 12).join(' ')}`);
+    if (captions.length < 20 || !captions.every((c) => /^[0-9]$/.test(c)))
+      throw new Error(`grid captions: ${captions.slice(0, 12).join(' ')}`);
     return `${colours} plot colours, ${captions.length} tiles; ${await text(page, '#grid-summary')}`;
   });
   await check('#pause stops training', async () => {
@@ -154,10 +198,13 @@ async function desktop(browser, url, shared) {
     const probs = await page.locator('#probabilities .pct').allInnerTexts();
     const total = probs.reduce((a, p) => a + Number.parseFloat(p), 0);
     if (probs.length !== 10 || !(total > 97 && total < 103)) throw new Error(`probabilities do not add up: ${probs.join(' ')}`);
-    const pairs = Object.entries(read).map(([d, p]) => `${d}→${p}`).join(' ');
+    const pairs = Object.entries(read)
+      .map(([d, p]) => `${d}→${p}`)
+      .join(' ');
     const right = Object.entries(read).filter(([d, p]) => Number(d) === p).length;
     // A model at ≥ 90 % reads clean drawings; fewer than half right means the 8×8 reduction is off.
-    if (trained && right < 2) throw new Error(`only ${right} of 4 drawn digits read right (${pairs}): is the drawing's 8×8 reduction broken?`);
+    if (trained && right < 2)
+      throw new Error(`only ${right} of 4 drawn digits read right (${pairs}): is the drawing's 8×8 reduction broken?`);
     return `drawn→read ${pairs} (${right}/4 right)`;
   });
   await check('weights download as .safetensors', async () => {
@@ -167,8 +214,13 @@ async function desktop(browser, url, shared) {
     const bytes = readFileSync(file);
     const n = Number(bytes.readBigUInt64LE(0));
     const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8'));
-    const shapes = Object.fromEntries(Object.entries(header).filter(([k]) => k !== '__metadata__').map(([k, v]) => [k, v.shape.join('×')]));
-    if (shapes['0.weight'] !== '512×64' || shapes['3.weight'] !== '10×512') throw new Error(`unexpected tensors: ${JSON.stringify(shapes)}`);
+    const shapes = Object.fromEntries(
+      Object.entries(header)
+        .filter(([k]) => k !== '__metadata__')
+        .map(([k, v]) => [k, v.shape.join('×')]),
+    );
+    if (shapes['0.weight'] !== '512×64' || shapes['3.weight'] !== '10×512')
+      throw new Error(`unexpected tensors: ${JSON.stringify(shapes)}`);
     if (!download.suggestedFilename().endsWith('.safetensors')) throw new Error(`file name ${download.suggestedFilename()}`);
     shared.weights = file;
     shared.savedAccuracy = await percent(page);
@@ -183,23 +235,33 @@ async function desktop(browser, url, shared) {
   log('        screenshot: test/artifacts/demo-desktop.png');
   await check('#reset starts a fresh model', async () => {
     await page.click('#reset');
-    await page.waitForFunction(() => document.querySelector('#step').textContent === '0' && Number.parseFloat(document.querySelector('#accuracy').textContent) < 50);
+    await page.waitForFunction(
+      () => document.querySelector('#step').textContent === '0' && Number.parseFloat(document.querySelector('#accuracy').textContent) < 50,
+    );
     return `test accuracy back to ${await text(page, '#accuracy')}`;
   });
   await check('the feedback-alignment toggle trains or explains', async () => {
     await page.click('#feedback');
-    const outcome = await page.waitForFunction(() => {
-      const msg = document.querySelector('#message');
-      if (!msg.hidden) return `error shown: ${msg.textContent}`;
-      return document.querySelector('#model-info').textContent.includes('feedback alignment') ? 'built' : null;
-    }, null, { timeout: 15_000 }).then((h) => h.jsonValue());
+    const outcome = await page
+      .waitForFunction(
+        () => {
+          const msg = document.querySelector('#message');
+          if (!msg.hidden) return `error shown: ${msg.textContent}`;
+          return document.querySelector('#model-info').textContent.includes('feedback alignment') ? 'built' : null;
+        },
+        null,
+        { timeout: 15_000 },
+      )
+      .then((h) => h.jsonValue());
     if (outcome !== 'built') {
       if (!/feedback/i.test(outcome)) throw new Error(`an error that does not say what failed: ${outcome}`);
       if (await page.locator('#feedback').isChecked()) throw new Error('the toggle stays on although the model was not built');
       return outcome;
     }
     await page.click('#train');
-    await page.waitForFunction(() => Number(document.querySelector('#step').textContent.replace(/,/g, '')) >= 50, null, { timeout: 60_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#step').textContent.replace(/,/g, '')) >= 50, null, {
+      timeout: 60_000,
+    });
     await page.click('#pause');
     // The worker evaluates, then reports the pause: the stats are final once #train is enabled.
     await page.waitForFunction(() => !document.querySelector('#train').disabled);
@@ -215,7 +277,10 @@ async function desktop(browser, url, shared) {
     await page.waitForFunction(() => document.querySelector('#model-info').textContent.includes('Conv2d'));
     const t0 = Date.now();
     await page.click('#train');
-    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, { timeout: TRAIN_TIMEOUT_MS, polling: 200 });
+    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
+      timeout: TRAIN_TIMEOUT_MS,
+      polling: 200,
+    });
     const detail = `${await text(page, '#accuracy')} after ${((Date.now() - t0) / 1000).toFixed(1)} s, step ${await text(page, '#step')}, ${await text(page, '#steps-per-second')} steps/s`;
     await page.click('#pause');
     await page.waitForFunction(() => !document.querySelector('#train').disabled);
@@ -246,8 +311,11 @@ async function phone(browser, url, shared) {
     await page.setInputFiles('#load', shared.weights);
     await page.waitForFunction(() => /Loaded/.test(document.querySelector('#status').textContent), null, { timeout: 15_000 });
     // The evaluation of the loaded model follows the "loaded" message.
-    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, { timeout: 10_000 })
-      .catch(async () => { throw new Error(`test accuracy after loading is ${await text(page, '#accuracy')}`); });
+    await page
+      .waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, { timeout: 10_000 })
+      .catch(async () => {
+        throw new Error(`test accuracy after loading is ${await text(page, '#accuracy')}`);
+      });
     const acc = await percent(page);
     if (acc !== shared.savedAccuracy) throw new Error(`test accuracy after loading is ${acc}%, it was ${shared.savedAccuracy}% when saved`);
     return `test accuracy ${acc}% after loading, as when saved`;
@@ -261,10 +329,13 @@ async function phone(browser, url, shared) {
   await check('phone: nothing overflows the viewport', async () => {
     const over = await page.evaluate(() => {
       const vw = document.documentElement.clientWidth;
-      const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > vw + 0.5).map((e) => e.id || e.className || e.tagName);
+      const wide = [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > vw + 0.5)
+        .map((e) => e.id || e.className || e.tagName);
       return { scroll: document.documentElement.scrollWidth, vw, wide: wide.slice(0, 5) };
     });
-    if (over.scroll > over.vw || over.wide.length > 0) throw new Error(`page is ${over.scroll}px wide in a ${over.vw}px viewport: ${over.wide.join(', ')}`);
+    if (over.scroll > over.vw || over.wide.length > 0)
+      throw new Error(`page is ${over.scroll}px wide in a ${over.vw}px viewport: ${over.wide.join(', ')}`);
   });
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'demo-phone.png'), fullPage: true });
@@ -288,7 +359,14 @@ async function main() {
     headless: !argv.includes('--headed'),
     slowMo: argv.includes('--slow') ? 50 : 0,
     // Playwright gives every launch a fresh temporary profile (user-data-dir).
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   try {
     log(`chromium ${browser.version()}`);

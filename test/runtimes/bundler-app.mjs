@@ -7,7 +7,8 @@ import { run } from './lib/proc.mjs';
 
 export async function testBundlerApp(root, scratch, env) {
   const app = mkdtempSync(join(scratch, 'bundler-app-'));
-  for (const f of ['src', 'rollup.config.mjs', 'package.json']) cpSync(join(root, 'examples/bundler-app', f), join(app, f), { recursive: true });
+  for (const f of ['src', 'rollup.config.mjs', 'package.json'])
+    cpSync(join(root, 'examples/bundler-app', f), join(app, f), { recursive: true });
   mkdirSync(join(app, 'node_modules'));
   symlinkSync(root, join(app, 'node_modules/adjoint'), 'dir');
   // The example's rollup.config.mjs loads @rollup/plugin-wasm: taken from this repo's devDependencies.
@@ -18,6 +19,7 @@ export async function testBundlerApp(root, scratch, env) {
   if (/\(!\)/.test(build.stderr)) throw new Error(`rollup warned:\n${build.stderr.trim()}`);
   const start = await run(process.execPath, ['dist/app.js'], { cwd: app, env });
   const line = start.stdout.trim().split('\n').pop() ?? '';
-  if (start.code !== 0 || !line.endsWith('-> ok')) throw new Error(`bundled app failed (exit ${start.code}):\n${start.stdout}${start.stderr}`);
+  if (start.code !== 0 || !line.endsWith('-> ok'))
+    throw new Error(`bundled app failed (exit ${start.code}):\n${start.stdout}${start.stderr}`);
   return { line, bytes: statSync(join(app, 'dist/app.js')).size };
 }

@@ -6,7 +6,9 @@ import { trainDigits } from './train-digits.mjs';
 const argv = globalThis.Deno?.args ?? globalThis.process.argv.slice(2);
 const threads = Number(argv.find((a) => a.startsWith('--threads='))?.slice(10) ?? 1);
 const relaxed = argv.includes('--relaxed');
-const r = await trainDigits({ ...(threads > 1 ? { threads } : {}), ...(relaxed ? { relaxedSimd: true } : {}) }, undefined, { weights: relaxed || argv.includes('--weights') });
+const r = await trainDigits({ ...(threads > 1 ? { threads } : {}), ...(relaxed ? { relaxedSimd: true } : {}) }, undefined, {
+  weights: relaxed || argv.includes('--weights'),
+});
 console.log(`${r.runtime}: threads=${threads} kernels=${r.kernels} data=${r.data} optimizer=${r.optimizer} steps=${r.steps}`);
 console.log(`losses: ${r.losses.map((l) => l.toFixed(6)).join(' ')}`);
 console.log(`weights sha256: ${r.digest}`);

@@ -9,8 +9,10 @@ const BATCH = 32;
 
 async function call(url, method, path, body) {
   const res = await fetch(url + path, {
-    method, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(60_000),
+    method,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    signal: AbortSignal.timeout(60_000),
   });
   return { status: res.status, body: await res.json() };
 }
@@ -28,8 +30,10 @@ function rowsOf(flat, start, n) {
 export async function testEdgeWorker(url) {
   await adj.init();
   const d = adj.data.digits({ seed: 3 });
-  const xTrain = d.xTrain.toArray(), xTest = d.xTest.toArray();
-  const yTrain = Array.from(d.yTrain), yTest = Array.from(d.yTest);
+  const xTrain = d.xTrain.toArray(),
+    xTest = d.xTest.toArray();
+  const yTrain = Array.from(d.yTrain),
+    yTest = Array.from(d.yTest);
   d.xTrain.dispose();
   d.xTest.dispose();
 
@@ -69,7 +73,12 @@ function savedGpt() {
   const tok = adj.data.CharTokenizer.fromText('abcdefghijklmnopqrstuvwxyz ,.:\n');
   const config = { vocabSize: tok.vocabSize, layers: 2, heads: 2, width: 16, context: 16 };
   const model = new adj.nn.GPT({ ...config, seed: 4 });
-  const bytes = adj.io.saveSafetensors(model.stateDict(), { format: 'pt', model: 'gpt', config: JSON.stringify(config), vocab: JSON.stringify(tok.vocab) });
+  const bytes = adj.io.saveSafetensors(model.stateDict(), {
+    format: 'pt',
+    model: 'gpt',
+    config: JSON.stringify(config),
+    vocab: JSON.stringify(tok.vocab),
+  });
   model.dispose();
   return bytes;
 }
@@ -87,8 +96,10 @@ async function testGenerate(url) {
   const local = loadGpt(bytes);
   const want = generate(local, body);
   local.model.dispose();
-  if (r.body.text !== want.text) throw new Error(`POST /generate: worker says ${JSON.stringify(r.body.text)}, Node ${JSON.stringify(want.text)}`);
-  if ([...r.body.text].length !== body.tokens) throw new Error(`POST /generate: expected ${body.tokens} characters, got ${JSON.stringify(r.body.text)}`);
+  if (r.body.text !== want.text)
+    throw new Error(`POST /generate: worker says ${JSON.stringify(r.body.text)}, Node ${JSON.stringify(want.text)}`);
+  if ([...r.body.text].length !== body.tokens)
+    throw new Error(`POST /generate: expected ${body.tokens} characters, got ${JSON.stringify(r.body.text)}`);
   expectStatus('POST /generate (bad tokens)', await call(url, 'POST', '/generate', { ...body, tokens: 0 }), 400);
   expectStatus('POST /generate (unknown character)', await call(url, 'POST', '/generate', { ...body, prompt: 'TO BE' }), 400);
   return { tokens: body.tokens, text: r.body.text };

@@ -22,11 +22,13 @@ export function compareRelaxed(t, { shared, own, one, required }) {
     // The engine has no relaxed SIMD: init fell back to the default kernels, so the bits are the shared ones.
     t.closeness = { verdict: r.digest === shared?.digest ? 'fallback, same bits' : 'fallback, DIFFERENT bits' };
     if (required) return `loaded the ${r.kernels} kernels, but this runtime has relaxed SIMD`;
-    return shared === undefined || r.digest === shared.digest ? null : 'fell back to the default kernels but its weights differ from the shared digest';
+    return shared === undefined || r.digest === shared.digest
+      ? null
+      : 'fell back to the default kernels but its weights differ from the shared digest';
   }
   if (t.name.includes('threads=')) {
     t.closeness = { verdict: one !== undefined && r.digest === one.digest ? 'same bits as 1 thread' : 'DIFFERENT from 1 thread' };
-    return one === undefined || r.digest === one.digest ? null : 'differs from the same runtime\'s 1-thread relaxed run';
+    return one === undefined || r.digest === one.digest ? null : "differs from the same runtime's 1-thread relaxed run";
   }
   if (own?.weights === undefined) return 'no default run with weights to compare with';
   if (r.weights.length !== own.weights.length || r.losses.length !== own.losses.length) return 'a different workload from the default run';
@@ -35,5 +37,7 @@ export function compareRelaxed(t, { shared, own, one, required }) {
   const weights = Math.max(...r.weights.map((w, i) => Math.abs(w - own.weights[i]))) / scale;
   const close = loss <= LOSS_TOL && weights <= WEIGHT_TOL;
   t.closeness = { loss, weights, verdict: close ? (r.digest === own.digest ? 'close (same bits)' : 'close') : 'NOT CLOSE' };
-  return close ? null : `relaxed run not within ${LOSS_TOL} (losses, relative) and ${WEIGHT_TOL} (weights, of max |w|) of the default run: ${loss.toExponential(2)}, ${weights.toExponential(2)}`;
+  return close
+    ? null
+    : `relaxed run not within ${LOSS_TOL} (losses, relative) and ${WEIGHT_TOL} (weights, of max |w|) of the default run: ${loss.toExponential(2)}, ${weights.toExponential(2)}`;
 }

@@ -21,7 +21,10 @@ import { runChromium, runFirefox, scratchEnv } from './lib/browsers.mjs';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const bin = (name) => join(ROOT, 'node_modules/.bin', name);
 const argv = process.argv.slice(2);
-const only = argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 const keep = argv.includes('--keep');
 const wanted = (name) => only === undefined || only.includes(name);
 
@@ -36,8 +39,12 @@ for (const f of ['dist/index.js', 'dist/adjoint.wasm']) {
 const scratch = mkdtempSync(join(tmpdir(), 'adjoint-runtimes-'));
 const env = {
   ...scratchEnv(scratch),
-  DENO_DIR: join(scratch, 'deno'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', FORCE_COLOR: '0',
-  BUN_INSTALL_CACHE_DIR: join(scratch, 'bun-cache'), DO_NOT_TRACK: '1',
+  DENO_DIR: join(scratch, 'deno'),
+  DENO_NO_UPDATE_CHECK: '1',
+  NO_COLOR: '1',
+  FORCE_COLOR: '0',
+  BUN_INSTALL_CACHE_DIR: join(scratch, 'bun-cache'),
+  DO_NOT_TRACK: '1',
 };
 const opts = { cwd: ROOT, env };
 
@@ -106,9 +113,16 @@ const THREADS = 2;
 const threaded = (name) => `${name} threads=${THREADS}`;
 const relaxedName = (name) => `${name} relaxed`;
 // Node 20 and 21 have relaxed SIMD behind a V8 flag (on by default from Node 22).
-const RELAXED_PROBE = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11];
+const RELAXED_PROBE = [
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253,
+  133, 2, 11,
+];
 const nodeRelaxedFlags = WebAssembly.validate(new Uint8Array(RELAXED_PROBE)) ? [] : ['--experimental-wasm-relaxed-simd'];
-for (const [name, cmd, args] of [['node', process.execPath, []], ['deno', bin('deno'), ['run', '--no-prompt']], ['bun', bin('bun'), []]]) {
+for (const [name, cmd, args] of [
+  ['node', process.execPath, []],
+  ['deno', bin('deno'), ['run', '--no-prompt']],
+  ['bun', bin('bun'), []],
+]) {
   await step(training, name, () => cliRuntime(cmd, args, 1, ['--weights']));
   await step(training, threaded(name), () => cliRuntime(cmd, args, THREADS));
   const rargs = name === 'node' ? [...nodeRelaxedFlags, ...args] : args;
@@ -122,8 +136,12 @@ const page = (query = '') => `${server.url}/test/runtimes/page.html${query}`;
 try {
   // A function: with --only naming no browser there is no server to point at.
   const pages = () => [page('?weights=1'), page(`?threads=${THREADS}`), page('?relaxed=1')];
-  await steps(training, ['chromium', threaded('chromium'), relaxedName('chromium')], async () => browserResults(await runChromium(pages(), scratch)));
-  await steps(training, ['firefox', threaded('firefox'), relaxedName('firefox')], async () => browserResults(await runFirefox(pages(), scratch)));
+  await steps(training, ['chromium', threaded('chromium'), relaxedName('chromium')], async () =>
+    browserResults(await runChromium(pages(), scratch)),
+  );
+  await steps(training, ['firefox', threaded('firefox'), relaxedName('firefox')], async () =>
+    browserResults(await runFirefox(pages(), scratch)),
+  );
   await step(checks, 'init-no-wasm-firefox', async () => {
     const out = await runFirefox([page('?check=init')], scratch, { prefs: { 'javascript.options.wasm': false } });
     const [value] = out.values;
@@ -171,7 +189,9 @@ await step(checks, 'edge-worker', async () => {
   const wd = await startWorkerd(bin('workerd'), 'examples/edge-worker/config.capnp', opts);
   try {
     const s = await testEdgeWorker(wd.url);
-    return { detail: `${workerdVersion}: ${s.steps} POST /train steps identical to Node, loss ${s.firstLoss.toFixed(4)} -> ${s.lastLoss.toFixed(4)}; POST /predict identical, accuracy on 64 test digits ${(100 * s.accuracy).toFixed(1)}%; POST /generate identical to Node (${s.generate.tokens} characters)` };
+    return {
+      detail: `${workerdVersion}: ${s.steps} POST /train steps identical to Node, loss ${s.firstLoss.toFixed(4)} -> ${s.lastLoss.toFixed(4)}; POST /predict identical, accuracy on 64 test digits ${(100 * s.accuracy).toFixed(1)}%; POST /generate identical to Node (${s.generate.tokens} characters)`,
+    };
   } catch (e) {
     e.message += `\n${wd.output()}`;
     throw e;
@@ -191,7 +211,8 @@ await step(checks, 'cli', async () => {
   // Executed directly: checks the shebang and the executable bit that package.json "bin" relies on.
   const r = await run(join(ROOT, 'dist/cli.js'), ['train', '--epochs', '1'], { ...opts, timeoutMs: 120_000 });
   const last = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.code !== 0 || !/^test accuracy: \d+\.\d\d%$/.test(last)) throw new Error(`dist/cli.js train failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-10).join('\n')}`);
+  if (r.code !== 0 || !/^test accuracy: \d+\.\d\d%$/.test(last))
+    throw new Error(`dist/cli.js train failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-10).join('\n')}`);
   return { detail: `dist/cli.js train --epochs 1 -> ${last}` };
 });
 
@@ -201,12 +222,20 @@ await step(checks, 'types', async () => {
 });
 
 await step(checks, 'init-no-wasm-node', async () =>
-  expectInitError(parseResult('node --jitless', await run(process.execPath, ['--jitless', 'test/runtimes/init-check.mjs'], opts)), /WebAssembly/));
+  expectInitError(
+    parseResult('node --jitless', await run(process.execPath, ['--jitless', 'test/runtimes/init-check.mjs'], opts)),
+    /WebAssembly/,
+  ),
+);
 await step(checks, 'init-no-simd-node', async () =>
   expectInitError(
-    parseResult('node (no SIMD)', await run(process.execPath, ['--import', './test/runtimes/lib/no-simd.mjs', 'test/runtimes/init-check.mjs'], opts)),
+    parseResult(
+      'node (no SIMD)',
+      await run(process.execPath, ['--import', './test/runtimes/lib/no-simd.mjs', 'test/runtimes/init-check.mjs'], opts),
+    ),
     /SIMD/,
-  ));
+  ),
+);
 
 // ---- compare and summarise ----
 // The relaxed-SIMD runs are checked on their own (compareRelaxed), not bit for bit with the rest.
@@ -225,7 +254,8 @@ for (const t of training) {
     diffs.push(`losses (first difference at step ${i + 1}: ${r.losses[i]} vs ${ref.losses[i]})`);
   }
   if (r.data !== ref.data || r.optimizer !== ref.optimizer || r.steps !== ref.steps) diffs.push('workload');
-  if (JSON.stringify(r.gpt) !== JSON.stringify(ref.gpt)) diffs.push(`GPT train+sample (${JSON.stringify(r.gpt)} vs ${JSON.stringify(ref.gpt)})`);
+  if (JSON.stringify(r.gpt) !== JSON.stringify(ref.gpt))
+    diffs.push(`GPT train+sample (${JSON.stringify(r.gpt)} vs ${JSON.stringify(ref.gpt)})`);
   if (r.liveTensors !== 0) diffs.push(`${r.liveTensors} tensors leaked`);
   t.match = diffs.length === 0;
   if (!t.match) problems.push(`${t.name}: differs from ${done[0].name} in ${diffs.join(', ')}`);
@@ -235,10 +265,16 @@ const { compareRelaxed, RELAXED_REQUIRED } = await import('./relaxed.mjs');
 for (const t of relaxedRuns) {
   if (!t.ok) continue;
   const runtime = t.name.split(' ')[0];
-  const problem = compareRelaxed(t, { shared: ref, own: training.find((d) => d.ok && d.name === runtime)?.result, one: relaxedRuns.find((r) => r.ok && r.name === relaxedName(runtime))?.result, required: RELAXED_REQUIRED.includes(runtime) });
+  const problem = compareRelaxed(t, {
+    shared: ref,
+    own: training.find((d) => d.ok && d.name === runtime)?.result,
+    one: relaxedRuns.find((r) => r.ok && r.name === relaxedName(runtime))?.result,
+    required: RELAXED_REQUIRED.includes(runtime),
+  });
   if (problem !== null) problems.push(`${t.name}: ${problem}`);
 }
-const expected = ['node', 'deno', 'bun', 'chromium', 'firefox', 'workerd'].filter(wanted)
+const expected = ['node', 'deno', 'bun', 'chromium', 'firefox', 'workerd']
+  .filter(wanted)
   .flatMap((n) => (n === 'workerd' ? [n] : [n, threaded(n)]));
 
 const pad = (s, n) => String(s).padEnd(n);
@@ -252,13 +288,19 @@ for (const t of training) {
   log(`${pad(t.name, 20)}${pad(v, 26)}${pad(fmtMs(t.ms), 9)}${pad(d, 20)}${l}`);
 }
 if (ref) log(`shared digest: ${ref.digest}\nlosses sha256: ${ref.lossDigest}`);
-if (ref?.gpt) log(`GPT (3 steps + 40 sampled characters): weights ${ref.gpt.digest.slice(0, 16)}…, sample ${JSON.stringify(ref.gpt.sample)}`);
+if (ref?.gpt)
+  log(`GPT (3 steps + 40 sampled characters): weights ${ref.gpt.digest.slice(0, 16)}…, sample ${JSON.stringify(ref.gpt.sample)}`);
 if (relaxedRuns.length > 0) {
   log(`relaxed SIMD (init({ relaxedSimd: true }); closeness to the same runtime's default run, max over steps and weights):`);
-  log(`  ${pad('run', 26)}${pad('kernels', 9)}${pad('weights sha256', 20)}${pad('loss rel. diff', 16)}${pad('weight diff/max|w|', 20)}verdict`);
+  log(
+    `  ${pad('run', 26)}${pad('kernels', 9)}${pad('weights sha256', 20)}${pad('loss rel. diff', 16)}${pad('weight diff/max|w|', 20)}verdict`,
+  );
   for (const t of relaxedRuns) {
-    const r = t.result, c = t.closeness;
-    const cells = t.ok ? [r.kernels, `${r.digest.slice(0, 16)}…`, c?.loss?.toExponential(1) ?? '-', c?.weights?.toExponential(1) ?? '-', c?.verdict ?? '-'] : ['-', 'FAILED', '-', '-', '-'];
+    const r = t.result,
+      c = t.closeness;
+    const cells = t.ok
+      ? [r.kernels, `${r.digest.slice(0, 16)}…`, c?.loss?.toExponential(1) ?? '-', c?.weights?.toExponential(1) ?? '-', c?.verdict ?? '-']
+      : ['-', 'FAILED', '-', '-', '-'];
     log(`  ${pad(t.name, 26)}${pad(cells[0], 9)}${pad(cells[1], 20)}${pad(cells[2], 16)}${pad(cells[3], 20)}${cells[4]}`);
   }
 }
@@ -270,11 +312,16 @@ log(`total time ${fmtMs(Date.now() - t0)}`);
 for (const p of problems) log(`problem: ${p}`);
 const runtimes = new Set(training.filter((t) => t.ok && t.match).map((t) => t.name.split(' ')[0])).size;
 const relaxedOk = relaxedRuns.filter((t) => t.ok && !problems.some((p) => p.startsWith(`${t.name}:`))).length;
-log(`RESULT: ${pass ? 'PASS' : 'FAIL'} — ${runtimes} runtimes, ${agree}/${expected.length} runs agree bit for bit; ${relaxedOk}/${relaxedRuns.length} relaxed-SIMD runs pass; ${checks.filter((c) => c.ok).length}/${checks.length} checks passed`);
+log(
+  `RESULT: ${pass ? 'PASS' : 'FAIL'} — ${runtimes} runtimes, ${agree}/${expected.length} runs agree bit for bit; ${relaxedOk}/${relaxedRuns.length} relaxed-SIMD runs pass; ${checks.filter((c) => c.ok).length}/${checks.length} checks passed`,
+);
 
 mkdirSync(join(ROOT, 'test/artifacts'), { recursive: true });
 // The weights (thousands of numbers per run) served the closeness check; the report keeps their digest.
 for (const t of [...training, ...relaxedRuns]) if (t.result) delete t.result.weights;
-writeFileSync(join(ROOT, 'test/artifacts/runtimes.json'), `${JSON.stringify({ pass, training, relaxed: relaxedRuns, checks, problems }, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, 'test/artifacts/runtimes.json'),
+  `${JSON.stringify({ pass, training, relaxed: relaxedRuns, checks, problems }, null, 2)}\n`,
+);
 if (!keep) rmSync(scratch, { recursive: true, force: true });
 process.exitCode = pass ? 0 : 1;

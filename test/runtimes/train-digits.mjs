@@ -93,14 +93,16 @@ async function gptRun() {
   const losses = [];
   for (let i = 0; i < 3; i++) {
     const b = batches.next().value;
-    losses.push(adj.tidy(() => {
-      const loss = adj.crossEntropy(model.forward({ ids: b.x, shape: b.shape }).reshape([-1, tok.vocabSize]), b.y);
-      loss.backward();
-      adj.clipGradNorm(model.parameters(), 1);
-      opt.step();
-      opt.zeroGrad();
-      return loss.item();
-    }));
+    losses.push(
+      adj.tidy(() => {
+        const loss = adj.crossEntropy(model.forward({ ids: b.x, shape: b.shape }).reshape([-1, tok.vocabSize]), b.y);
+        loss.backward();
+        adj.clipGradNorm(model.parameters(), 1);
+        opt.step();
+        opt.zeroGrad();
+        return loss.item();
+      }),
+    );
   }
   const sample = tok.decode(model.generate(tok.encode('to be'), { tokens: 40, topK: 5, seed: 2 }));
   const weights = adj.io.saveSafetensors(model.stateDict());

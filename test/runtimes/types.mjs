@@ -36,9 +36,26 @@ export async function testTypes(root, scratch, env) {
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(root, join(dir, 'node_modules/adjoint'), 'dir');
   const done = [];
-  for (const [module, resolution] of [['esnext', 'bundler'], ['nodenext', 'nodenext']]) {
-    const args = ['--noEmit', '--strict', '--target', 'es2022', '--module', module, '--moduleResolution', resolution,
-      '--lib', 'es2022,dom', '--types', '', 'consumer.ts', 'wasm.d.ts'];
+  for (const [module, resolution] of [
+    ['esnext', 'bundler'],
+    ['nodenext', 'nodenext'],
+  ]) {
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--target',
+      'es2022',
+      '--module',
+      module,
+      '--moduleResolution',
+      resolution,
+      '--lib',
+      'es2022,dom',
+      '--types',
+      '',
+      'consumer.ts',
+      'wasm.d.ts',
+    ];
     const r = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), ...args], { cwd: dir, env });
     if (r.code !== 0) throw new Error(`tsc (moduleResolution ${resolution}) failed:\n${(r.stdout + r.stderr).trim()}`);
     done.push(resolution);

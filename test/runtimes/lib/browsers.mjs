@@ -9,8 +9,13 @@ export const FIREFOX_PATHS = ['/usr/lib/firefox-esr/firefox-esr', '/usr/bin/fire
 export const findBinary = (paths) => paths.find((p) => existsSync(p)) ?? null;
 
 const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
 ];
 
 /** Waits for the page's `window.__adjoint` and returns it (page.html sets it when done). */
@@ -28,10 +33,15 @@ async function waitForResult(evaluate, timeoutMs) {
 export async function runChromium(urls, scratch, { timeoutMs = 180_000 } = {}) {
   const { chromium } = await import('playwright-core');
   const executablePath = findBinary(CHROMIUM_PATHS);
-  if (executablePath === null) throw new Error(`chromium not found (looked at ${CHROMIUM_PATHS.join(', ')}); run scripts/install-runtimes.sh`);
+  if (executablePath === null)
+    throw new Error(`chromium not found (looked at ${CHROMIUM_PATHS.join(', ')}); run scripts/install-runtimes.sh`);
   const profile = mkdtempSync(join(scratch, 'chromium-profile-'));
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath, headless: true, args: CHROMIUM_ARGS, env: scratchEnv(scratch), timeout: 60_000,
+    executablePath,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    env: scratchEnv(scratch),
+    timeout: 60_000,
   });
   const logs = [];
   try {
@@ -60,17 +70,27 @@ export async function runChromium(urls, scratch, { timeoutMs = 180_000 } = {}) {
 export async function runFirefox(urls, scratch, { prefs = {}, timeoutMs = 180_000 } = {}) {
   const { default: puppeteer } = await import('puppeteer-core');
   const executablePath = findBinary(FIREFOX_PATHS);
-  if (executablePath === null) throw new Error(`firefox not found (looked at ${FIREFOX_PATHS.join(', ')}); run scripts/install-runtimes.sh`);
+  if (executablePath === null)
+    throw new Error(`firefox not found (looked at ${FIREFOX_PATHS.join(', ')}); run scripts/install-runtimes.sh`);
   const userDataDir = mkdtempSync(join(scratch, 'firefox-profile-'));
   const browser = await puppeteer.launch({
-    browser: 'firefox', protocol: 'webDriverBiDi', executablePath, headless: true, userDataDir,
-    env: scratchEnv(scratch), timeout: 60_000,
+    browser: 'firefox',
+    protocol: 'webDriverBiDi',
+    executablePath,
+    headless: true,
+    userDataDir,
+    env: scratchEnv(scratch),
+    timeout: 60_000,
     extraPrefsFirefox: {
       // No background traffic: only loopback exists, and none of it is needed.
-      'app.update.enabled': false, 'browser.safebrowsing.malware.enabled': false,
-      'browser.safebrowsing.phishing.enabled': false, 'network.captive-portal-service.enabled': false,
-      'network.connectivity-service.enabled': false, 'datareporting.policy.dataSubmissionEnabled': false,
-      'toolkit.telemetry.enabled': false, 'extensions.update.enabled': false,
+      'app.update.enabled': false,
+      'browser.safebrowsing.malware.enabled': false,
+      'browser.safebrowsing.phishing.enabled': false,
+      'network.captive-portal-service.enabled': false,
+      'network.connectivity-service.enabled': false,
+      'datareporting.policy.dataSubmissionEnabled': false,
+      'toolkit.telemetry.enabled': false,
+      'extensions.update.enabled': false,
       ...prefs,
     },
   });
@@ -99,7 +119,11 @@ export async function runFirefox(urls, scratch, { prefs = {}, timeoutMs = 180_00
 export function scratchEnv(scratch) {
   return {
     ...process.env,
-    HOME: scratch, TMPDIR: scratch, XDG_CONFIG_HOME: join(scratch, '.config'), XDG_CACHE_HOME: join(scratch, '.cache'),
-    XDG_DATA_HOME: join(scratch, '.local/share'), XDG_RUNTIME_DIR: scratch,
+    HOME: scratch,
+    TMPDIR: scratch,
+    XDG_CONFIG_HOME: join(scratch, '.config'),
+    XDG_CACHE_HOME: join(scratch, '.cache'),
+    XDG_DATA_HOME: join(scratch, '.local/share'),
+    XDG_RUNTIME_DIR: scratch,
   };
 }

@@ -13,7 +13,8 @@ process.on('exit', () => {
 export function run(cmd, args, { cwd, env, timeoutMs = 300_000 } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
+    let stdout = '',
+      stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -24,7 +25,10 @@ export function run(cmd, args, { cwd, env, timeoutMs = 300_000 } = {}) {
 
 /** The JSON after the last `ADJOINT_RESULT ` line, or an error quoting the output. */
 export function parseResult(what, { code, signal, stdout, stderr }) {
-  const line = stdout.split('\n').reverse().find((l) => l.startsWith('ADJOINT_RESULT '));
+  const line = stdout
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('ADJOINT_RESULT '));
   if (line === undefined) {
     const tail = (stderr || stdout).trim().split('\n').slice(-15).join('\n');
     throw new Error(`${what} exited with ${signal ?? code} and no result:\n${tail}`);
@@ -51,8 +55,13 @@ export function freePort() {
 export async function startWorkerd(workerd, config, { env, cwd, readyPath = '/', timeoutMs = 60_000 } = {}) {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const child = spawn(workerd, ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '', exited = null;
+    const child = spawn(workerd, ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '',
+      exited = null;
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
     servers.add(child);
@@ -78,6 +87,8 @@ export async function startWorkerd(workerd, config, { env, cwd, readyPath = '/',
     await stop();
     // A port taken between freePort() and bind: try another one.
     if (attempt < 3 && /address already in use/i.test(output)) continue;
-    throw new Error(`workerd did not start (${exited === null ? 'timeout' : `exit ${exited}`}):\n${output.trim().split('\n').slice(-20).join('\n')}`);
+    throw new Error(
+      `workerd did not start (${exited === null ? 'timeout' : `exit ${exited}`}):\n${output.trim().split('\n').slice(-20).join('\n')}`,
+    );
   }
 }

@@ -17,7 +17,12 @@ export default {
         await adj.init();
         return Response.json({ initialised: true });
       } catch (e) {
-        return Response.json({ initialised: false, errorName: e?.name, isAdjointError: e instanceof adj.AdjointError, message: e?.message });
+        return Response.json({
+          initialised: false,
+          errorName: e?.name,
+          isAdjointError: e instanceof adj.AdjointError,
+          message: e?.message,
+        });
       }
     }
     if (pathname !== '/train') return new Response('not found\n', { status: 404 });
