@@ -9,6 +9,10 @@ const stub = (filter, contents) => ({
 /** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
 const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
 
+// Budgets as measured with attention, LSTM/GRU, int32, vmap and higher-order AD in (kernels
+// 39.4 kB, JS without kernels 83.4 kB, one op 93 kB), with ~8 % headroom. The earlier 30 kB / 60 kB
+// budgets predate those; getting back under them (a smaller Tensor method surface, -Os kernels)
+// is open work.
 export default [
   {
     name: 'kernels: dist/adjoint.wasm',
@@ -16,7 +20,7 @@ export default [
     // Measured as the file itself: esbuild copies it unchanged.
     modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
     gzip: true,
-    limit: '30 KB',
+    limit: '42 KB',
   },
   {
     // The kernels ride along as base64 (src/wasm/bytes.generated.ts, about 37 KB of it gzipped),
@@ -26,7 +30,7 @@ export default [
     import: '*',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '100 KB',
+    limit: '150 KB',
   },
   {
     name: 'core JS without the digits data and without the embedded kernels (src/index.ts)',
@@ -41,7 +45,7 @@ export default [
         stub(/digits-data\.ts$/, "export const DIGITS_COUNT = 0; export const DIGITS_GZIP_BASE64 = '';"),
       ],
     }),
-    limit: '60 KB',
+    limit: '90 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
@@ -49,6 +53,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '70 KB',
+    limit: '100 KB',
   },
 ];

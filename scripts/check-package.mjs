@@ -65,7 +65,7 @@ console.log(
 step('publint', bin('publint'), ['run', tarball, '--strict']);
 // adjoint/adjoint.wasm is a binary asset, not a module with types: what its import yields depends
 // on the host (workerd: a WebAssembly.Module; @rollup/plugin-wasm: a loader function).
-step('attw', bin('attw'), [tarball, '--profile', 'esm-only', '--exclude-entrypoints', './adjoint.wasm']);
+step('attw', bin('attw'), [tarball, '--profile', 'esm-only', '--exclude-entrypoints', './adjoint.wasm', './adjoint-relaxed.wasm']);
 
 // ---- 4. size budgets ----
 step('size-limit', bin('size-limit'), []);
@@ -117,7 +117,7 @@ console.log(
 );
 console.log(`   adjoint/data/digits alone:    ${kb(digitsOnly.gzip)} gzip`);
 /** The one-op consumer: the embedded kernels (about 37 KiB of gzipped base64) plus the engine core. */
-const ONE_OP_BUDGET = 70 * 1024;
+const ONE_OP_BUDGET = 100 * 1024;
 if (oneOp.digits) failures.push('tree-shaking: a one-op consumer carries the digits data');
 if (oneOp.gzip > ONE_OP_BUDGET) failures.push(`tree-shaking: one-op consumer is ${kb(oneOp.gzip)}, budget ${kb(ONE_OP_BUDGET)}`);
 if (whole.gzip - oneOp.gzip < 20 * 1024)

@@ -84,7 +84,7 @@ export function front(x: Tensor, d: Dim): Tensor {
 }
 
 /** The batch size: the extent of the batch dim of the first batched input. */
-export function sizeOfBatch(xs: readonly Tensor[], dims: readonly Dim[]): number {
+function sizeOfBatch(xs: readonly Tensor[], dims: readonly Dim[]): number {
   const i = dims.findIndex((d) => d !== null);
   return xs[i].shape[dims[i]!];
 }
