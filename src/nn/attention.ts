@@ -1,6 +1,7 @@
 // nn.MultiheadAttention and nn.TransformerEncoderLayer with PyTorch's parameter names, layouts
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
+import { optionsArg } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -95,6 +96,7 @@ export class MultiheadAttention extends Module {
     opts: MultiheadAttentionOptions = {},
   ) {
     super();
+    opts = optionsArg('MultiheadAttention', opts, ['bias', 'dropout', 'batchFirst', 'dtype', 'seed']);
     count('MultiheadAttention', 'embedDim', embedDim);
     count('MultiheadAttention', 'numHeads', numHeads);
     if (embedDim % numHeads !== 0) {
@@ -251,6 +253,7 @@ export class TransformerEncoderLayer extends Module {
 
   constructor(dModel: number, nhead: number, opts: TransformerEncoderLayerOptions = {}) {
     super();
+    opts = optionsArg('TransformerEncoderLayer', opts, ['dimFeedforward', 'dropout', 'activation', 'layerNormEps', 'normFirst', 'batchFirst', 'bias', 'dtype', 'seed']);
     const ff = count('TransformerEncoderLayer', 'dimFeedforward', opts.dimFeedforward ?? 2048);
     const p = opts.dropout ?? 0.1,
       dtype = dtypeOf('TransformerEncoderLayer', opts.dtype),

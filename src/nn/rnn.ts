@@ -193,6 +193,7 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
     readonly hiddenSize: number,
     opts: RNNOptions,
   ) {
+    opts = optionsArg(kind, opts, ['numLayers', 'bias', 'batchFirst', 'dtype', 'seed']);
     super(kind, opts.dtype);
     count(kind, 'inputSize', inputSize);
     count(kind, 'hiddenSize', hiddenSize);
