@@ -253,7 +253,17 @@ export class TransformerEncoderLayer extends Module {
 
   constructor(dModel: number, nhead: number, opts: TransformerEncoderLayerOptions = {}) {
     super();
-    opts = optionsArg('TransformerEncoderLayer', opts, ['dimFeedforward', 'dropout', 'activation', 'layerNormEps', 'normFirst', 'batchFirst', 'bias', 'dtype', 'seed']);
+    opts = optionsArg('TransformerEncoderLayer', opts, [
+      'dimFeedforward',
+      'dropout',
+      'activation',
+      'layerNormEps',
+      'normFirst',
+      'batchFirst',
+      'bias',
+      'dtype',
+      'seed',
+    ]);
     const ff = count('TransformerEncoderLayer', 'dimFeedforward', opts.dimFeedforward ?? 2048);
     const p = opts.dropout ?? 0.1,
       dtype = dtypeOf('TransformerEncoderLayer', opts.dtype),
