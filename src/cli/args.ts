@@ -52,7 +52,8 @@ const choice =
       throw new UsageError(`${flag} must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
     return v as T;
   };
-const integer =
+/** A flag's value as an integer ≥ min (also used by the GPT flags). */
+export const integer =
   (flag: string, min: number) =>
   (v: string): number => {
     const n = Number(v);
@@ -60,7 +61,8 @@ const integer =
       throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
     return n;
   };
-const positive =
+/** A flag's value as a positive number. */
+export const positive =
   (flag: string) =>
   (v: string): number => {
     const n = Number(v);
@@ -68,7 +70,8 @@ const positive =
       throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
     return n;
   };
-const text = (v: string): string => v;
+/** A flag's value as given. */
+export const text = (v: string): string => v;
 
 const VALUED: Record<string, (v: string) => unknown> = {
   dataset: choice('--dataset', ['digits', 'fashion-mnist'] as const),

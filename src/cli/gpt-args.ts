@@ -1,6 +1,6 @@
 // Flags of `adjoint train --dataset shakespeare --model gpt` and `adjoint sample`. Defaults are
 // the published CPU configuration for character-level tiny Shakespeare.
-import { UsageError } from './args.js';
+import { UsageError, integer, positive, text } from './args.js';
 
 export interface GptTrainArgs {
   layers: number;
@@ -31,23 +31,6 @@ export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt
                      [--batch 12] [--steps 2000] [--seed 0] [--threads 1] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
-const integer =
-  (flag: string, min: number) =>
-  (v: string): number => {
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min)
-      throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-    return n;
-  };
-const positive =
-  (flag: string) =>
-  (v: string): number => {
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n <= 0)
-      throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(v)}`);
-    return n;
-  };
-const text = (v: string): string => v;
 const fixed =
   (flag: string, want: string) =>
   (v: string): string => {
