@@ -22,6 +22,7 @@ import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 import { uniform } from './counter';
 import { gemm_f32, gemm_f64 } from './matmul';
+import { attnFwdF32, attnBwdF32 } from './attention-f32';
 
 /** Query rows per block and keys per tile: the BQ×BK score block stays in L1/L2 between its GEMMs. */
 const BQ = 128;
@@ -122,6 +123,9 @@ const BK = 128;
   return lim;
 }
 
+/** f32 calls without dropout and with d, dv multiples of 4 take attention-f32.ts's register-blocked kernels. */
+@inline function fastF32(g: usize, p: f64): bool { return p == 0 && (geo(g, 2) & 3) == 0 && (geo(g, 3) & 3) == 0; }
+
 @inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scaled: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
@@ -176,7 +180,8 @@ const BK = 128;
 /** y[n, i] = [softmax(scale·q kᵀ + mask)·v, lse] for heads [n0, n1); g: the geometry block; see the file comment. */
 export function attention_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
-  attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
+  if (fastF32(g, p)) attnFwdF32(q, k, v, mask, y, n0, n1, g, <f32>scale, scratch);
+  else attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
@@ -243,7 +248,8 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
  */
 export function attention_vjp_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
   n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
-  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
+  if (fastF32(g, p)) attnBwdF32(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, <f32>scale, scratch);
+  else attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_vjp_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
   n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
