@@ -12,7 +12,6 @@
 // packed once per head (K, V) or block (Q, dO); the scratch layout is in fwdScratch/bwdScratch.
 import { ld, st, at } from './lanes';
 import { madd } from './madd';
-import { exp4 } from './vmath';
 import { log_s } from './scalar';
 
 /** Query rows per block (two f32x4 lanes) and keys per group (one micro-tile's A rows). */
@@ -21,6 +20,42 @@ const KG = 4;
 
 @inline function ru4(x: i32): i32 { return (x + 3) & ~3; }
 @inline function fl(n: i32): usize { return <usize>n << 2; }
+
+// e^x for the softmax weights, x ≤ 0 (s − max, s − lse): x = q·ln2 + t, |t| ≤ ln2/2 (ln2 split so
+// q·LN2_HI is exact), e^t by vmath.ts's minimax polynomial, 2^q added to the exponent field.
+// Plain IEEE add and mul: the same bits on every engine. About 3 ulp (no compensated sum as in
+// vmath's exp4, which costs a third more and is not needed for weights summed in f32); lanes
+// below −86 (where 2^q leaves the normal range) give 0, −∞ gives 0, NaN stays NaN.
+const LOG2E = memory.data<f32>([1.4426950216293335]);
+const LN2_HI = memory.data<f32>([0.693145751953125]);
+const LN2_LO = memory.data<f32>([1.428606765330187e-6]);
+const ROUND = memory.data<f32>([12582912]); // 1.5·2^23
+const E3 = memory.data<f32>([0.1666666716337204]);
+const E4 = memory.data<f32>([0.041666485369205475]);
+const E5 = memory.data<f32>([0.008333360776305199]);
+const E6 = memory.data<f32>([0.0013930435525253415]);
+const E7 = memory.data<f32>([0.00019852761761285365]);
+const EXP_FLOOR = memory.data<f32>([-86]);
+const HALF = memory.data<f32>([0.5]);
+const ONE = memory.data<f32>([1]);
+const ROUND_BITS = memory.data<i32>([0x4b400000]);
+/** The 32-bit constant at p in every lane (one load: V8 rebuilds a v128.const at every use, see vmath.ts). */
+@inline function k(p: usize): v128 { return v128.load32_splat(p); }
+
+@inline function expw(x: v128): v128 {
+  const xc = f32x4.max(x, k(EXP_FLOOR));
+  const qr = f32x4.add(f32x4.mul(xc, k(LOG2E)), k(ROUND));
+  const q = f32x4.sub(qr, k(ROUND));
+  const t = f32x4.sub(f32x4.sub(xc, f32x4.mul(q, k(LN2_HI))), f32x4.mul(q, k(LN2_LO)));
+  let p = f32x4.add(f32x4.mul(k(E7), t), k(E6));
+  p = f32x4.add(f32x4.mul(p, t), k(E5));
+  p = f32x4.add(f32x4.mul(p, t), k(E4));
+  p = f32x4.add(f32x4.mul(p, t), k(E3));
+  p = f32x4.add(f32x4.mul(p, t), k(HALF));
+  const e = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(t, t), p), t), k(ONE));
+  const y = i32x4.add(e, i32x4.shl(i32x4.sub(qr, k(ROUND_BITS)), 23)); // e·2^q
+  return v128.bitselect(y, v128.and(x, f32x4.ne(x, x)), f32x4.ge(x, k(EXP_FLOOR)));
+}
 
 /** out[m][0..8] (row stride 32 B) = Σ_k A[k][m]·B[k] for m < 4: A pre-broadcast (64 B per k), B two vectors (32 B per k). */
 function tile4x8(ap: usize, bp: usize, n: i32, out: usize): void {
@@ -139,14 +174,43 @@ function packCols(dst: usize, x: usize, T: i32, c: i32, ldx: i32): void {
   }
 }
 
-/** Rows i0.. (rows ≤ 8 valid, row stride ldx) of x [·, c] as qp [c][8] (column-major, for Sᵀ) and, if q8 ≠ 0, q8 [8][c]; zero past `rows`. */
-function packRows(qp: usize, q8: usize, x: usize, rows: i32, c: i32, ldx: i32): void {
+/** The 4×4 transpose of the rows a, b, c, d, into o[0..4) (16 B apart). */
+@inline function tr4(a: v128, b: v128, c: v128, d: v128, o: usize): void {
+  const t0 = v128.shuffle<f32>(a, b, 0, 4, 1, 5), t1 = v128.shuffle<f32>(a, b, 2, 6, 3, 7);
+  const t2 = v128.shuffle<f32>(c, d, 0, 4, 1, 5), t3 = v128.shuffle<f32>(c, d, 2, 6, 3, 7);
+  v128.store(o, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+  v128.store(o, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 16);
+  v128.store(o, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 32);
+  v128.store(o, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 48);
+}
+
+/** Rows i0.. (rows ≤ 8 valid, row stride ldx) of x [·, c] as q8 [8][c] and qp [c][8] (column-major, for Sᵀ); zero past `rows`; c ≡ 0 mod 4; t: 16 scratch elements. */
+function packRows(qp: usize, q8: usize, x: usize, rows: i32, c: i32, ldx: i32, t: usize): void {
   for (let r = 0; r < QB; r++) {
-    const row = at<f32>(x, r * ldx), ok = r < rows;
-    for (let k = 0; k < c; k++) {
-      const v: f32 = ok ? ld<f32>(row, k) : 0;
-      st<f32>(qp, k * QB + r, v);
-      if (q8 != 0) st<f32>(q8, r * c + k, v);
+    if (r < rows) memory.copy(q8 + fl(r * c), at<f32>(x, r * ldx), fl(c));
+    else memory.fill(q8 + fl(r * c), 0, fl(c));
+  }
+  for (let k = 0; k < c; k += 4) {
+    for (let h = 0; h < QB; h += 4) {
+      const p = q8 + fl(h * c + k), cB = fl(c);
+      tr4(v128.load(p), v128.load(p + cB), v128.load(p + 2 * cB), v128.load(p + 3 * cB), t);
+      for (let m = 0; m < 4; m++) v128.store(qp + fl((k + m) * QB + h), v128.load(t + fl(4 * m)));
+    }
+  }
+}
+
+/**
+ * Writes a 4-column × 8-row micro-tile (tile[m][r], the transposed result of columns c0..c0+3)
+ * into rows r < rows of dst (row stride ldB bytes), row r multiplied by f[r] (f = 0: by 1).
+ */
+function scatterRows(tile: usize, dst: usize, ldB: usize, rows: i32, f: usize, t: usize): void {
+  for (let h = 0; h < QB; h += 4) {
+    tr4(v128.load(tile + fl(h)), v128.load(tile + fl(QB + h)), v128.load(tile + fl(2 * QB + h)), v128.load(tile + fl(3 * QB + h)), t);
+    for (let rr = 0; rr < 4; rr++) {
+      const r = h + rr;
+      if (r >= rows) return;
+      const v = v128.load(t + fl(4 * rr));
+      v128.store(dst + <usize>r * ldB, f == 0 ? v : f32x4.mul(v128.load32_splat(f + fl(r)), v));
     }
   }
 }
@@ -195,21 +259,21 @@ function maskRows(mr: usize, mask: usize, n: i32, i0: i32, rows: i32, g: usize):
 }
 
 // Scratch (f32 elements; attention.ts's JS side reserves the same): forward
-// 4·T4·(d + dv) + 8·T4 + 8·d + 64, backward T4·(9·d + 5·dv + 16) + 16·(d + dv) + 64, T4 = Tk rounded up to 4.
+// 4·T4·(d + dv) + 8·T4 + 16·d + 96, backward T4·(9·d + 5·dv + 16) + 16·(d + dv) + 80, T4 = Tk rounded up to 4.
 
 /** attention_f32's fast path (no dropout, d ≡ dv ≡ 0 mod 4); g: the geometry block. */
 export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize, scale: f32, scratch: usize): void {
   const Tq = load<i32>(g), Tk = load<i32>(g, 4), d = load<i32>(g, 8), dv = load<i32>(g, 12), causal = load<i32>(g, 16);
   const T4 = ru4(Tk);
-  const Kb = scratch, Vc = Kb + fl(4 * T4 * d), S = Vc + fl(4 * T4 * dv), Qp = S + fl(QB * T4), tile = Qp + fl(QB * d), misc = tile + fl(32);
-  const mr = misc; // 8 mask row pointers (8 words)
+  const Kb = scratch, Vc = Kb + fl(4 * T4 * d), S = Vc + fl(4 * T4 * dv), Qp = S + fl(QB * T4), Q8 = Qp + fl(QB * d), tile = Q8 + fl(QB * d), misc = tile + fl(32);
+  const mr = misc, st8 = misc + 64, inv = st8 + 64, t16 = inv + 32; // 8 mask row pointers; row statistics; 1/l; transpose scratch
   for (let n = n0; n < n1; n++) {
     packKeys(Kb, at<f32>(k, n * Tk * d), Tk, d, d);
     packCols(Vc, at<f32>(v, n * Tk * dv), Tk, dv, dv);
     for (let i0 = 0; i0 < Tq; i0 += QB) {
       const rows = min(QB, Tq - i0);
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
-      packRows(Qp, 0, at<f32>(q, (n * Tq + i0) * d), rows, d, d);
+      packRows(Qp, Q8, at<f32>(q, (n * Tq + i0) * d), rows, d, d, t16);
       for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * 4 * d), Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
       scoreBlock(S, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g));
       let mLo = f32x4.splat(-Infinity), mHi = mLo;
@@ -223,25 +287,24 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       let lLo = zero, lHi = zero;
       for (let j = 0; j < jG; j++) {
         const p = S + fl(j * QB);
-        const eLo = exp4(f32x4.sub(v128.load(p), mLo)), eHi = exp4(f32x4.sub(v128.load(p, 16), mHi));
+        const eLo = expw(f32x4.sub(v128.load(p), mLo)), eHi = expw(f32x4.sub(v128.load(p, 16), mHi));
         v128.store(p, eLo);
         v128.store(p, eHi, 16);
         lLo = f32x4.add(lLo, eLo);
         lHi = f32x4.add(lHi, eHi);
       }
-      // Row statistics to misc[8..16) (l) and misc[16..24) (m), lane r = row r.
-      const st8 = misc + 64;
+      // Row statistics: st8[0..8) l, st8[8..16) m, lane r = row r.
       v128.store(st8, lLo);
       v128.store(st8, lHi, 16);
       v128.store(st8, mLo, 32);
       v128.store(st8, mHi, 48);
+      for (let r = 0; r < QB; r++) {
+        const l = ld<f32>(st8, r);
+        st<f32>(inv, r, l > 0 ? <f32>1 / l : 0);
+      }
       for (let c0 = 0; c0 < dv; c0 += 4) {
         tile4x8(Vc + fl(c0 * 4 * T4), S, jG, tile); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
-        for (let r = 0; r < rows; r++) {
-          const l = ld<f32>(st8, r), inv: f32 = l > 0 ? <f32>1 / l : 0;
-          const yi = at<f32>(y, (n * Tq + i0 + r) * (dv + 1) + c0);
-          for (let m = 0; m < 4; m++) st<f32>(yi, m, inv * ld<f32>(tile, m * QB + r));
-        }
+        scatterRows(tile, at<f32>(y, (n * Tq + i0) * (dv + 1) + c0), fl(dv + 1), rows, inv, t16);
       }
       for (let r = 0; r < rows; r++) {
         const l = ld<f32>(st8, r);
@@ -275,7 +338,7 @@ function softmaxVjpBlock(S: usize, dP: usize, jG: i32, st8: usize, scale: f32): 
   const gLo = v128.load(st8, 64), gHi = v128.load(st8, 80), sc = f32x4.splat(scale);
   for (let j = 0; j < jG; j++) {
     const p = S + fl(j * QB), q = dP + fl(j * QB);
-    const pLo = exp4(f32x4.sub(v128.load(p), lseLo)), pHi = exp4(f32x4.sub(v128.load(p, 16), lseHi));
+    const pLo = expw(f32x4.sub(v128.load(p), lseLo)), pHi = expw(f32x4.sub(v128.load(p, 16), lseHi));
     v128.store(p, pLo);
     v128.store(p, pHi, 16);
     v128.store(q, f32x4.mul(f32x4.mul(pLo, f32x4.add(f32x4.sub(v128.load(q), DLo), gLo)), sc));
@@ -290,7 +353,7 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
   const T4 = ru4(Tk);
   const Kb = scratch, Kc = Kb + fl(4 * T4 * d), Vb = Kc + fl(4 * T4 * d), dK = Vb + fl(4 * T4 * dv), dV = dK + fl(T4 * d);
   const S = dV + fl(T4 * dv), dP = S + fl(QB * T4), Qp = dP + fl(QB * T4), Q8 = Qp + fl(QB * d), Op = Q8 + fl(QB * d), O8 = Op + fl(QB * dv);
-  const tile = O8 + fl(QB * dv), st8 = tile + fl(32), mr = st8 + fl(24);
+  const tile = O8 + fl(QB * dv), st8 = tile + fl(32), mr = st8 + fl(24), t16 = mr + fl(8);
   for (let n = n0; n < n1; n++) {
     const kn = at<f32>(k, n * Tk * d), vn = at<f32>(v, n * Tk * dv);
     packKeys(Kb, kn, Tk, d, d);
@@ -300,8 +363,8 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
     for (let i0 = 0; i0 < Tq; i0 += QB) {
       const rows = min(QB, Tq - i0), row0 = n * Tq + i0;
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
-      packRows(Qp, Q8, at<f32>(q, row0 * d), rows, d, d);
-      packRows(Op, O8, at<f32>(gy, row0 * (dv + 1)), rows, dv, dv + 1);
+      packRows(Qp, Q8, at<f32>(q, row0 * d), rows, d, d, t16);
+      packRows(Op, O8, at<f32>(gy, row0 * (dv + 1)), rows, dv, dv + 1, t16);
       for (let j = 0; j < jG; j += KG) {
         tile4x8(Kb + fl(j * 4 * d), Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
         tile4x8(Vb + fl(j * 4 * dv), Op, dv, dP + fl(j * QB)); // dPᵀ = V dOᵀ
@@ -311,10 +374,7 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       softmaxVjpBlock(S, dP, jG, st8, scale);
       for (let c0 = 0; c0 < d; c0 += 4) {
         tile4x8(Kc + fl(c0 * 4 * T4), dP, jG, tile); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
-        for (let r = 0; r < rows; r++) {
-          const di = at<f32>(dq, (row0 + r) * d + c0);
-          for (let m = 0; m < 4; m++) st<f32>(di, m, ld<f32>(tile, m * QB + r));
-        }
+        scatterRows(tile, at<f32>(dq, row0 * d + c0), fl(d), rows, 0, t16);
       }
       rankUpdate(S, O8, dV, jG, dv); // dV += Pᵀ dO
       rankUpdate(dP, Q8, dK, jG, d); // dK += dSᵀ Q

@@ -58,9 +58,10 @@ const BQ = 128,
  * (assembly/attention-f32.ts), O(Tk·d) either way.
  */
 function scratchElems(backward: boolean, dtype: DType, Tk: number, d: number, dv: number, p: AttentionParams): number {
-  if (dtype !== 'float32' || p.dropoutP !== 0 || d % 4 !== 0 || dv % 4 !== 0) return backward ? 2 * BQ * BK + BQ : BQ * BK + BQ * dv + 2 * BQ;
+  if (dtype !== 'float32' || p.dropoutP !== 0 || d % 4 !== 0 || dv % 4 !== 0)
+    return backward ? 2 * BQ * BK + BQ : BQ * BK + BQ * dv + 2 * BQ;
   const T4 = Math.ceil(Tk / 4) * 4;
-  return backward ? T4 * (9 * d + 5 * dv + 16) + 16 * (d + dv) + 64 : 4 * T4 * (d + dv) + 8 * T4 + 8 * d + 64;
+  return backward ? T4 * (9 * d + 5 * dv + 16) + 16 * (d + dv) + 80 : 4 * T4 * (d + dv) + 8 * T4 + 16 * d + 96;
 }
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
@@ -108,7 +109,15 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
-    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), scratchElems(false, q.dtype, Tk, d, dv, p), p, true);
+    launch(
+      'attention',
+      xs,
+      [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr],
+      N * Tq * Tk * (d + dv),
+      scratchElems(false, q.dtype, Tk, d, dv, p),
+      p,
+      true,
+    );
   } catch (e) {
     y.dispose();
     throw e;
