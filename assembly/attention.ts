@@ -2,8 +2,8 @@
 // the backward as FlashAttention-2). f32 without dropout, d and dv multiples of 4 (the common
 // case) runs attention-f32.ts's register-blocked kernels instead; this tiled-GEMM path is the rest.
 // One call handles heads n ∈ [n0, n1) of q [N, Tq, d], k [N, Tk, d], v [N, Tk, dv]. Query rows
-// go in blocks of BQ, keys in tiles of BK; each tile's scores are one GEMM (matmul.ts's kernels) into a BQ×BK scratch block, then an online softmax
-// per row (running max m, running sum l, the output block rescaled by e^{m_old − m_new}) and a
+// go in blocks of BQ, keys in tiles of BK; each tile's scores are one GEMM (matmul.ts's kernels)
+// into a BQ×BK scratch block, then an online softmax per row (running max m, running sum l, the output block rescaled by e^{m_old − m_new}) and a
 // second GEMM adds P·V. No Tq×Tk matrix is ever stored. The output y is packed [N, Tq, dv + 1]:
 // each row's output then its log-sum-exp, which the backward uses to recompute p_ij =
 // e^{s_ij − lse_i} tile by tile, with D_i = do_i·o_i for the softmax VJP; dq, dk, dv are GEMMs
