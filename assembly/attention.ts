@@ -1,8 +1,9 @@
 // Fused scaled dot-product attention, forward and backward (FlashAttention: Dao et al. 2022;
-// the backward as FlashAttention-2). One call handles heads n ∈ [n0, n1) of q [N, Tq, d],
-// k [N, Tk, d], v [N, Tk, dv]. Query rows go in blocks of BQ, keys in tiles of BK; each tile's
-// scores are one GEMM (matmul.ts's kernels) into a BQ×BK scratch block, then an online softmax
-// per row (running max m, running sum l, the output block rescaled by e^{m_old − m_new}) and a
+// the backward as FlashAttention-2). f32 without dropout, d and dv multiples of 4 (the common
+// case) runs attention-f32.ts's register-blocked kernels instead; this tiled-GEMM path is the rest.
+// One call handles heads n ∈ [n0, n1) of q [N, Tq, d], k [N, Tk, d], v [N, Tk, dv]. Query rows
+// go in blocks of BQ, keys in tiles of BK; each tile's scores are one GEMM (matmul.ts's kernels)
+// into a BQ×BK scratch block, then an online softmax per row (running max m, running sum l, the output block rescaled by e^{m_old − m_new}) and a
 // second GEMM adds P·V. No Tq×Tk matrix is ever stored. The output y is packed [N, Tq, dv + 1]:
 // each row's output then its log-sum-exp, which the backward uses to recompute p_ij =
 // e^{s_ij − lse_i} tile by tile, with D_i = do_i·o_i for the softmax VJP; dq, dk, dv are GEMMs
@@ -22,6 +23,7 @@ import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 import { uniform } from './counter';
 import { gemm_f32, gemm_f64 } from './matmul';
+import { attnFwdF32, attnBwdF32 } from './attention-f32';
 
 /** Query rows per block and keys per tile: the BQ×BK score block stays in L1/L2 between its GEMMs. */
 const BQ = 128;
@@ -122,6 +124,9 @@ const BK = 128;
   return lim;
 }
 
+/** f32 calls without dropout and with d, dv multiples of 4 take attention-f32.ts's register-blocked kernels. */
+@inline function fastF32(g: usize, p: f64): bool { return p == 0 && (geo(g, 2) & 3) == 0 && (geo(g, 3) & 3) == 0; }
+
 @inline function attnFwd<T>(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scaled: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
   const Tq = geo(g, 0), Tk = geo(g, 1), d = geo(g, 2), dv = geo(g, 3), causal = geo(g, 4);
@@ -176,7 +181,8 @@ const BK = 128;
 /** y[n, i] = [softmax(scale·q kᵀ + mask)·v, lse] for heads [n0, n1); g: the geometry block; see the file comment. */
 export function attention_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
-  attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
+  if (fastF32(g, p)) attnFwdF32(q, k, v, mask, y, n0, n1, g, <f32>scale, scratch);
+  else attnFwd<f32>(q, k, v, mask, y, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize,
   scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
@@ -243,7 +249,8 @@ export function attention_f64(q: usize, k: usize, v: usize, mask: usize, y: usiz
  */
 export function attention_vjp_f32(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
   n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {
-  attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
+  if (fastF32(g, p)) attnBwdF32(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, <f32>scale, scratch);
+  else attnBwd<f32>(q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, scale, p, scratch, seedLo, seedHi);
 }
 export function attention_vjp_f64(q: usize, k: usize, v: usize, mask: usize, y: usize, gy: usize, dq: usize, dk: usize, dv: usize,
   n0: i32, n1: i32, g: usize, scale: f64, p: f64, scratch: usize, seedLo: u32, seedHi: u32): void {

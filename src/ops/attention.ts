@@ -52,6 +52,18 @@ export interface AttentionParams {
 const BQ = 128,
   BK = 128;
 
+/**
+ * Scratch elements per thread: the tiled-GEMM kernels' blocks, or for float32 without dropout
+ * and d, dv multiples of 4 the register-blocked kernels' packed K, V (and dK, dV) of one head
+ * (assembly/attention-f32.ts), O(Tk·d) either way.
+ */
+function scratchElems(backward: boolean, dtype: DType, Tk: number, d: number, dv: number, p: AttentionParams): number {
+  if (dtype !== 'float32' || p.dropoutP !== 0 || d % 4 !== 0 || dv % 4 !== 0)
+    return backward ? 2 * BQ * BK + BQ : BQ * BK + BQ * dv + 2 * BQ;
+  const T4 = Math.ceil(Tk / 4) * 4;
+  return backward ? T4 * (9 * d + 5 * dv + 16) + 16 * (d + dv) + 80 : 4 * T4 * (d + dv) + 8 * T4 + 16 * d + 96;
+}
+
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
 
 /**
@@ -97,7 +109,15 @@ function forward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   const y = Tensor.empty([N, Tq, dv + 1], q.dtype);
   if (N * Tq === 0) return y;
   try {
-    launch('attention', xs, [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr], N * Tq * Tk * (d + dv), BQ * BK + BQ * dv + 2 * BQ, p, true);
+    launch(
+      'attention',
+      xs,
+      [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr],
+      N * Tq * Tk * (d + dv),
+      scratchElems(false, q.dtype, Tk, d, dv, p),
+      p,
+      true,
+    );
   } catch (e) {
     y.dispose();
     throw e;
@@ -115,7 +135,7 @@ function backward(xs: readonly Tensor[], p: AttentionParams): Tensor {
   try {
     const o = out.ptr,
       ptrs = [q.ptr, k.ptr, v.ptr, mask?.ptr ?? 0, y.ptr, gy.ptr, o, o + N * Tq * d * b, o + N * (Tq + Tk) * d * b];
-    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), 2 * BQ * BK + BQ, p, false);
+    launch('attention_vjp', xs, ptrs, 2 * N * Tq * Tk * (d + dv), scratchElems(true, q.dtype, Tk, d, dv, p), p, false);
   } catch (e) {
     out.dispose();
     throw e;
