@@ -11,6 +11,7 @@
 //   [lo, hi) the part of the output computed, for the thread pool: see the note above conv2d).
 import { lanes, ld, st, at, ldi } from './lanes';
 import { gemm_f32, gemm_f64 } from './matmul';
+import { madd } from './madd';
 
 @inline const GN = 0;
 @inline const GC = 1;
@@ -193,6 +194,129 @@ import { gemm_f32, gemm_f64 } from './matmul';
     gemm<T>(g + bytes<T>(n) * <usize>(O * P), b, dwl, O, hi - lo, P, P, P, K, 0, 1, n > 0 ? 1 : 0);
   }
 }
+
+// Direct convolution (forward only), for layers whose im2col GEMM is small in K or M (first
+// layers with C = 1, the bench CNN's 8-channel layers): no col matrix and no GEMM packing. Per
+// image, x[n] is copied once into a zero-padded copy whose rows are split into sw phases,
+//   img[((c·Hp + r)·sw + q)·Wq + u] = x[c, r − ph, (u·sw + q) − pw]   (0 outside the image),
+// so output columns ow..ow+7 of tap (c, i, j) are one contiguous run, phase j % sw from u = ow +
+// j / sw. The micro-kernel is the GEMM's 4 rows × 2 vectors with that run in place of packed B:
+//   y[n, o, oh, ow] = Σ_k w[o, k] · img[tap(k) + oh·sh·sw·Wq + ow],   k = (c·kh + i)·kw + j ascending,
+// acc from 0, c + a·b per step (madd), stored once. Each output element's order depends only on K,
+// never on the piece it falls in, so thread cuts over images or channels give the same bits.
+// Scratch `pad`: pre-broadcast weights of channels [lo, hi) (4-row slivers, zero rows past hi:
+// ⌈m/4⌉·4·K v128), K i32 tap offsets (rounded to 16 B), then the padded image (C·Hp·sw·Wq).
+
+/** Elements per phase row of the padded copy: every run a micro-tile reads (8 f32 / 4 f64 past the last output block) stays inside it. */
+@inline function phaseWidth<T>(geo: usize): i32 {
+  const Wo = ldi(geo, GWO), sw = ldi(geo, GSW), kw = ldi(geo, GKW), nb = 2 * lanes<T>();
+  return (Wo + nb - 1) / nb * nb + (kw - 1) / sw + 1;
+}
+
+/** Bytes of scratch conv2d_direct needs for channels [0, m) of this geometry (JS sizes `pad` with it). */
+@inline function directBytes<T>(geo: usize, m: i32): i32 {
+  const C = ldi(geo, GC), K = C * ldi(geo, GKH) * ldi(geo, GKW);
+  const Hp = ldi(geo, GH) + 2 * ldi(geo, GPH), sw = ldi(geo, GSW);
+  return (m + 3) / 4 * 4 * K * 16 + (K + 3) / 4 * 16 + C * Hp * sw * phaseWidth<T>(geo) * <i32>sizeof<T>();
+}
+
+/** Copies x[n] (C·H·W) into the zeroed, phase-split padded layout img (see above). */
+function padImage<T>(xn: usize, img: usize, geo: usize): void {
+  const C = ldi(geo, GC), H = ldi(geo, GH), W = ldi(geo, GW), ph = ldi(geo, GPH), pw = ldi(geo, GPW), sw = ldi(geo, GSW);
+  const Hp = H + 2 * ph, Wq = phaseWidth<T>(geo);
+  zeroRun<T>(img, C * Hp * sw * Wq);
+  for (let c = 0; c < C; c++) {
+    for (let h = 0; h < H; h++) {
+      const src = at<T>(xn, (c * H + h) * W), row = at<T>(img, (c * Hp + h + ph) * sw * Wq);
+      if (sw == 1) copyRun<T>(at<T>(row, pw), src, W);
+      else {
+        for (let iw = 0; iw < W; iw++) {
+          const u = iw + pw; // columns past the last window's reach are never read: not stored
+          if (u / sw < Wq) st<T>(row, (u % sw) * Wq + u / sw, ld<T>(src, iw));
+        }
+      }
+    }
+  }
+}
+
+/** 4 output channels × 8 f32 (4 f64) output columns: acc = Σ_k wp[k] · run(k), stored as 4 rows of 2 vectors at y (row stride ldyB bytes). */
+@inline function directTile<T>(wp: usize, taps: usize, K: i32, base: usize, y: usize, ldyB: usize): void {
+  const z = v128.splat<T>(<T>0);
+  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  const tEnd = taps + (<usize>K << 2);
+  while (taps < tEnd) {
+    const p = base + <usize>load<i32>(taps);
+    const b0 = v128.load(p), b1 = v128.load(p, 16);
+    let a = v128.load(wp);
+    c00 = madd<T>(a, b0, c00);
+    c01 = madd<T>(a, b1, c01);
+    a = v128.load(wp, 16);
+    c10 = madd<T>(a, b0, c10);
+    c11 = madd<T>(a, b1, c11);
+    a = v128.load(wp, 32);
+    c20 = madd<T>(a, b0, c20);
+    c21 = madd<T>(a, b1, c21);
+    a = v128.load(wp, 48);
+    c30 = madd<T>(a, b0, c30);
+    c31 = madd<T>(a, b1, c31);
+    wp += 64;
+    taps += 4;
+  }
+  v128.store(y, c00); v128.store(y, c01, 16);
+  v128.store(y + ldyB, c10); v128.store(y + ldyB, c11, 16);
+  v128.store(y + 2 * ldyB, c20); v128.store(y + 2 * ldyB, c21, 16);
+  v128.store(y + 3 * ldyB, c30); v128.store(y + 3 * ldyB, c31, 16);
+}
+
+@inline function convDirect<T>(x: usize, w: usize, y: usize, pad: usize, geo: usize): void {
+  const N = ldi(geo, GN), C = ldi(geo, GC), H = ldi(geo, GH), W = ldi(geo, GW), O = ldi(geo, GO);
+  const kh = ldi(geo, GKH), kw = ldi(geo, GKW), sh = ldi(geo, GSH), sw = ldi(geo, GSW), ph = ldi(geo, GPH);
+  const Ho = ldi(geo, GHO), Wo = ldi(geo, GWO), lo = ldi(geo, GLO), m = ldi(geo, GHI) - lo;
+  const K = C * kh * kw, P = Ho * Wo, Hp = H + 2 * ph, Wq = phaseWidth<T>(geo), L = lanes<T>(), nb = 2 * L;
+  const mp = (m + 3) / 4 * 4, S = <i32>sizeof<T>();
+  const wp = pad, taps = wp + <usize>(mp * K * 16), img = taps + <usize>((K + 3) / 4 * 16);
+  // Weights pre-broadcast in 4-row slivers, as the GEMM packs A (zero rows past m).
+  for (let s = 0; s < mp; s += 4)
+    for (let k = 0; k < K; k++)
+      for (let r = 0; r < 4; r++) {
+        const v = s + r < m ? ld<T>(w, (lo + s + r) * K + k) : <T>0;
+        v128.store(wp + <usize>(((s * K + k * 4) + r) * 16), v128.splat<T>(v));
+      }
+  for (let k = 0; k < K; k++) {
+    const c = k / (kh * kw), i = k / kw % kh, j = k % kw;
+    store<i32>(taps + (<usize>k << 2), (((c * Hp + i) * sw + j % sw) * Wq + j / sw) * S);
+  }
+  const tile = img + <usize>(C * Hp * sw * Wq * S); // edge tiles: 4 rows × 2 vectors, the +128 of conv2d_direct_bytes
+  for (let n = 0; n < N; n++) {
+    padImage<T>(x + bytes<T>(n) * <usize>(C * H * W), img, geo);
+    const yn = y + bytes<T>(n * O + lo) * <usize>P;
+    for (let s = 0; s < mp; s += 4) {
+      const ws = wp + <usize>(s * K * 16), rows = min(4, m - s);
+      for (let oh = 0; oh < Ho; oh++) {
+        const rowBase = img + <usize>(oh * sh * sw * Wq * S);
+        const yrow = at<T>(yn, s * P + oh * Wo);
+        for (let ow = 0; ow < Wo; ow += nb) {
+          if (rows == 4 && ow + nb <= Wo) {
+            directTile<T>(ws, taps, K, at<T>(rowBase, ow), at<T>(yrow, ow), <usize>(P * S));
+          } else {
+            directTile<T>(ws, taps, K, at<T>(rowBase, ow), tile, <usize>(nb * S));
+            const cols = min(nb, Wo - ow);
+            for (let r = 0; r < rows; r++)
+              for (let q = 0; q < cols; q++) st<T>(yrow, r * P + ow + q, ld<T>(tile, r * nb + q));
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Scratch bytes conv2d_direct needs for m output channels of geometry geo (an i32[15] block as conv2d's). */
+export function conv2d_direct_bytes(geo: usize, m: i32, elemBytes: i32): i32 {
+  return (elemBytes == 4 ? directBytes<f32>(geo, m) : directBytes<f64>(geo, m)) + 128;
+}
+/** y[N, lo:hi, Ho, Wo] = conv(x, w) by direct convolution; pad: conv2d_direct_bytes of scratch, 16-byte aligned; y must not alias x, w or pad. */
+export function conv2d_direct_f32(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f32>(x, w, y, pad, geo); }
+export function conv2d_direct_f64(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f64>(x, w, y, pad, geo); }
 
 /** y[N, lo:hi, Ho, Wo] = conv(x, w); col: scratch of C·kh·kw·Ho·Wo elements (unused when pointwise); y must not alias x, w or col. */
 export function conv2d_f32(x: usize, w: usize, y: usize, col: usize, geo: usize): void { conv2d<f32>(x, w, y, col, geo); }

@@ -93,8 +93,16 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
   const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo,
     bytes = BYTES[a.dtype];
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
-  const colSize = pointwise ? 1 : Math.max(1, C * kh * kw * Ho * Wo);
+  const direct = name === 'conv2d_direct';
   const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
+  const geos = pieces.map(([n0, n1, c0, c1], i) => writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1]));
+  // Scratch elements per piece: the col matrix, or the direct kernel's padded image and packed
+  // filters (sized by the kernel; whole 64-byte lines, so every piece's region stays aligned).
+  const colSize = direct
+    ? Math.max(...pieces.map(([, , c0, c1], i) => Math.ceil(kernel('conv2d_direct_bytes')(geos[i], c1 - c0, bytes) / 64) * (64 / bytes)))
+    : pointwise
+      ? 1
+      : Math.max(1, C * kh * kw * Ho * Wo);
   const [sa, sy] = cut.images ?? [0, 0];
   let col: Tensor | null = null;
   try {
@@ -103,14 +111,10 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
       ap = a.ptr,
       bp = b.ptr,
       yp = y.ptr;
-    const jobs = pieces.map(([n0, n1, c0, c1], i) => [
-      ap + n0 * sa * bytes,
-      bp,
-      yp + n0 * sy * bytes,
-      colPtr + i * colSize * bytes,
-      writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1]),
-    ]);
-    withGemmScratch(a.dtype, gemm, () => runPieces(`${name}_${SUFFIX[a.dtype]}`, jobs));
+    const jobs = pieces.map(([n0], i) => [ap + n0 * sa * bytes, bp, yp + n0 * sy * bytes, colPtr + i * colSize * bytes, geos[i]]);
+    const run = () => runPieces(`${name}_${SUFFIX[a.dtype]}`, jobs);
+    if (direct) run();
+    else withGemmScratch(a.dtype, gemm, run);
   } catch (e) {
     y.dispose();
     throw e;
@@ -123,12 +127,33 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
 /** K = C·kh·kw and P = Ho·Wo of a geometry block. */
 const kp = (geo: number[]): [number, number] => [geo[1] * geo[5] * geo[6], geo[11] * geo[12]];
 
+/** Forward path: 'auto' picks by shape (useDirect); the others force one (tests, benches; internal). */
+let forwardPath: 'auto' | 'direct' | 'im2col' = 'auto';
+export function setConvForwardPath(p: typeof forwardPath): void {
+  forwardPath = p;
+}
+/**
+ * Direct convolution (assembly/conv.ts) for stride-1 rows whose padded image stays cache-sized
+ * (its taps are read in place, not packed): it skips im2col and the GEMM's packing of it, which
+ * measured 1.4–1.8× faster on the Fashion-MNIST CNN's two 5×5 layers. Stride-2 rows waste edge
+ * tiles and read two phases: there im2col + GEMM measured as fast or faster (bench CNN).
+ */
+function useDirect(geo: number[]): boolean {
+  if (forwardPath !== 'auto') return forwardPath === 'direct';
+  const [, C, H, W, , kh, kw, , sw, ph, pw] = geo;
+  return sw === 1 && C * kh * kw <= 1152 && C * (H + 2 * ph) * (W + 2 * pw + 8) <= 1 << 17;
+}
+
 function conv2dForward(x: Tensor, w: Tensor, p: ConvParams): Tensor {
   const [N, C, H, W] = x.shape,
     [O, , kh, kw] = w.shape;
   const geo = convGeometry(N, C, [H, W], O, [kh, kw], p);
   const [K, P] = kp(geo);
-  return launchConv('conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K], { ch: O, align: 4, images: [C * H * W, O * P] });
+  return launchConv(useDirect(geo) ? 'conv2d_direct' : 'conv2d', x, w, [N, O, geo[11], geo[12]], geo, [O, P, K], {
+    ch: O,
+    align: 4,
+    images: [C * H * W, O * P],
+  });
 }
 
 function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor {
