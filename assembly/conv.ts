@@ -6,9 +6,11 @@
 //   input grad   dx[n] = col2im(Wᵀ · g[n])                   M = C·kh·kw, N = Ho·Wo,   K = O
 //   filter grad  dW = Σ_n g[n] · col(x[n])ᵀ, n ascending     M = O,       N = C·kh·kw, K = Ho·Wo
 // A 1×1, stride-1, unpadded conv is already a GEMM on x[n] itself: col is skipped.
-// Geometry arrives as an i32[15] block `geo` (JS writes it into its argument block):
-//   N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo, lo, hi   (strides sh, sw ≥ 1; paddings ≥ 0;
-//   [lo, hi) the part of the output computed, for the thread pool: see the note above conv2d).
+// Geometry arrives as an i32[16] block `geo` (JS writes it into its argument block):
+//   N, C, H, W, O, kh, kw, sh, sw, ph, pw, Ho, Wo, lo, hi, tile   (strides sh, sw ≥ 1; paddings
+//   ≥ 0; [lo, hi) the part of the output computed, for the thread pool: see the note above
+//   conv2d; tile ≥ 1 bounds the col scratch: output rows per band of the forward, channels per
+//   chunk of the input gradient, col rows per chunk of the filter gradient).
 import { lanes, ld, st, at, ldi } from './lanes';
 import { gemm_f32, gemm_f64 } from './matmul';
 import { madd } from './madd';
@@ -109,6 +111,7 @@ import { madd } from './madd';
 
 @inline const GLO = 13;
 @inline const GHI = 14;
+@inline const GTILE = 15;
 
 @inline const GATHER = 0; // im2col: col = the receptive fields of x
 @inline const SCATTER = 1; // col2im: x += col at the pixels each entry read
@@ -121,18 +124,18 @@ import { madd } from './madd';
  * them. Per row the in-image output columns [lo, hi) are found once, so each output row is one run
  * (SIMD when sw is 1 or 2). SCATTER adds into x in row order, so each pixel's sum has one order.
  */
-@inline function unroll<T>(mode: i32, x: usize, col: usize, geo: usize, r0: i32, r1: i32): void {
+@inline function unroll<T>(mode: i32, x: usize, col: usize, geo: usize, r0: i32, r1: i32, oh0: i32, oh1: i32): void {
   const H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
   const sh = ldi(geo, GSH), sw = ldi(geo, GSW), ph = ldi(geo, GPH), pw = ldi(geo, GPW);
-  const Ho = ldi(geo, GHO), Wo = ldi(geo, GWO);
+  const Wo = ldi(geo, GWO);
   let row = col;
   for (let r = r0; r < r1; r++) {
     const c = r / (kh * kw), i = r / kw % kh, j = r % kw;
     const lo = firstAtLeast(pw - j, sw, Wo), hi = max(lo, firstAtLeast(W + pw - j, sw, Wo));
-    for (let oh = 0; oh < Ho; oh++) {
+    for (let oh = oh0; oh < oh1; oh++) {
       const ih = oh * sh - ph + i;
       if (ih < 0 || ih >= H) continue;
-      const img = at<T>(x, (c * H + ih) * W + lo * sw - pw + j), run = at<T>(row, oh * Wo + lo);
+      const img = at<T>(x, (c * H + ih) * W + lo * sw - pw + j), run = at<T>(row, (oh - oh0) * Wo + lo);
       if (mode == GATHER) {
         if (sw == 1) copyRun<T>(run, img, hi - lo);
         else if (sw == 2) copyRunStride2<T>(run, img, hi - lo);
@@ -143,7 +146,7 @@ import { madd } from './madd';
         else for (let ow = 0; ow < hi - lo; ow++) st<T>(img, ow * sw, ld<T>(img, ow * sw) + ld<T>(run, ow));
       }
     }
-    row = at<T>(row, Ho * Wo);
+    row = at<T>(row, (oh1 - oh0) * Wo);
   }
 }
 
@@ -157,12 +160,21 @@ import { madd } from './madd';
 @inline function conv2d<T>(x: usize, w: usize, y: usize, col: usize, geo: usize): void {
   const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), m = ldi(geo, GHI) - lo;
   const K = C * ldi(geo, GKH) * ldi(geo, GKW), P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
-  const direct = pointwise(geo);
-  if (!direct) zeroRun<T>(col, K * P);
+  const direct = pointwise(geo), Ho = ldi(geo, GHO), Wo = ldi(geo, GWO), band = min(ldi(geo, GTILE), Ho);
+  if (!direct && band == Ho) zeroRun<T>(col, K * P); // one band: its padding entries are the same for every image
   for (let n = 0; n < N; n++) {
-    const xn = x + bytes<T>(n) * <usize>(C * HW);
-    if (!direct) unroll<T>(GATHER, xn, col, geo, 0, K);
-    gemm<T>(w + bytes<T>(lo * K), direct ? xn : col, y + bytes<T>(n * O + lo) * <usize>P, m, P, K, K, P, P, 0, 0, 0);
+    const xn = x + bytes<T>(n) * <usize>(C * HW), yn = y + bytes<T>(n * O + lo) * <usize>P;
+    if (direct) {
+      gemm<T>(w + bytes<T>(lo * K), xn, yn, m, P, K, K, P, P, 0, 0, 0);
+      continue;
+    }
+    // Output rows in bands of `band`: each band's columns of the GEMM, same sums as in one piece.
+    for (let oh0 = 0; oh0 < Ho; oh0 += band) {
+      const oh1 = min(Ho, oh0 + band), Pb = (oh1 - oh0) * Wo;
+      if (band < Ho) zeroRun<T>(col, K * Pb);
+      unroll<T>(GATHER, xn, col, geo, 0, K, oh0, oh1);
+      gemm<T>(w + bytes<T>(lo * K), col, yn + bytes<T>(oh0 * Wo), m, Pb, K, K, Pb, P, 0, 0, 0);
+    }
   }
 }
 
@@ -170,13 +182,17 @@ import { madd } from './madd';
 @inline function conv2dInputGrad<T>(g: usize, w: usize, dx: usize, col: usize, geo: usize): void {
   const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), hi = ldi(geo, GHI);
   const kk = ldi(geo, GKH) * ldi(geo, GKW), K = C * kk, P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
-  const direct = pointwise(geo);
+  const direct = pointwise(geo), chunk = direct ? hi - lo : ldi(geo, GTILE), Ho = ldi(geo, GHO);
   for (let n = 0; n < N; n++) {
-    const dxn = dx + bytes<T>(n * C) * <usize>HW, part = dxn + bytes<T>(lo) * <usize>HW;
-    gemm<T>(w + bytes<T>(lo * kk), g + bytes<T>(n) * <usize>(O * P), direct ? part : col, (hi - lo) * kk, P, O, K, P, P, 1, 0, 0);
-    if (direct) continue;
-    zeroRun<T>(part, (hi - lo) * HW);
-    unroll<T>(SCATTER, dxn, col, geo, lo * kk, hi * kk);
+    const dxn = dx + bytes<T>(n * C) * <usize>HW, gn = g + bytes<T>(n) * <usize>(O * P);
+    // Channels in chunks of `chunk`: a pixel's terms all come from its own channel's col rows.
+    for (let c0 = lo; c0 < hi; c0 += chunk) {
+      const c1 = min(hi, c0 + chunk), part = dxn + bytes<T>(c0) * <usize>HW;
+      gemm<T>(w + bytes<T>(c0 * kk), gn, direct ? part : col, (c1 - c0) * kk, P, O, K, P, P, 1, 0, 0);
+      if (direct) continue;
+      zeroRun<T>(part, (c1 - c0) * HW);
+      unroll<T>(SCATTER, dxn, col, geo, c0 * kk, c1 * kk, 0, Ho);
+    }
   }
 }
 
@@ -184,14 +200,18 @@ import { madd } from './madd';
 @inline function conv2dFilterGrad<T>(x: usize, g: usize, dw: usize, col: usize, geo: usize): void {
   const N = ldi(geo, GN), C = ldi(geo, GC), O = ldi(geo, GO), lo = ldi(geo, GLO), hi = ldi(geo, GHI);
   const K = C * ldi(geo, GKH) * ldi(geo, GKW), P = ldi(geo, GHO) * ldi(geo, GWO), HW = ldi(geo, GH) * ldi(geo, GW);
-  const direct = pointwise(geo), dwl = dw + bytes<T>(lo);
-  if (N == 0) for (let o = 0; o < O; o++) zeroRun<T>(dwl + bytes<T>(o * K), hi - lo);
-  if (!direct) zeroRun<T>(col, (hi - lo) * P);
-  for (let n = 0; n < N; n++) {
-    const xn = x + bytes<T>(n) * <usize>(C * HW);
-    if (!direct) unroll<T>(GATHER, xn, col, geo, lo, hi);
-    const b = direct ? xn + bytes<T>(lo) * <usize>HW : col;
-    gemm<T>(g + bytes<T>(n) * <usize>(O * P), b, dwl, O, hi - lo, P, P, P, K, 0, 1, n > 0 ? 1 : 0);
+  const direct = pointwise(geo), chunk = direct ? hi - lo : ldi(geo, GTILE), Ho = ldi(geo, GHO);
+  if (N == 0) for (let o = 0; o < O; o++) zeroRun<T>(dw + bytes<T>(o * K + lo), hi - lo);
+  // Columns of dw in chunks of `chunk` col rows: each column's sum over images is whole in one chunk.
+  for (let r0 = lo; r0 < hi; r0 += chunk) {
+    const r1 = min(hi, r0 + chunk), dwl = dw + bytes<T>(r0);
+    if (!direct) zeroRun<T>(col, (r1 - r0) * P);
+    for (let n = 0; n < N; n++) {
+      const xn = x + bytes<T>(n) * <usize>(C * HW);
+      if (!direct) unroll<T>(GATHER, xn, col, geo, r0, r1, 0, Ho);
+      const b = direct ? xn + bytes<T>(r0) * <usize>HW : col;
+      gemm<T>(g + bytes<T>(n) * <usize>(O * P), b, dwl, O, r1 - r0, P, P, P, K, 0, 1, n > 0 ? 1 : 0);
+    }
   }
 }
 
@@ -211,13 +231,6 @@ import { madd } from './madd';
 @inline function phaseWidth<T>(geo: usize): i32 {
   const Wo = ldi(geo, GWO), sw = ldi(geo, GSW), kw = ldi(geo, GKW), nb = 2 * lanes<T>();
   return (Wo + nb - 1) / nb * nb + (kw - 1) / sw + 1;
-}
-
-/** Bytes of scratch conv2d_direct needs for channels [0, m) of this geometry (JS sizes `pad` with it). */
-@inline function directBytes<T>(geo: usize, m: i32): i32 {
-  const C = ldi(geo, GC), K = C * ldi(geo, GKH) * ldi(geo, GKW);
-  const Hp = ldi(geo, GH) + 2 * ldi(geo, GPH), sw = ldi(geo, GSW);
-  return (m + 3) / 4 * 4 * K * 16 + (K + 3) / 4 * 16 + C * Hp * sw * phaseWidth<T>(geo) * <i32>sizeof<T>();
 }
 
 /** Copies x[n] (C·H·W) into the zeroed, phase-split padded layout img (see above). */
@@ -286,7 +299,7 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
     const c = k / (kh * kw), i = k / kw % kh, j = k % kw;
     store<i32>(taps + (<usize>k << 2), (((c * Hp + i) * sw + j % sw) * Wq + j / sw) * S);
   }
-  const tile = img + <usize>(C * Hp * sw * Wq * S); // edge tiles: 4 rows × 2 vectors, the +128 of conv2d_direct_bytes
+  const tile = img + <usize>(C * Hp * sw * Wq * S); // edge tiles: 4 rows × 2 vectors (128 B)
   for (let n = 0; n < N; n++) {
     padImage<T>(x + bytes<T>(n) * <usize>(C * H * W), img, geo);
     const yn = y + bytes<T>(n * O + lo) * <usize>P;
@@ -310,20 +323,16 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
   }
 }
 
-/** Scratch bytes conv2d_direct needs for m output channels of geometry geo (an i32[15] block as conv2d's). */
-export function conv2d_direct_bytes(geo: usize, m: i32, elemBytes: i32): i32 {
-  return (elemBytes == 4 ? directBytes<f32>(geo, m) : directBytes<f64>(geo, m)) + 128;
-}
-/** y[N, lo:hi, Ho, Wo] = conv(x, w) by direct convolution; pad: conv2d_direct_bytes of scratch, 16-byte aligned; y must not alias x, w or pad. */
+/** y[N, lo:hi, Ho, Wo] = conv(x, w) by direct convolution; pad: scratch as laid out above plus 128 B (src/ops/conv.ts sizes it), 16-byte aligned; y must not alias x, w or pad. */
 export function conv2d_direct_f32(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f32>(x, w, y, pad, geo); }
 export function conv2d_direct_f64(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f64>(x, w, y, pad, geo); }
 
-/** y[N, lo:hi, Ho, Wo] = conv(x, w); col: scratch of C·kh·kw·Ho·Wo elements (unused when pointwise); y must not alias x, w or col. */
+/** y[N, lo:hi, Ho, Wo] = conv(x, w); col: scratch of C·kh·kw·tile·Wo elements (unused when pointwise); y must not alias x, w or col. */
 export function conv2d_f32(x: usize, w: usize, y: usize, col: usize, geo: usize): void { conv2d<f32>(x, w, y, col, geo); }
 export function conv2d_f64(x: usize, w: usize, y: usize, col: usize, geo: usize): void { conv2d<f64>(x, w, y, col, geo); }
-/** dx[N, lo:hi, H, W] = VJP of conv2d w.r.t. x at cotangent g[N, O, Ho, Wo] (overwritten); col as for conv2d; no aliasing. */
+/** dx[N, lo:hi, H, W] = VJP of conv2d w.r.t. x at cotangent g[N, O, Ho, Wo] (overwritten); col: tile·kh·kw·Ho·Wo elements; no aliasing. */
 export function conv2d_input_grad_f32(g: usize, w: usize, dx: usize, col: usize, geo: usize): void { conv2dInputGrad<f32>(g, w, dx, col, geo); }
 export function conv2d_input_grad_f64(g: usize, w: usize, dx: usize, col: usize, geo: usize): void { conv2dInputGrad<f64>(g, w, dx, col, geo); }
-/** dw[O, C·kh·kw][:, lo:hi] = VJP of conv2d w.r.t. w at cotangent g (overwritten; images summed in order); col as for conv2d; no aliasing. */
+/** dw[O, C·kh·kw][:, lo:hi] = VJP of conv2d w.r.t. w at cotangent g (overwritten; images summed in order); col: tile·Ho·Wo elements; no aliasing. */
 export function conv2d_filter_grad_f32(x: usize, g: usize, dw: usize, col: usize, geo: usize): void { conv2dFilterGrad<f32>(x, g, dw, col, geo); }
 export function conv2d_filter_grad_f64(x: usize, g: usize, dw: usize, col: usize, geo: usize): void { conv2dFilterGrad<f64>(x, g, dw, col, geo); }

@@ -3,7 +3,7 @@
 // and the picks the automatic policy makes for the shapes it was tuned on.
 import { describe, it, expect, beforeAll, afterEach } from 'vitest';
 import * as A from '../src/index.js';
-import { setConvForwardPath } from '../src/ops/conv.js';
+import { setConvColLimit, setConvForwardPath } from '../src/ops/conv.js';
 
 beforeAll(async () => {
   await A.init();
@@ -67,5 +67,39 @@ describe('conv2d forward: direct and im2col paths vs a float64 reference', () =>
         });
       }
     }
+  }
+});
+
+describe('bounded im2col scratch', () => {
+  afterEach(() => setConvColLimit(1 << 20));
+  // A 3×240×320 image: its whole col matrix (27·76800 elements at stride 1) is over 8 MB; tiled
+  // to 20000 elements (under a band of one output row for the forward at stride 1: tile 1).
+  for (const [stride, path] of [
+    [1, 'im2col'],
+    [2, 'auto'],
+  ] as const) {
+    it(`a large image, stride ${stride}: the same bytes from tiles as from one block, in less memory`, () => {
+      setConvForwardPath(path);
+      const run = (limit: number) => {
+        setConvColLimit(limit);
+        return A.tidy(() => {
+          const x = A.randn([2, 3, 240, 320], { seed: 5 }),
+            w = A.randn([8, 3, 3, 3], { seed: 6 });
+          A.resetPeak();
+          const base = A.memory().bytesInUse;
+          const [y, back] = A.vjp((a, b) => A.conv2d(a, b, { stride, padding: 1 }), x, w);
+          const [dx, dw] = back(A.randn(y.shape, { seed: 7 }));
+          return { y: y.toArray(), dx: dx.toArray(), dw: dw.toArray(), peak: A.memory().peakBytes - base };
+        });
+      };
+      const whole = run(1 << 24),
+        tiled = run(20000);
+      expect(Buffer.from(tiled.y.buffer).equals(Buffer.from(whole.y.buffer))).toBe(true);
+      expect(Buffer.from(tiled.dx.buffer).equals(Buffer.from(whole.dx.buffer))).toBe(true);
+      expect(Buffer.from(tiled.dw.buffer).equals(Buffer.from(whole.dw.buffer))).toBe(true);
+      // The col block alone is 27·(240·320/stride²)·4 bytes when whole (the peaks fall at
+      // different moments of forward and backward, so not all of it shows in their difference).
+      expect(whole.peak - tiled.peak).toBeGreaterThan(0.5 * 27 * ((240 * 320) / stride ** 2) * 4);
+    });
   }
 });

@@ -95,14 +95,15 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
   const direct = name === 'conv2d_direct';
   const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
-  const geos = pieces.map(([n0, n1, c0, c1], i) => writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1]));
+  const tile = colTile(name, geo);
+  const geos = pieces.map(([n0, n1, c0, c1], i) => writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1, tile]));
   // Scratch elements per piece: the col matrix, or the direct kernel's padded image and packed
   // filters (sized by the kernel; whole 64-byte lines, so every piece's region stays aligned).
   const colSize = direct
-    ? Math.max(...pieces.map(([, , c0, c1], i) => Math.ceil(kernel('conv2d_direct_bytes')(geos[i], c1 - c0, bytes) / 64) * (64 / bytes)))
+    ? Math.max(...pieces.map(([, , c0, c1]) => Math.ceil(directBytes(geo, c1 - c0, bytes) / 64) * (64 / bytes)))
     : pointwise
       ? 1
-      : Math.max(1, C * kh * kw * Ho * Wo);
+      : Math.max(1, tile * (name === 'conv2d' ? C * kh * kw * Wo : name === 'conv2d_input_grad' ? kh * kw * Ho * Wo : Ho * Wo));
   const [sa, sy] = cut.images ?? [0, 0];
   let col: Tensor | null = null;
   try {
@@ -122,6 +123,38 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
     col?.dispose();
   }
   return y;
+}
+
+/**
+ * Scratch bytes of conv2d_direct for m output channels, as assembly/conv.ts lays it out:
+ * pre-broadcast filters (⌈m/4⌉·4·K v128), K tap offsets (i32, whole v128s), the phase-split
+ * padded image (C·Hp·sw·Wq), a 128-byte edge tile. Computed here, not asked of the kernel: a
+ * kernel's return value would read as data-dependent to compile()'s tracer.
+ */
+function directBytes(geo: number[], m: number, bytes: number): number {
+  const [, C, H, , , kh, kw, , sw, ph, , , Wo] = geo;
+  const K = C * kh * kw,
+    nb = 32 / bytes,
+    Wq = Math.ceil(Wo / nb) * nb + Math.floor((kw - 1) / sw) + 1;
+  return Math.ceil(m / 4) * 4 * K * 16 + Math.ceil(K / 4) * 16 + C * (H + 2 * ph) * sw * Wq * bytes + 128;
+}
+
+/** The col scratch bound, in elements per piece (internal: tests lower it to force tiling). */
+let colLimit = 1 << 20;
+export function setConvColLimit(elements: number): void {
+  colLimit = elements;
+}
+
+/**
+ * The im2col kernels' `tile` (assembly/conv.ts): the most output rows (forward), input channels
+ * (input gradient) or col rows (filter gradient) whose col block fits colLimit, at least one.
+ * Every tiling gives the same bits: each output element's sum lies whole in one tile.
+ */
+function colTile(name: string, geo: number[]): number {
+  const [, C, , , , kh, kw, , , , , Ho, Wo] = geo;
+  if (name === 'conv2d') return Math.max(1, Math.min(Ho, Math.floor(colLimit / Math.max(1, C * kh * kw * Wo))));
+  if (name === 'conv2d_input_grad') return Math.max(1, Math.min(C, Math.floor(colLimit / Math.max(1, kh * kw * Ho * Wo))));
+  return Math.max(1, Math.min(C * kh * kw, Math.floor(colLimit / Math.max(1, Ho * Wo))));
 }
 
 /** K = C·kh·kw and P = Ho·Wo of a geometry block. */
