@@ -243,9 +243,12 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
       const src = at<T>(xn, (c * H + h) * W), row = at<T>(img, (c * Hp + h + ph) * sw * Wq);
       if (sw == 1) copyRun<T>(at<T>(row, pw), src, W);
       else {
-        for (let iw = 0; iw < W; iw++) {
-          const u = iw + pw; // columns past the last window's reach are never read: not stored
-          if (u / sw < Wq) st<T>(row, (u % sw) * Wq + u / sw, ld<T>(src, iw));
+        // Phase q holds padded columns u = t·sw + q, i.e. image columns iw = t·sw + q − pw (no
+        // division per element); columns past the phase row (never read) are not stored.
+        for (let q = 0; q < sw; q++) {
+          let t = q >= pw ? 0 : (pw - q + sw - 1) / sw, iw = t * sw + q - pw;
+          const dst = at<T>(row, q * Wq);
+          for (; iw < W && t < Wq; t++, iw += sw) st<T>(dst, t, ld<T>(src, iw));
         }
       }
     }
