@@ -222,7 +222,8 @@ import { madd } from './madd';
 // so output columns ow..ow+7 of tap (c, i, j) are one contiguous run, phase j % sw from u = ow +
 // j / sw. The micro-kernel is the GEMM's 4 rows × 2 vectors with that run in place of packed B:
 //   y[n, o, oh, ow] = Σ_k w[o, k] · img[tap(k) + oh·sh·sw·Wq + ow],   k = (c·kh + i)·kw + j ascending,
-// acc from 0, c + a·b per step (madd), stored once. Each output element's order depends only on K,
+// in blocks of whole channels (tapBlock): per block acc from 0, c + a·b per step (madd), then
+// y = acc (first block) or y = y + acc. Each output element's order depends only on K,
 // never on the piece it falls in, so thread cuts over images or channels give the same bits.
 // Scratch `pad`: pre-broadcast weights of channels [lo, hi) (4-row slivers, zero rows past hi:
 // ⌈m/4⌉·4·K v128), K i32 tap offsets (rounded to 16 B), then the padded image (C·Hp·sw·Wq).
@@ -256,7 +257,7 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
 }
 
 /** 4 output channels × 8 f32 (4 f64) output columns: acc = Σ_k wp[k] · run(k), stored as 4 rows of 2 vectors at y (row stride ldyB bytes). */
-@inline function directTile<T>(wp: usize, taps: usize, K: i32, base: usize, y: usize, ldyB: usize): void {
+@inline function directTile<T>(wp: usize, taps: usize, K: i32, base: usize, y: usize, ldyB: usize, overwrite: bool): void {
   const z = v128.splat<T>(<T>0);
   let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   const tEnd = taps + (<usize>K << 2);
@@ -278,10 +279,36 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
     wp += 64;
     taps += 4;
   }
-  v128.store(y, c00); v128.store(y, c01, 16);
-  v128.store(y + ldyB, c10); v128.store(y + ldyB, c11, 16);
-  v128.store(y + 2 * ldyB, c20); v128.store(y + 2 * ldyB, c21, 16);
-  v128.store(y + 3 * ldyB, c30); v128.store(y + 3 * ldyB, c31, 16);
+  store_row2<T>(y, c00, c01, overwrite);
+  store_row2<T>(y + ldyB, c10, c11, overwrite);
+  store_row2<T>(y + 2 * ldyB, c20, c21, overwrite);
+  store_row2<T>(y + 3 * ldyB, c30, c31, overwrite);
+}
+
+/** Two accumulator vectors to a row of y: overwrite, or y + acc. */
+@inline function store_row2<T>(y: usize, v0: v128, v1: v128, overwrite: bool): void {
+  if (!overwrite) {
+    v0 = v128.add<T>(v128.load(y), v0);
+    v1 = v128.add<T>(v128.load(y, 16), v1);
+  }
+  v128.store(y, v0);
+  v128.store(y, v1, 16);
+}
+
+/** Taps per accumulation block of the direct kernel: whole input channels, about 128 taps (≥ one channel), like the GEMM's K blocks: f32 sums of 800 taps in one chain lost accuracy. */
+@inline function tapBlock(kk: i32): i32 { return max(1, 128 / kk) * kk; }
+
+/**
+ * geo[15] of conv2d_direct: FLIPPED reads w as the filters [C, O, kh, kw] of a stride-1 conv whose
+ * input gradient this is, transposed and flipped: the input gradient of a stride-1 conv with
+ * padding p is the conv of g with those filters and padding k − 1 − p ("full" correlation).
+ */
+@inline const FLIPPED = 1;
+
+/** Index in the original filters w[C' = this conv's O, O' = this conv's C, kh, kw] of tap k of output channel o, flipped: w[c', o, kh−1−i, kw−1−j] with c' = k's channel. */
+@inline function flippedTap(o: i32, k: i32, C: i32, O: i32, kh: i32, kw: i32): i32 {
+  const c = k / (kh * kw), i = k / kw % kh, j = k % kw;
+  return ((c * O + o) * kh + (kh - 1 - i)) * kw + (kw - 1 - j);
 }
 
 @inline function convDirect<T>(x: usize, w: usize, y: usize, pad: usize, geo: usize): void {
@@ -289,13 +316,13 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
   const kh = ldi(geo, GKH), kw = ldi(geo, GKW), sh = ldi(geo, GSH), sw = ldi(geo, GSW), ph = ldi(geo, GPH);
   const Ho = ldi(geo, GHO), Wo = ldi(geo, GWO), lo = ldi(geo, GLO), m = ldi(geo, GHI) - lo;
   const K = C * kh * kw, P = Ho * Wo, Hp = H + 2 * ph, Wq = phaseWidth<T>(geo), L = lanes<T>(), nb = 2 * L;
-  const mp = (m + 3) / 4 * 4, S = <i32>sizeof<T>();
+  const mp = (m + 3) / 4 * 4, S = <i32>sizeof<T>(), kb = tapBlock(kh * kw), flipped = ldi(geo, GTILE) == FLIPPED;
   const wp = pad, taps = wp + <usize>(mp * K * 16), img = taps + <usize>((K + 3) / 4 * 16);
   // Weights pre-broadcast in 4-row slivers, as the GEMM packs A (zero rows past m).
   for (let s = 0; s < mp; s += 4)
     for (let k = 0; k < K; k++)
       for (let r = 0; r < 4; r++) {
-        const v = s + r < m ? ld<T>(w, (lo + s + r) * K + k) : <T>0;
+        const v = s + r < m ? ld<T>(w, flipped ? flippedTap(lo + s + r, k, C, O, kh, kw) : (lo + s + r) * K + k) : <T>0;
         v128.store(wp + <usize>(((s * K + k * 4) + r) * 16), v128.splat<T>(v));
       }
   for (let k = 0; k < K; k++) {
@@ -312,10 +339,11 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
         const rowBase = img + <usize>(oh * sh * sw * Wq * S);
         const yrow = at<T>(yn, s * P + oh * Wo);
         for (let ow = 0; ow < Wo; ow += nb) {
-          if (rows == 4 && ow + nb <= Wo) {
-            directTile<T>(ws, taps, K, at<T>(rowBase, ow), at<T>(yrow, ow), <usize>(P * S));
-          } else {
-            directTile<T>(ws, taps, K, at<T>(rowBase, ow), tile, <usize>(nb * S));
+          const full = rows == 4 && ow + nb <= Wo, dst = full ? at<T>(yrow, ow) : tile, ldB = <usize>((full ? P : nb) * S);
+          for (let k0 = 0; k0 < K; k0 += kb) {
+            directTile<T>(ws + <usize>(k0 * 64), taps + (<usize>k0 << 2), min(kb, K - k0), at<T>(rowBase, ow), dst, ldB, k0 == 0);
+          }
+          if (!full) {
             const cols = min(nb, Wo - ow);
             for (let r = 0; r < rows; r++)
               for (let q = 0; q < cols; q++) st<T>(yrow, r * P + ow + q, ld<T>(tile, r * nb + q));
@@ -326,7 +354,7 @@ function padImage<T>(xn: usize, img: usize, geo: usize): void {
   }
 }
 
-/** y[N, lo:hi, Ho, Wo] = conv(x, w) by direct convolution; pad: scratch as laid out above plus 128 B (src/ops/conv.ts sizes it), 16-byte aligned; y must not alias x, w or pad. */
+/** y[N, lo:hi, Ho, Wo] = conv(x, w) by direct convolution (geo[15] = 1: w transposed and flipped, see FLIPPED); pad: scratch as laid out above plus 128 B (src/ops/conv.ts sizes it), 16-byte aligned; y must not alias x, w or pad. */
 export function conv2d_direct_f32(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f32>(x, w, y, pad, geo); }
 export function conv2d_direct_f64(x: usize, w: usize, y: usize, pad: usize, geo: usize): void { convDirect<f64>(x, w, y, pad, geo); }
 

@@ -87,7 +87,16 @@ interface Cut {
  * thread pool when large; each piece gets its own geometry block (its images and channels) and
  * its own im2col scratch (workers have their own GEMM packing scratch).
  */
-function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly number[], geo: number[], gemm: number[], cut: Cut): Tensor {
+function launchConv(
+  name: string,
+  a: Tensor,
+  b: Tensor,
+  outShape: readonly number[],
+  geo: number[],
+  gemm: number[],
+  cut: Cut,
+  flipped = false,
+): Tensor {
   const y = Tensor.empty(outShape, a.dtype);
   if (y.size === 0) return y;
   const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo,
@@ -95,7 +104,7 @@ function launchConv(name: string, a: Tensor, b: Tensor, outShape: readonly numbe
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
   const direct = name === 'conv2d_direct';
   const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
-  const tile = colTile(name, geo);
+  const tile = direct ? (flipped ? 1 : 0) : colTile(name, geo); // direct: geo[15] says whether w is flipped
   const geos = pieces.map(([n0, n1, c0, c1], i) => writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1, tile]));
   // Scratch elements per piece: the col matrix, or the direct kernel's padded image and packed
   // filters (sized by the kernel; whole 64-byte lines, so every piece's region stays aligned).
@@ -196,6 +205,21 @@ function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor 
     [, C, kh, kw] = w.shape;
   const geo = convGeometry(N, C, p.size, O, [kh, kw], p),
     [K, P] = kp(geo);
+  // Stride 1: the input gradient is the conv of g with w transposed and flipped, padded k − 1 − p.
+  const [H, W] = p.size,
+    [ph, pw] = p.padding;
+  const full = [N, O, geo[11], geo[12], C, kh, kw, 1, 1, kh - 1 - ph, kw - 1 - pw, H, W];
+  if (p.stride[0] === 1 && p.stride[1] === 1 && ph < kh && pw < kw && useDirect(full))
+    return launchConv(
+      'conv2d_direct',
+      g,
+      w,
+      [N, C, H, W],
+      full,
+      [C, H * W, O * kh * kw],
+      { ch: C, align: 4, images: [O * P, C * H * W] },
+      true,
+    );
   return launchConv('conv2d_input_grad', g, w, [N, C, ...p.size], geo, [K, P, O], {
     ch: C,
     align: 1,
