@@ -148,8 +148,8 @@ function directBytes(geo: number[], m: number, bytes: number): number {
   return Math.ceil(m / 4) * 4 * K * 16 + Math.ceil(K / 4) * 16 + C * (H + 2 * ph) * sw * Wq * bytes + 128;
 }
 
-/** The col scratch bound, in elements per piece (internal: tests lower it to force tiling). */
 let colLimit = 1 << 20;
+/** Internal (tests): the im2col scratch bound, in elements per piece (default 2²⁰); lower values force tiling. */
 export function setConvColLimit(elements: number): void {
   colLimit = elements;
 }
@@ -169,8 +169,8 @@ function colTile(name: string, geo: number[]): number {
 /** K = C·kh·kw and P = Ho·Wo of a geometry block. */
 const kp = (geo: number[]): [number, number] => [geo[1] * geo[5] * geo[6], geo[11] * geo[12]];
 
-/** Forward path: 'auto' picks by shape (useDirect); the others force one (tests, benches; internal). */
 let forwardPath: 'auto' | 'direct' | 'im2col' = 'auto';
+/** Internal (tests, benches): 'auto' picks the forward and input-gradient path by shape (useDirect); the others force one. */
 export function setConvForwardPath(p: typeof forwardPath): void {
   forwardPath = p;
 }
