@@ -5,7 +5,8 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,relaxed,gpt (groups; gpt runs bench/gpt.ts),
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,relaxed,gpt (groups; gpt runs bench/gpt.ts;
+//          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -20,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
 import { loadPeers } from './peers.js';
 import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
+import { boundTable, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
 import { time, type TimeOptions, type Timing } from './timing.js';
 import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
 
@@ -483,6 +485,19 @@ async function main(): Promise<void> {
     if (parts.length) console.log(`  loss check, ${r.name}: ${parts.join(', ')}`);
   }
 
+  // Steps against bounds of this run (bench/step-bounds.ts): the GEMM rate is the f32 512³ kernel's.
+  let bounds: (BoundRow | string)[] | undefined;
+  const gemmRate = rows.find((r) => r.name === 'gemm f32 512³ A·B')?.cells['adjoint-kernel']?.value;
+  if ((only === undefined || only.includes('bounds')) && gemmRate !== undefined) {
+    const deepStep = rows.find((r) => r.name === 'deep MLP 32×256 tanh b64 train step')?.cells.adjoint?.value;
+    bounds = [await digitsRow(gemmRate, clock, budget)];
+    if (deepStep !== undefined) bounds.push(deepRow(deepStep, gemmRate));
+    bounds.push(await fashionRow(repoRoot(), clock, budget, pinned));
+    const text = boundTable(bounds, gemmRate);
+    console.log(text);
+    out.push(text);
+  }
+
   // Relaxed SIMD: two more copies of the library in this process (bench/relaxed.ts), so it runs last.
   let relaxed: RelaxedResult | undefined;
   if (only === undefined || only.includes('relaxed')) {
@@ -501,6 +516,7 @@ async function main(): Promise<void> {
     method: `value = from the median ${clock === 'cpu' ? 'process CPU' : 'wall-clock'} seconds per call over repeated timed samples after warm-up (medianSec = wall, cpuSec = process CPU); peer results forced with dataSync()/blockUntilReady(); ratio = peer time / adjoint time`,
     seconds: +seconds.toFixed(1),
     rows: [...rows, ...derived.map((d) => ({ ...d, unit: 'ratio' }))],
+    bounds,
     relaxed,
   };
   writeFileSync(outPath, JSON.stringify(results, null, 2) + '\n');

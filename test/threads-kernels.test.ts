@@ -113,6 +113,7 @@ const convCases: ConvCase[] = [
     why: 'f64, odd kernel, stride and padding per axis',
   },
   { x: [5, 1, 28, 28], w: [8, 1, 3, 3], stride: 2, padding: 1, dtype: 'float32', why: 'a first CNN layer' },
+  { x: [1, 6, 10, 13], w: [10, 6, 5, 5], stride: 1, padding: 2, dtype: 'float32', why: 'direct convolution, batch 1: cut over channels' },
 ];
 
 describe('threads: conv2d and its gradients', () => {
