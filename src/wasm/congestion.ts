@@ -26,6 +26,8 @@ export const busy = {
   grace: 32,
   /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
   spinMs: 1,
+  /** Workers: how long an idle one polls while a compiled program runs (the caller holds the pool awake for the step). */
+  holdMs: 5,
   calmAfter: 3,
   calmMs: 100,
 };
