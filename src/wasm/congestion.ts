@@ -3,7 +3,7 @@
 import { hooks } from './hooks.js';
 
 /** Counters of the dispatches so far (read by tests and benches; not part of the public API). */
-export const threadStats = { dispatches: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
+export const threadStats = { dispatches: 0, lists: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
 
 /**
  * Fork-join on cores that are busy with other work: a worker that has claimed its piece gets

@@ -100,6 +100,7 @@ export function runLists(lists: readonly (readonly Call[])[]): void {
     }
     return post(p.slots[w], p.args[w], die ? DIE : LIST, [calls.length]);
   };
+  threadStats.lists++;
   fork(p, lists[0][0]?.name ?? 'a job list', lists.length, postList, local);
 }
 
