@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parallelize, type Extent, type PlannedLaunch, type PhaseStep } from '../src/compile/parallel.js';
 
 const noop = () => 0;
-const at = (lo: number, bytes = 1024): Extent => ({ lo, hi: lo + bytes });
+const at = (lo: number, bytes = 1024): Extent => ({ key: '', lo, hi: lo + bytes, at: lo });
+const input = (k: number): Extent => ({ key: `in${k}`, lo: 0, hi: 1024, at: 0 });
 /** gemm_f32 C[M, N] = A·B with A, B, C at the given extents, cut in `pieces` pieces. */
 function gemm(label: string, a: Extent, b: Extent, c: Extent, pieces = 1): PlannedLaunch {
   const args = [0, 0, 0, 256, 256, 256, 0, 0, 0, 0, 0, 0];
@@ -62,17 +63,53 @@ describe('compile: the parallel schedule', () => {
   });
 
   it('keeps a launch that reads another one’s output after it, and one that overwrites its input', () => {
+    // Each pair conflicts: the second runs after the first, on the same thread (one list, in order).
     const chain = parallelize([gemm('h', X, W, dX), gemm('y', dX, W, G)], 2); // y reads h's output
-    expect(shape(chain)).toEqual(['h', 'y']);
+    expect(shape(chain)).toEqual([[['h', 'y']]]);
     const war = parallelize([gemm('r', G, W, dX), sgd('w', G, X)], 2); // w writes G, which r reads
-    expect(shape(war)).toEqual(['r', 'w']);
-    const overlapping = parallelize(
-      [sgd('a', at(0, 100)), sgd('b', at(64, 100))].map((s, i) => ({ ...s, touches: [[i ? at(64, 100) : at(0, 100), G]] })),
+    expect(shape(war)).toEqual([[['r', 'w']]]);
+    const overlapping = parallelize([sgd('a', at(0, 100), G), sgd('b', at(64, 100), X)], 2);
+    expect(shape(overlapping)).toEqual([[['a', 'b']]]); // both write bytes 64–99
+    const apart = parallelize([sgd('a', at(0, 64), G), sgd('b', at(64, 100), X)], 2);
+    expect(shape(apart)).toEqual([[['a'], ['b']]]); // adjacent, not overlapping: side by side
+    const inputs = parallelize([sgd('a', input(0), G), sgd('b', input(0), X), sgd('c', input(1), X)], 2);
+    expect(shape(inputs)).toEqual([[['a', 'b'], ['c']]]); // the same input buffer by key, another input apart
+  });
+
+  /** gemm_f32 C = A·B (A [M, K], B [K, N], C [M, N], f32, row-major) cut into row pieces, as split.ts cuts it. */
+  function rowGemm(label: string, a: number, b: number, c: number, M: number, N: number, K: number, pieces: number, ta = 0): PlannedLaunch {
+    const buf = (lo: number, elems: number, at = lo): Extent => ({ key: '', lo, hi: lo + elems * 4, at });
+    const rows = M / pieces;
+    const argv = Array.from({ length: pieces }, (_, j) => {
+      const a0 = ta ? a + j * rows * 4 : a + j * rows * K * 4;
+      return Object.assign([a0, b, c + j * rows * N * 4, rows, N, K, ta ? M : K, N, N, ta, 0, 0], { label: `${label}${j}` });
+    });
+    const touches = argv.map((v) => [buf(a, M * K, v[0]), buf(b, K * N), buf(c, M * N, v[2]), ...Array<null>(9).fill(null)]);
+    return { w: false, name: 'gemm_f32', f: noop, pooled: true, argv, dyn: 0, compute: null, touches };
+  }
+
+  it('chains row pieces of consecutive GEMMs on their threads without a barrier, and waits for a GEMM that reads all rows', () => {
+    // h = x·W1 and y = h·W2 cut by rows of the batch: y's piece j reads only h's rows of piece j.
+    const [x, W1, h, W2, y, dW] = [0, 1, 2, 3, 4, 5].map((i) => i << 20);
+    const fwd = parallelize([rowGemm('h', x, W1, h, 128, 64, 64, 2), rowGemm('y', h, W2, y, 128, 64, 64, 2)], 2);
+    expect(shape(fwd)).toEqual([
+      [
+        ['h0', 'y0'],
+        ['h1', 'y1'],
+      ],
+    ]);
+    // dW = hᵀ·y reads every row of h and y: a level of its own after both threads' chains.
+    const withGrad = parallelize(
+      [rowGemm('h', x, W1, h, 128, 64, 64, 2), rowGemm('y', h, W2, y, 128, 64, 64, 2), rowGemm('dW', h, y, dW, 64, 64, 128, 2, 1)],
       2,
     );
-    expect(shape(overlapping)).toEqual(['a', 'b']); // both write bytes 64–99
-    const inputs = parallelize([sgd('a', { key: 'in0' }, G), sgd('b', { key: 'in0' }, X), sgd('c', { key: 'in1' }, X)], 2);
-    expect(shape(inputs)).toEqual([[['a'], ['c']], 'b']); // the same input buffer by key, another input apart
+    expect(shape(withGrad)).toEqual([
+      [
+        ['h0', 'y0'],
+        ['h1', 'y1'],
+      ],
+      'dW0', // the launch itself, replayed as traced (labelled by its first piece)
+    ]);
   });
 
   it('moves a later independent update into an earlier phase, balancing the threads', () => {

@@ -137,23 +137,24 @@ export class Program {
           return [ABS, 0, r.ptr];
       }
     };
-    // Whole buffers, for the parallel schedule: plan blocks and persistent tensors by address,
-    // the call's inputs and outputs (new memory each call) by position.
+    // For the parallel schedule: the buffer a pointer points into and where. Plan blocks and
+    // persistent tensors by address; the call's inputs and outputs (new memory each call) by position.
     const extent = (r: Ref | null): Extent | null => {
       if (r === null) return null;
       switch (r.k) {
         case 'block': {
           const s = slotOf.get(r.block);
-          if (s !== undefined) return { key: `out${s}` };
+          const bytes = Math.max(1, trace.blocks[r.block].bytes);
+          if (s !== undefined) return { key: `out${s}`, lo: 0, hi: bytes, at: r.off };
           const lo = base + offsets.get(r.block)!;
-          return { lo, hi: lo + Math.max(1, trace.blocks[r.block].bytes) };
+          return { key: '', lo, hi: lo + bytes, at: lo + r.off };
         }
         case 'input':
-          return { key: `in${r.input}` };
+          return { key: `in${r.input}`, lo: 0, hi: Math.max(1, trace.inputs[r.input].storage.bytes), at: r.off };
         case 'ext':
-          return { lo: r.storage.ptr, hi: r.storage.ptr + Math.max(1, r.storage.bytes) };
+          return { key: '', lo: r.storage.ptr, hi: r.storage.ptr + Math.max(1, r.storage.bytes), at: r.storage.ptr + r.off };
         case 'abs':
-          return r.ptr === 0 ? null : { lo: r.ptr, hi: r.ptr + 1 };
+          return r.ptr === 0 ? null : { key: '', lo: r.ptr, hi: r.ptr + 1, at: r.ptr };
       }
     };
     const patches: Patch[] = [];
