@@ -81,7 +81,10 @@ export function runLists(lists: readonly (readonly Call[])[]): void {
   const local = (i: number) => {
     for (const c of lists[i]) c.f.apply(null, c.args as number[]);
   };
-  if (p === null || paused() || lists.length > p.count) {
+  // A list longer than a worker's list area (a very deep network's chain) runs on the caller
+  // with the others: the lists are independent of each other, so one after another is correct.
+  const fits = (l: readonly Call[]) => l.reduce((n, c) => n + 2 + c.args.length, 0) <= SLOT.LIST_F64;
+  if (p === null || paused() || lists.length > p.count || !lists.every(fits)) {
     for (let i = 0; i < lists.length; i++) local(i);
     return;
   }
@@ -107,7 +110,8 @@ export function runLists(lists: readonly (readonly Call[])[]): void {
 /** Keeps the workers polling (awake) while `on` (a compiled program runs), and wakes sleeping ones at its start. */
 export function holdPool(on: boolean): void {
   const p = currentPool();
-  if (p === null) return;
+  // Not while the busy-machine pause is on: polling workers would only take CPU from the caller.
+  if (p === null || (on && paused())) return;
   for (const c of p.slots) {
     Atomics.store(c, SLOT.HOLD, on ? 1 : 0);
     if (on) Atomics.notify(c, SLOT.SEQ); // a sleeping worker wakes, sees no new job, and polls
