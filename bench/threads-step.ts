@@ -1,25 +1,37 @@
-// The MLP training step of issue 8 (784-256-256-10, batch 128, ReLU, crossEntropy, plain SGD),
-// eager and compile()d, on 1 and 2 threads in ONE process: the pool is resized with
+// A training step on 1 and 2 threads, eager and compile()d, in ONE process (--model):
+//   mlp   784-256-256-10, batch 128, ReLU, crossEntropy, plain SGD (the default)
+//   deep  32 hidden layers of 256 with tanh (256-…-256-10), batch 128, plain SGD
+//   gpt   the tiny-Shakespeare GPT (4 layers, 4 heads, width 128, context 64, batch 12) forward,
+//         backward and AdamW, without the gradient clipping of `adjoint gpt` (its norm is read
+//         into JS, which a compiled step cannot replay); compiled only
+// The pool is resized with the pool is resized with
 // init({ threads }) between rounds, and rounds alternate, so load from other processes on a
 // shared machine hits every configuration alike. Each round also measures how much of a second
 // core the process gets (a pure-JS loop on one thread, then on two at once: 2.00 = two idle
 // cores), and the ratios are reported over all rounds and over the rounds that had ≥ 1.8.
 // Also counts, for 2 threads, splits per step, pieces the caller had to run itself (stolen),
 // and the time in the caller's own pieces and in its waits for workers.
-//   node scripts/run-ts.mjs bench/threads-step.ts [--rounds 15] [--reps 20] [--claim-ms X]
+//   node scripts/run-ts.mjs bench/threads-step.ts [--model mlp|deep|gpt] [--rounds 15] [--reps 20] [--claim-ms X] [--no-phases]
+// (--no-phases: compiled steps without the parallel schedule, each split launch its own fork-join.
+// Also a third compiled configuration, 'per-launch ×2': 2 threads without the schedule, for a
+// paired comparison of the schedule itself.)
 // (--claim-ms sets busy.claimMs, the busy-machine rule for starved workers; Infinity turns it off.)
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
 import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';
+import { GPT } from '../src/nn/gpt.js';
+import { schedule } from '../src/compile/parallel.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
 const ROUNDS = opt('--rounds', 15),
   REPS = opt('--reps', 20);
+const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
 const BATCH = 128,
-  SIZES = [784, 256, 256, 10];
+  SIZES = MODEL === 'deep' ? [256, ...Array<number>(32).fill(256), 10] : [784, 256, 256, 10];
+if (argv.includes('--no-phases')) schedule.enabled = false;
 
 await A.init({ threads: 2 });
 if (argv.includes('--claim-ms')) busy.claimMs = opt('--claim-ms', busy.claimMs);
@@ -29,17 +41,48 @@ for (const [flag, key] of [
   ['--spin-ms', 'spinMs'],
   ['--calm-after', 'calmAfter'],
   ['--pause-ms', 'pauseMs'],
+  ['--hold-ms', 'holdMs'],
 ] as const) {
   if (argv.includes(flag)) busy[key] = opt(flag, busy[key]);
 }
 if (argv.includes('--gemm-log2')) thresholds.gemm = 2 ** opt('--gemm-log2', 17);
 if (argv.includes('--elementwise-log2')) thresholds.elementwise = 2 ** opt('--elementwise-log2', 17);
 
+/** The GPT step, compiled (random token batches; the vocabulary of tiny Shakespeare). */
+function gptRunner(): () => void {
+  const [V, T, B] = [65, 64, 12];
+  const m = new GPT({ vocabSize: V, layers: 4, heads: 4, width: 128, context: T, seed: 0 });
+  const params = m.parameters();
+  const opt = new A.optim.AdamW(
+    [
+      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
+      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
+    ],
+    { lr: 1e-3, betas: [0.9, 0.99] },
+  );
+  const f = A.compile((ids: Int32Array, y: Int32Array) => {
+    const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  const data = [0, 1, 2, 3].map((s) => ({ x: randomLabels(B * T, V, 300 + s), y: randomLabels(B * T, V, 400 + s) }));
+  let i = 0;
+  return () => {
+    const b = data[i++ % data.length];
+    const loss = f(b.x, b.y);
+    loss.item();
+    loss.dispose();
+  };
+}
+
 function runner(compiled: boolean): () => void {
+  if (MODEL === 'gpt') return gptRunner();
   const layers: A.nn.Module[] = [];
   for (let i = 0; i + 1 < SIZES.length; i++) {
     layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
-    if (i + 2 < SIZES.length) layers.push(new A.nn.ReLU());
+    if (i + 2 < SIZES.length) layers.push(MODEL === 'deep' ? new A.nn.Tanh() : new A.nn.ReLU());
   }
   const m = new A.nn.Sequential(...layers);
   const sgd = new A.optim.SGD(m.parameters(), { lr: 0.01 });
@@ -65,10 +108,15 @@ function runner(compiled: boolean): () => void {
 }
 
 const configs = [
-  { name: 'eager ×1', threads: 1, run: runner(false) },
-  { name: 'eager ×2', threads: 2, run: runner(false) },
+  ...(MODEL === 'gpt'
+    ? []
+    : [
+        { name: 'eager ×1', threads: 1, run: runner(false) },
+        { name: 'eager ×2', threads: 2, run: runner(false) },
+      ]),
   { name: 'compiled ×1', threads: 1, run: runner(true) },
   { name: 'compiled ×2', threads: 2, run: runner(true) },
+  { name: 'per-launch ×2', threads: 2, run: runner(true), perLaunch: true },
 ];
 /** Work two threads of plain JS get done per unit of one thread's (the probe runs ≈ 3 × 15 ms). */
 const probe = new Worker(
@@ -106,7 +154,11 @@ for (let r = -2; r < ROUNDS; r++) {
   if (r >= 0) caps.push(await capacity());
   for (const c of configs) {
     await A.init({ threads: c.threads });
+    // The schedule is planned when a program is built (the first calls): per configuration.
+    const on = schedule.enabled;
+    if ('perLaunch' in c) schedule.enabled = false;
     for (let i = 0; i < 3; i++) c.run();
+    schedule.enabled = on;
     const s0 = { ...threadStats };
     const t0 = performance.now();
     for (let i = 0; i < REPS; i++) c.run();
@@ -134,7 +186,8 @@ for (const c of configs) {
         : ''),
   );
 }
-for (const kind of ['eager', 'compiled']) {
+console.log(`model ${MODEL}${schedule.enabled ? '' : ' (no parallel schedule)'}`);
+for (const kind of MODEL === 'gpt' ? ['compiled'] : ['eager', 'compiled']) {
   const one = samples.get(`${kind} ×1`)!,
     two = samples.get(`${kind} ×2`)!;
   // Per-round ratios: both measured within a second of each other, under the same load.
@@ -143,6 +196,14 @@ for (const kind of ['eager', 'compiled']) {
   console.log(
     `${kind}: 2 threads vs 1: median of per-round ratios ${med(ratios).toFixed(2)}× (${calm.length} rounds with capacity ≥ 1.8: ${calm.length ? med(calm).toFixed(2) + '×' : '—'}), ` +
       `ratio of medians ${(med(one) / med(two)).toFixed(2)}×, ratio of bests ${(min(one) / min(two)).toFixed(2)}×`,
+  );
+}
+{
+  const a = samples.get('per-launch ×2')!,
+    b = samples.get('compiled ×2')!;
+  const ratios = a.map((x, i) => x / b[i]);
+  console.log(
+    `compiled, 2 threads: parallel schedule vs per-launch fork-joins: median of per-round ratios ${med(ratios).toFixed(2)}×, ratio of bests ${(min(a) / min(b)).toFixed(2)}×`,
   );
 }
 console.log(`second-core capacity per round: median ${med(caps).toFixed(2)}, max ${Math.max(...caps).toFixed(2)}`);

@@ -10,6 +10,9 @@
 //   terminate a worker is killed from outside (terminate(), no code of it runs) in the middle of
 //             a long GEMM piece while the caller is blocked waiting for it: the call throws.
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
+//   compiled  compile()d training steps (nn.Linear MLPs, ReLU and tanh; SGD with momentum, Adam;
+//             f32 and f64), replayed with the parallel schedule: digest of the weights' bytes
+//             (--force, --pause as for digest); and a worker that dies in a compiled step.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
 import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
@@ -109,7 +112,69 @@ function bigMatmul(): string {
   });
 }
 
-if (mode === 'digest') {
+/** Digest of an nn.Linear MLP's weights after `steps` compile()d steps (independent launches run side by side with a pool). */
+function compiledTrain(steps: number, act: 'relu' | 'tanh', opt: 'sgd' | 'adam', dtype: 'float32' | 'float64'): string {
+  const sizes = [131, 77, 45, 45, 10],
+    n = 67;
+  const layers: A.nn.Module[] = [];
+  for (let i = 0; i + 1 < sizes.length; i++) {
+    layers.push(new A.nn.Linear(sizes[i], sizes[i + 1], { seed: 20 + i, dtype }));
+    if (i + 2 < sizes.length) layers.push(act === 'relu' ? new A.nn.ReLU() : new A.nn.Tanh());
+  }
+  const m = new A.nn.Sequential(...layers);
+  const o = opt === 'sgd' ? new A.optim.SGD(m.parameters(), { lr: 0.05, momentum: 0.9 }) : new A.optim.Adam(m.parameters(), { lr: 0.01 });
+  const step = A.compile((x: A.Tensor, y: Int32Array) => {
+    const loss = A.crossEntropy(m.forward(x), y);
+    loss.backward();
+    o.step();
+    o.zeroGrad();
+    return loss;
+  });
+  const hash = createHash('sha256');
+  for (let s = 0; s < steps; s++) {
+    const x = A.randn([n, sizes[0]], { seed: 30 + (s % 3), dtype });
+    const y = Int32Array.from({ length: n }, (_, i) => (i * 7 + s) % 10);
+    const loss = step(x, y);
+    hash.update(loss.toArray());
+    loss.dispose();
+    x.dispose();
+  }
+  for (const p of m.parameters()) hash.update(p.toArray());
+  return hash.digest('hex');
+}
+
+if (mode === 'compiled') {
+  const t = flag('--threads');
+  await A.init(t === undefined ? {} : { threads: Number(t) });
+  if (argv.includes('--force')) Object.assign(thresholds, { gemm: 0, elementwise: 0 });
+  busy.pauseMs = 0; // every phase really dispatched, whatever the machine's load
+  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 });
+  const digests = [
+    compiledTrain(6, 'relu', 'sgd', 'float32'),
+    compiledTrain(6, 'tanh', 'adam', 'float32'),
+    compiledTrain(4, 'tanh', 'sgd', 'float64'),
+  ];
+  out({ threads: poolSize(), digests, lists: threadStats.lists, dispatches: threadStats.dispatches, pauses: threadStats.pauses });
+} else if (mode === 'compiled-death') {
+  await A.init({ threads: 2 });
+  Object.assign(thresholds, { gemm: 0, elementwise: 0 });
+  busy.pauseMs = 0;
+  const reference = compiledTrain(6, 'relu', 'adam', 'float32');
+  const before = threadStats.lists;
+  let error: { message: string; isAdjoint: boolean } | null = null;
+  // The worker dies on its first job after this: a launch or a job list of a compiled step.
+  killWorkerOnNextJob(0);
+  try {
+    compiledTrain(6, 'relu', 'adam', 'float32');
+  } catch (e) {
+    error = { message: (e as Error).message, isAdjoint: e instanceof A.AdjointError };
+  }
+  const afterThreads = threadCount(),
+    after = compiledTrain(6, 'relu', 'adam', 'float32');
+  await A.init();
+  const again = compiledTrain(6, 'relu', 'adam', 'float32');
+  out({ error, listsBefore: before, afterThreads, afterOk: after === reference, restarted: poolSize(), againOk: again === reference });
+} else if (mode === 'digest') {
   const t = flag('--threads');
   await A.init(t === undefined ? {} : { threads: t === 'auto' ? 'auto' : Number(t) });
   if (argv.includes('--force')) {

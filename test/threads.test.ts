@@ -87,6 +87,35 @@ describe('threads: determinism', () => {
   }, 120_000);
 });
 
+describe('threads: compiled steps with the parallel schedule', () => {
+  it('trains to the same bytes on 1, 2 and 3 threads, with every kernel split and with pauses', () => {
+    const base = child('compiled');
+    expect(base.threads).toBe(1);
+    expect(base.lists).toBe(0);
+    for (const args of [
+      ['--threads', '2'],
+      ['--threads', '3'],
+      ['--threads', '2', '--force'],
+      ['--threads', '3', '--force'],
+      ['--threads', '2', '--force', '--pause'],
+    ]) {
+      const r = child('compiled', ...args);
+      expect(r.digests).toEqual(base.digests);
+      // Phases of independent launches really ran as job lists (not under the pause of --pause, which runs them on the caller).
+      if (!args.includes('--pause')) expect(r.lists).toBeGreaterThan(10);
+      else expect(r.pauses).toBeGreaterThan(0);
+    }
+  }, 300_000);
+
+  it('reports a worker that dies in a compiled step, then replays on one thread and recovers on init()', () => {
+    const r = child('compiled-death') as { error: { message: string; isAdjoint: boolean } | null } & Record<string, unknown>;
+    expect(r.listsBefore).toBeGreaterThan(0);
+    expect(r.error?.isAdjoint).toBe(true);
+    expect(r.error?.message).toMatch(/worker 1 of 1 died while running \w+ \(exit code 70\)/);
+    expect(r).toMatchObject({ afterThreads: 1, afterOk: true, restarted: 2, againOk: true });
+  }, 120_000);
+});
+
 describe('threads: failure modes', () => {
   it('falls back to one thread with one notice where SharedArrayBuffer is missing', () => {
     const r = child('fallback');

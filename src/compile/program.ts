@@ -13,10 +13,12 @@ import { Tensor } from '../ops/tensor.js';
 import { type Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { runtime, views } from '../wasm/module.js';
-import { runJobs } from '../wasm/threads.js';
+import { runJobs, holdPool } from '../wasm/threads.js';
+import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
+import { parallelize, runPhase, type Extent, type PhaseStep } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -34,6 +36,8 @@ interface LaunchStep {
   readonly dyn: number;
   readonly compute: (() => readonly number[]) | null;
   readonly tiled?: false;
+  /** The memory each pointer argument of each piece touches (for the parallel schedule, src/compile/parallel.ts). */
+  readonly touches: readonly (readonly (Extent | null)[])[];
 }
 /** A run of elementwise launches replayed tile-major (src/compile/fuse.ts). */
 interface TiledStep {
@@ -83,7 +87,7 @@ export class Program {
     /** The plan block (arena offset) and its size. */
     private readonly base: number,
     readonly bytes: number,
-    private readonly steps: readonly (LaunchStep | TiledStep | WriteStep)[],
+    private readonly steps: readonly (LaunchStep | TiledStep | WriteStep | PhaseStep)[],
     private readonly patches: readonly Patch[],
     private readonly binds: readonly { readonly arg: number; readonly make: Derivation | null; readonly count: number }[],
     private readonly slots: readonly { readonly shape: readonly number[]; readonly dtype: DType }[],
@@ -133,6 +137,26 @@ export class Program {
           return [ABS, 0, r.ptr];
       }
     };
+    // For the parallel schedule: the buffer a pointer points into and where. Plan blocks and
+    // persistent tensors by address; the call's inputs and outputs (new memory each call) by position.
+    const extent = (r: Ref | null): Extent | null => {
+      if (r === null) return null;
+      switch (r.k) {
+        case 'block': {
+          const s = slotOf.get(r.block);
+          const bytes = Math.max(1, trace.blocks[r.block].bytes);
+          if (s !== undefined) return { key: `out${s}`, lo: 0, hi: bytes, at: r.off };
+          const lo = base + offsets.get(r.block)!;
+          return { key: '', lo, hi: lo + bytes, at: lo + r.off };
+        }
+        case 'input':
+          return { key: `in${r.input}`, lo: 0, hi: Math.max(1, trace.inputs[r.input].storage.bytes), at: r.off };
+        case 'ext':
+          return { key: '', lo: r.storage.ptr, hi: r.storage.ptr + Math.max(1, r.storage.bytes), at: r.storage.ptr + r.off };
+        case 'abs':
+          return r.ptr === 0 ? null : { key: '', lo: r.ptr, hi: r.ptr + 1, at: r.ptr };
+      }
+    };
     const patches: Patch[] = [];
     const binds: { arg: number; make: Derivation | null; count: number }[] = [];
     const tiled = (r: Run): TiledStep => ({
@@ -175,7 +199,8 @@ export class Program {
           else patches.push({ argv: argv[j], i, base: b, idx, off });
         }),
       );
-      return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute };
+      const touches = op.refs.map((refs) => refs.map(extent));
+      return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute, touches };
     };
     // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
     const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
@@ -183,7 +208,7 @@ export class Program {
       if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i])), tiled(run)];
       return moved.has(at) ? [] : [step(op)];
     });
-    return new Program(base, total, steps, patches, binds, slots, outs, trace.template, [...exts]);
+    return new Program(base, total, parallelize(steps, poolSize()), patches, binds, slots, outs, trace.template, [...exts]);
   }
 
   /** Whether every persistent tensor the schedule touches (and every one it returns) is still alive. */
@@ -230,7 +255,20 @@ export class Program {
   }
 
   private execute(inPtr: readonly number[], fresh: readonly Tensor[], bound: readonly ArrayLike<number>[]): void {
+    holdPool(true); // the workers stay awake for the whole step, and sleep after it
+    try {
+      this.replay(inPtr, fresh, bound);
+    } finally {
+      holdPool(false);
+    }
+  }
+
+  private replay(inPtr: readonly number[], fresh: readonly Tensor[], bound: readonly ArrayLike<number>[]): void {
     for (const s of this.steps) {
+      if ('phase' in s) {
+        runPhase(s);
+        continue;
+      }
       if (s.w) {
         const at = s.base === ABS ? s.off : (s.base === IN ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
         const v = views();

@@ -3,7 +3,7 @@
 import { hooks } from './hooks.js';
 
 /** Counters of the dispatches so far (read by tests and benches; not part of the public API). */
-export const threadStats = { dispatches: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
+export const threadStats = { dispatches: 0, lists: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
 
 /**
  * Fork-join on cores that are busy with other work: a worker that has claimed its piece gets
@@ -26,6 +26,8 @@ export const busy = {
   grace: 32,
   /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
   spinMs: 1,
+  /** Workers: how long an idle one polls while a compiled program runs (the caller holds the pool awake for the step). */
+  holdMs: 5,
   calmAfter: 3,
   calmMs: 100,
 };

@@ -27,6 +27,8 @@ export interface Pool {
   slots: Int32Array[];
   args: Float64Array[];
   msgs: Uint16Array[];
+  /** Each worker's job-list area (LIST jobs). */
+  lists: Float64Array[];
   index: Map<string, number>;
   /** Atomics.wait is allowed on the calling thread (not on a browser main thread). */
   canBlock: boolean;
@@ -160,6 +162,7 @@ async function startPool(count: number): Promise<void> {
     slots: [],
     args: [],
     msgs: [],
+    lists: [],
     index: new Map(names.map((n, i) => [n, i])),
     canBlock: canBlock(),
   };
@@ -172,6 +175,7 @@ async function startPool(count: number): Promise<void> {
     p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
     p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
     p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
+    p.lists.push(new Float64Array(buf, slot + SLOT.LIST_AT, SLOT.LIST_F64));
     workers.push({
       module,
       memory: r.memory,
@@ -180,6 +184,7 @@ async function startPool(count: number): Promise<void> {
       scratchBytes: s.bytes,
       names,
       spinMs: busy.spinMs,
+      holdMs: busy.holdMs,
       calmMs: busy.calmMs,
       calmAfter: busy.calmAfter,
     });

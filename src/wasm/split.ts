@@ -24,6 +24,9 @@ import { scratchOf } from './scratch.js';
  */
 export const thresholds = { gemm: 1 << 17, elementwise: 1 << 17 };
 
+/** Rows per thread from which a GEMM is cut by rows of C even when it is wider than tall. */
+const ROWS_MIN = 32;
+
 /** [lo, hi) ranges covering [0, n), at most `parts`, with inner boundaries at multiples of `align`. */
 export function ranges(n: number, parts: number, align: number): [number, number][] {
   const units = Math.ceil(n / align);
@@ -119,7 +122,12 @@ export function gemm(
   // side. Rows go in multiples of 8 (two micro-tiles), columns in multiples of 16 (64-byte lines).
   const rows = ranges(M, t, 8),
     cols = ranges(N, t, 16);
-  const byRows = M >= N ? rows.length > 1 || cols.length === 1 : cols.length === 1;
+  // Rows also when C is wider than tall but every piece still gets ROWS_MIN rows: the extra
+  // packing is small (a batch of 128 through a 784 → 256 layer: K·N + M/t·K = 250k elements per
+  // thread instead of 200k, against 12.8M multiply-adds), and row pieces of consecutive layers
+  // touch the same rows of the batch, so compile()'s parallel schedule chains them on their
+  // threads without a barrier (src/compile/parallel.ts).
+  const byRows = (M >= N || M >= ROWS_MIN * t) && rows.length > 1 ? true : cols.length === 1;
   runJobs(name, byRows ? rows.map(([i0, i1]) => job(i0, i1, 0, N)) : cols.map(([j0, j1]) => job(0, M, j0, j1)), f);
 }
 

@@ -5,7 +5,7 @@
 // A worker that dies mid-kernel fails that call with an AdjointError naming it; later calls run
 // on the calling thread (same bits, by construction) until init() restarts the pool.
 import { AdjointError } from '../errors.js';
-import { SLOT, FAILED, DEAD, DIE } from './worker-source.js';
+import { SLOT, FAILED, DEAD, DIE, LIST } from './worker-source.js';
 import { hooks } from './hooks.js';
 import { currentPool, post, stopAfterDeath, type Pool } from './pool.js';
 import { congestion, paused, threadStats } from './congestion.js';
@@ -52,29 +52,99 @@ export function runJobs(name: string, jobs: readonly (readonly number[])[], kern
   }
   // compile()'s tracer records the pieces as one launch and hands back the unrecorded kernel.
   if (hooks.recorder !== null) kernel = hooks.recorder.jobs(name, jobs);
-  const dead = p.slots.findIndex((c, w) => w < jobs.length - 1 && Atomics.load(c, SLOT.GONE) !== 0);
-  if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${message(p, dead)})`], name);
   const op = p.index.get(name);
   if (op === undefined || jobs.length > p.count) throw new AdjointError(`internal: cannot split ${name} over ${jobs.length} threads`);
+  fork(
+    p,
+    name,
+    jobs.length,
+    (w, die) => post(p.slots[w], p.args[w], die ? DIE : op, jobs[w + 1]),
+    (i) => kernel(...jobs[i]),
+  );
+}
+
+/** One kernel call of a job list: the export, its index in the pool's table, its arguments. */
+export interface Call {
+  readonly f: (...args: number[]) => unknown;
+  readonly name: string;
+  readonly args: readonly number[];
+}
+
+/**
+ * Runs lists of kernel calls concurrently, each in order on one thread: lists[0] on the calling
+ * thread, lists[i] on worker i (a LIST job; the caller runs it itself if the worker has not
+ * claimed it, as runJobs does). The calls of different lists must touch disjoint memory where
+ * one writes (compile()'s parallel schedule, src/compile/parallel.ts, makes them so).
+ */
+export function runLists(lists: readonly (readonly Call[])[]): void {
+  const p = currentPool();
+  const local = (i: number) => {
+    for (const c of lists[i]) c.f.apply(null, c.args as number[]);
+  };
+  // A list longer than a worker's list area (a very deep network's chain) runs on the caller
+  // with the others: the lists are independent of each other, so one after another is correct.
+  const fits = (l: readonly Call[]) => l.reduce((n, c) => n + 2 + c.args.length, 0) <= SLOT.LIST_F64;
+  if (p === null || paused() || lists.length > p.count || !lists.every(fits)) {
+    for (let i = 0; i < lists.length; i++) local(i);
+    return;
+  }
+  const postList = (w: number, die: boolean): number => {
+    const l = p.lists[w],
+      calls = lists[w + 1];
+    let at = 0;
+    for (const c of calls) {
+      const op = p.index.get(c.name);
+      if (op === undefined || at + 2 + c.args.length > l.length)
+        throw new AdjointError(`internal: cannot list ${c.name} for worker ${w + 1}`);
+      l[at] = op;
+      l[at + 1] = c.args.length;
+      for (let i = 0; i < c.args.length; i++) l[at + 2 + i] = c.args[i];
+      at += 2 + c.args.length;
+    }
+    return post(p.slots[w], p.args[w], die ? DIE : LIST, [calls.length]);
+  };
+  threadStats.lists++;
+  fork(p, lists[0][0]?.name ?? 'a job list', lists.length, postList, local);
+}
+
+/** Keeps the workers polling (awake) while `on` (a compiled program runs), and wakes sleeping ones at its start. */
+export function holdPool(on: boolean): void {
+  const p = currentPool();
+  // Not while the busy-machine pause is on: polling workers would only take CPU from the caller.
+  if (p === null || (on && paused())) return;
+  for (const c of p.slots) {
+    Atomics.store(c, SLOT.HOLD, on ? 1 : 0);
+    if (on) Atomics.notify(c, SLOT.SEQ); // a sleeping worker wakes, sees no new job, and polls
+  }
+}
+
+/**
+ * The fork-join behind runJobs and runLists: posts piece w + 1 to worker w (post returns its
+ * sequence number), runs piece 0 on the calling thread, takes over pieces no worker has claimed
+ * yet, waits for the rest, and reports failures and deaths.
+ */
+function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die: boolean) => number, run0: (i: number) => unknown): void {
+  const dead = p.slots.findIndex((c, w) => w < pieces - 1 && Atomics.load(c, SLOT.GONE) !== 0);
+  if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${message(p, dead)})`], name);
   threadStats.dispatches++;
-  const dying = jobs.slice(1).map((_, w) => dieOnNextJob.delete(w));
-  const seqs = jobs.slice(1).map((j, w) => post(p.slots[w], p.args[w], dying[w] ? DIE : op, j));
+  const dying = Array.from({ length: pieces - 1 }, (_, w) => dieOnNextJob.delete(w));
+  const seqs = dying.map((die, w) => postPiece(w, die));
   let own: unknown = null;
-  const run = (j: readonly number[]) => {
+  const run = (i: number) => {
     try {
-      kernel(...j);
+      run0(i);
     } catch (e) {
       own ??= e;
     }
   };
   const t0 = performance.now();
-  run(jobs[0]);
+  run(0);
   const t1 = performance.now();
   // Take over jobs no worker has claimed yet (a claim moves TAKEN from seq − 1 to seq, once).
   const stolen = seqs.map((seq, w) => {
     const c = p.slots[w];
     if (dying[w] || Atomics.compareExchange(c, SLOT.TAKEN, seq - 1, seq) !== seq - 1) return false;
-    run(jobs[w + 1]);
+    run(w + 1);
     Atomics.store(c, SLOT.DONE, seq);
     threadStats.stolen++;
     return true;

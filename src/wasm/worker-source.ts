@@ -11,7 +11,8 @@
 
 /** Control slot layout, shared with threads.ts (i32 indices; byte offsets for the areas). */
 export const SLOT = {
-  BYTES: 1024,
+  /** The whole slot: control words, arguments, message, job list. */
+  BYTES: 1024 + 8192 * 8,
   SEQ: 0,
   DONE: 1,
   OP: 2,
@@ -24,13 +25,20 @@ export const SLOT = {
   MAX_ARGS: 24,
   MSG_AT: 256,
   MSG_CHARS: 384,
+  /** While non-zero the caller is inside a compiled program: an idle worker keeps polling (up to holdMs) instead of sleeping. */
+  HOLD: 8,
+  /** A job list (LIST): f64 records [op, nargs, ...args] written by the caller, LIST_F64 values at most. */
+  LIST_AT: 1024,
+  LIST_F64: 8192,
 } as const;
 /** STATUS values; OP values below 0 are commands. */
 export const OK = 0,
   FAILED = 1,
   DEAD = 2;
 export const QUIT = -1,
-  DIE = -2;
+  DIE = -2,
+  /** Runs a list of kernel calls (args[0] calls from the slot's list area; src/compile/parallel.ts). */
+  LIST = -3;
 
 // Marks a worker's slot dead: a message, STATUS, GONE, then a change of DONE and a notify, so a
 // caller about to wait on DONE's old value, or waiting on it, wakes. Idempotent; the first
@@ -49,7 +57,20 @@ function gone(c, m, why) {
 }
 `;
 
-const serve = `${gone}
+// A job list: \`count\` records [op, nargs, ...args] of f64 at byte offset \`at\`, run in order.
+const runList = `
+function runList(fns, memory, at, count) {
+  var l = new Float64Array(memory.buffer, at, ${SLOT.LIST_F64});
+  for (var k = 0, p = 0; k < count; k++) {
+    var op = l[p], n = l[p + 1], args = new Array(n);
+    for (var i = 0; i < n; i++) args[i] = l[p + 2 + i];
+    p += 2 + n;
+    fns[op].apply(null, args);
+  }
+}
+`;
+
+const serve = `${gone}${runList}
 function serve(d, reply, onExit, exit) {
   var S = ${JSON.stringify(SLOT)};
   var inst;
@@ -79,10 +100,12 @@ function serve(d, reply, onExit, exit) {
   reply({ ready: true });
   for (;;) {
     // Poll for up to spinMs (a training step's kernels come every few tens of µs, and waking a
-    // sleeping thread can take longer than that), then sleep until the caller bumps SEQ.
+    // sleeping thread can take longer than that), then sleep until the caller bumps SEQ. While a
+    // compiled program runs (HOLD set) poll for up to holdMs, so the worker stays awake for the
+    // whole step; the caller clears HOLD at the end of the step and the worker then sleeps.
     var t0 = performance.now(), slept = false;
     for (var spin = 0; Atomics.load(c, S.SEQ) === seen; spin++) {
-      if ((spin & 1023) === 1023 && performance.now() - t0 > spinMs) {
+      if ((spin & 1023) === 1023 && performance.now() - t0 > (spinMs > 0 && Atomics.load(c, S.HOLD) !== 0 ? d.holdMs : spinMs)) {
         Atomics.wait(c, S.SEQ, seen);
         t0 = performance.now();
         slept = true;
@@ -103,9 +126,12 @@ function serve(d, reply, onExit, exit) {
     if (op === ${DIE}) { exit(); return; }
     var status = ${OK};
     try {
-      var n = c[S.NARGS], args = new Array(n);
-      for (var i = 0; i < n; i++) args[i] = a[i];
-      fns[op].apply(null, args);
+      if (op === ${LIST}) runList(fns, d.memory, d.slot + S.LIST_AT, a[0]);
+      else {
+        var n = c[S.NARGS], args = new Array(n);
+        for (var i = 0; i < n; i++) args[i] = a[i];
+        fns[op].apply(null, args);
+      }
     } catch (e) {
       status = ${FAILED};
       var msg = String((e && e.name ? e.name + ': ' : '') + ((e && e.message) || e)).slice(0, S.MSG_CHARS);

@@ -1,0 +1,234 @@
+// compile()'s parallel schedule: with the thread pool up, a replayed program runs independent
+// kernel launches of one step concurrently — the two gradient GEMMs of a layer (dX and dW) side
+// by side, every parameter's optimizer update in one batch, an update next to the backward work
+// of the layers below it — instead of only cutting each launch into halves with a fork-join of
+// its own. Planned once, when the program is built (src/compile/program.ts):
+//   1. Every piece (a traced cut of a pooled launch, or a whole call) of a kernel whose memory
+//      roles are known (ROLES: which pointer arguments it writes, the rest it reads; for GEMMs and
+//      flat kernels also how many bytes from the pointer) gets the byte ranges it touches, in the
+//      memory plan, persistent tensors, or the call's own inputs and outputs (by position). Any
+//      other step (JS writes, fused runs, kernels not in ROLES) is a barrier that runs as before.
+//   2. Between barriers, pieces are placed in trace order on (level, thread): after every earlier
+//      piece they conflict with (one writes what the other reads or writes). When all the
+//      conflicting pieces of the latest such level are on one thread, the piece joins that level
+//      on that thread, after them: row pieces of a chain of GEMMs (a forward pass cut by rows of
+//      the batch) run on without a barrier. Otherwise it starts the next level on its least
+//      loaded thread. Pieces of one launch never conflict (their cuts write disjoint parts).
+//   3. A level is one phase: each thread runs its pieces in trace order, one fork-join per phase
+//      (runLists in src/wasm/threads.ts).
+// Bits do not depend on any of this: every piece computes its outputs exactly as in the traced
+// order (no two pieces of a phase touch the same bytes where one writes), whichever thread runs
+// it, so a replay gives the same results for any thread count, paused pool or none.
+import type { Kernel } from '../wasm/hooks.js';
+import { runLists, type Call } from '../wasm/threads.js';
+import { scratchOf } from '../wasm/scratch.js';
+import { thresholds } from '../wasm/split.js';
+
+/** Internal switch (the bench compares with and without the schedule): off, programs replay launch by launch as before. */
+export const schedule = { enabled: true };
+
+/**
+ * The buffer a pointer argument points into, bytes [lo, hi), and the pointer `at`: in memory
+ * (key '') or in a per-call buffer (an input or output of the call, by key, offsets from its start).
+ */
+export interface Extent {
+  readonly key: string;
+  readonly lo: number;
+  readonly hi: number;
+  readonly at: number;
+}
+
+/** What the planner needs of a replayed launch (program.ts's LaunchStep). */
+export interface PlannedLaunch {
+  readonly w: false;
+  readonly tiled?: false;
+  readonly name: string;
+  readonly f: Kernel;
+  readonly pooled: boolean;
+  readonly argv: number[][];
+  readonly dyn: number;
+  readonly compute: (() => readonly number[]) | null;
+  /** Extents of each pointer argument (by argument index, over all pieces); null: not a pointer or a null pointer. */
+  readonly touches: readonly (readonly (Extent | null)[])[];
+}
+
+/** A phase: launches that run concurrently, their pieces assigned to threads. */
+export interface PhaseStep {
+  readonly w: false;
+  readonly tiled?: false;
+  readonly phase: true;
+  /** Launches whose perCall values are computed first, in trace order (a run's first step carries all of the run's). */
+  readonly pre: readonly PlannedLaunch[];
+  /** Per thread, the calls it runs in order (empty: a step that only computes `pre`). */
+  readonly lists: readonly (readonly Call[])[];
+}
+
+interface Role {
+  /** Pointer arguments the kernel writes (the others it reads). */
+  readonly writes: readonly number[];
+  /** Work of a call (≈ multiply-adds or element visits), for balancing threads. */
+  readonly cost: (a: readonly number[]) => number;
+  /** Elements pointer argument i reaches from where it points (undefined: the whole buffer, conservatively). */
+  readonly span?: (a: readonly number[], i: number) => number | undefined;
+}
+const f = (...names: string[]): RegExp => new RegExp(`^(${names.join('|')})_(f32|f64)$`);
+/** Elements an (M × K) operand spans from its pointer with leading dimension ld, stored transposed or not. */
+const matrix = (rows: number, cols: number, ld: number, t: number): number => (t ? (cols - 1) * ld + rows : (rows - 1) * ld + cols);
+/** gemm (a, b, c, M, N, K, lda, ldb, ldc, ta, tb, …) with its size arguments from `o` (gemm_bias_act has bias at 3). */
+const gemmSpan =
+  (o: number) =>
+  (a: readonly number[], i: number): number | undefined => {
+    const [M, N, K, lda, ldb, ldc, ta, tb] = a.slice(o, o + 8);
+    if (i === 0) return matrix(M, K, lda, ta);
+    if (i === 1) return matrix(K, N, ldb, tb);
+    if (i === 2) return (M - 1) * ldc + N;
+    return N; // the bias
+  };
+/** Kernels the planner may reorder and run side by side, with their written arguments. */
+const ROLES: readonly (readonly [RegExp, Role])[] = [
+  [f('gemm'), { writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
+  [f('gemm_bias_act'), { writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
+  [f('sgd'), { writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
+  [f('adam'), { writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
+  [f('bias_act_vjp'), { writes: [2, 3], cost: (a) => a[4] * a[5] }],
+  [f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'), { writes: [2], cost: (a) => a[3] * a[4] }],
+  [f('sum', 'max'), { writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
+  [f('fill'), { writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
+];
+const roleCache = new Map<string, Role | null>();
+function roleOf(name: string): Role | null {
+  let r = roleCache.get(name);
+  if (r === undefined) roleCache.set(name, (r = ROLES.find(([re]) => re.test(name))?.[1] ?? null));
+  return r;
+}
+
+/** Whether a step of the program may join a phase. */
+const plannable = (s: { w: boolean; tiled?: boolean; name?: string }): s is PlannedLaunch =>
+  !s.w && s.tiled !== true && !('phase' in s) && roleOf((s as PlannedLaunch).name) !== null;
+
+/** gemm_set_scratch to the calling thread's own region: only sets the caller's instance, so it may run before a phase. */
+function ownScratch(s: { w: boolean; name?: string; argv?: number[][] }): boolean {
+  if (s.w || s.name !== 'gemm_set_scratch') return false;
+  const own = scratchOf(0);
+  return s.argv![0][0] === own.ptr && s.argv![0][1] === own.bytes;
+}
+
+interface Access {
+  readonly key: string;
+  readonly lo: number;
+  readonly hi: number;
+  readonly write: boolean;
+}
+/** The bytes piece j of a launch touches: from each pointer as far as the kernel reaches, else its whole buffer. */
+function accesses(s: PlannedLaunch, j: number): Access[] {
+  const role = roleOf(s.name)!,
+    bytes = s.name.endsWith('64') ? 8 : 4;
+  const out: Access[] = [];
+  s.touches[j].forEach((x, i) => {
+    if (x === null) return;
+    const n = role.span?.(s.argv[j], i);
+    const exact = n !== undefined && n > 0 && x.at >= x.lo;
+    const lo = exact ? x.at : x.lo,
+      hi = exact ? Math.min(x.hi, x.at + n * bytes) : x.hi;
+    out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: role.writes.includes(i) });
+  });
+  return out;
+}
+const conflict = (a: readonly Access[], b: readonly Access[]): boolean =>
+  a.some((p) => b.some((q) => (p.write || q.write) && p.key === q.key && p.lo < q.hi && q.lo < p.hi));
+
+/**
+ * The program's steps with runs of plannable launches grouped into phases for `threads`
+ * threads. Steps that are not plannable stay where they are and end a run.
+ */
+export function parallelize<S extends { w: boolean; tiled?: boolean }>(steps: readonly S[], threads: number): (S | PhaseStep)[] {
+  if (threads < 2 || !schedule.enabled) return steps.slice();
+  const out: (S | PhaseStep)[] = [];
+  let run: PlannedLaunch[] = [];
+  const flush = () => {
+    out.push(...(phases(run, threads) as (S | PhaseStep)[]));
+    run = [];
+  };
+  for (const s of steps) {
+    if (plannable(s)) run.push(s);
+    else if (ownScratch(s as never)) out.push(s);
+    else {
+      flush();
+      out.push(s);
+    }
+  }
+  flush();
+  return out;
+}
+
+/**
+ * Levels of a run of plannable launches, each a phase (or the launch itself when it is alone).
+ * A later launch may land in an earlier phase than one before it, so the run's perCall values
+ * (JS state such as step counts, independent of kernel results) are all computed first, in
+ * trace order, as the traced call computed them.
+ */
+function phases(all: readonly PlannedLaunch[], threads: number): (PlannedLaunch | PhaseStep)[] {
+  if (all.length === 0) return [];
+  const pre = all.filter((s) => s.compute !== null);
+  const run = all.map((s) => (s.compute === null ? s : { ...s, compute: null }));
+  const placed: { m: number; j: number; acc: Access[]; level: number; thread: number }[] = [];
+  const load: number[][] = [];
+  run.forEach((s, m) => {
+    // Per piece: the latest level holding a piece it conflicts with, and the threads of those pieces there.
+    const pieces = s.argv.map((args, j) => {
+      const acc = accesses(s, j);
+      let last = -1;
+      const on = new Set<number>();
+      for (const q of placed) {
+        if (q.level < last || !conflict(acc, q.acc)) continue;
+        if (q.level > last) on.clear();
+        last = q.level;
+        on.add(q.thread);
+      }
+      return { j, acc, last, on, cost: roleOf(s.name)!.cost(args) };
+    });
+    // Pinned: each piece that meets the launch's latest conflict level runs there after the
+    // pieces it conflicts with, on their one thread — and no two pieces of the launch share a
+    // thread (that would serialise its cut). Otherwise the launch starts the next level.
+    const top = Math.max(...pieces.map((p) => p.last));
+    const pins = pieces.filter((p) => p.last === top).map((p) => (p.on.size === 1 ? [...p.on][0] : -1));
+    const pinned = top >= 0 && !pins.includes(-1) && new Set(pins).size === pins.length && pieces.length <= threads;
+    const level = pinned ? top : top + 1;
+    const loads = (load[level] ??= new Array<number>(threads).fill(0));
+    const used = new Set<number>();
+    for (const p of pieces) {
+      let thread = pinned && p.last === top ? [...p.on][0] : -1;
+      if (thread < 0) {
+        // The least loaded thread this launch does not use yet (any, once it uses them all).
+        const free = loads.map((l, t) => (used.has(t) || (pinned && pins.includes(t)) ? Infinity : l));
+        thread = Math.min(...free) < Infinity ? free.indexOf(Math.min(...free)) : loads.indexOf(Math.min(...loads));
+      }
+      used.add(thread);
+      loads[thread] += p.cost;
+      placed.push({ m, j: p.j, acc: p.acc, level, thread });
+    }
+  });
+  const head: PhaseStep[] = pre.length > 0 ? [{ w: false, phase: true, pre, lists: [] }] : [];
+  const steps = load.map((loads, level): PlannedLaunch | PhaseStep => {
+    const here = placed.filter((p) => p.level === level);
+    const call = (p: { m: number; j: number }): Call => ({ f: run[p.m].f, name: run[p.m].name, args: run[p.m].argv[p.j] });
+    if (here.length === run[here[0].m].argv.length && here.every((p) => p.m === here[0].m)) return run[here[0].m]; // one whole launch: replayed as traced
+    if (loads.reduce((a, b) => a + b, 0) < thresholds.gemm) {
+      // Too little work to wake a worker for: the caller runs it all, in trace order.
+      return { w: false, phase: true, pre: [], lists: [here.map(call)] };
+    }
+    const lists = loads.map((_, t) => here.filter((p) => p.thread === t).map(call)).filter((l) => l.length > 0);
+    return { w: false, phase: true, pre: [], lists };
+  });
+  return [...head, ...steps];
+}
+
+/** Replays a phase: perCall values in trace order, then one fork-join over the threads' lists. */
+export function runPhase(s: PhaseStep): void {
+  for (const m of s.pre) {
+    const vals = m.compute!();
+    for (const a of m.argv) for (let i = 0, at = a.length - m.dyn; i < m.dyn; i++) a[at + i] = vals[i];
+  }
+  if (s.lists.length === 1) for (const c of s.lists[0]) c.f.apply(null, c.args as number[]);
+  else if (s.lists.length > 1) runLists(s.lists);
+}
