@@ -350,7 +350,7 @@ function gatherTensor(x: Tensor, indices: Tensor, a: number): Tensor {
       `gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`,
     );
   }
-  const flat = indices.toArray() as Int32Array; // read in JS to range-check (a compiled step that does this runs eagerly)
+  const flat = indices.toArray() as Int32Array; // read in JS to range-check; compile() reads it again on every replay
   const shape = [...x.shape.slice(0, a), ...indices.shape, ...x.shape.slice(a + 1)];
   return composite(() => reshape(gather(x, flat, a), shape));
 }
