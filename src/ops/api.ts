@@ -142,7 +142,9 @@ type Unary =
   | 'softplus'
   | 'sign'
   | 'recip'
-  | 'erf';
+  | 'erf'
+  | 'geluErf'
+  | 'geluErfGrad';
 const unary =
   (op: Unary) =>
   (x: Tensor): Tensor =>
@@ -176,6 +178,10 @@ export const sign = unary('sign');
 export const recip = unary('recip');
 /** Elementwise error function (its derivative is `2/√π · e^(−x²)`). */
 export const erf = unary('erf');
+/** Exact GELU ½x(1 + erf(x/√2)) as one primitive (gelu's `approximate: 'none'`). @internal */
+export const geluErf = unary('geluErf');
+/** Φ(x) + x·φ(x), the derivative of exact GELU. @internal */
+export const geluErfGrad = unary('geluErfGrad');
 /**
  * Elementwise `x > 0 ? x : slope·x`; `slope` defaults to 0.01 (PyTorch's default).
  * @throws {@link ArgumentError} when `slope` is not a finite number.
