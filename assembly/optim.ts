@@ -146,3 +146,16 @@ export function pow_scalar(x: f64, y: f64): f64 { return pow_s<f64>(x, y); }
 
 /** min(1, maxNorm / (norm + 1e-6)), PyTorch's clip_grad_norm_ coefficient. */
 export function clip_coef(norm: f64, maxNorm: f64): f64 { return min<f64>(1.0, maxNorm / (norm + 1e-6)); }
+
+// clipGradNorm inside compile(): the same arithmetic with the running sum in memory (acc: one
+// f64), so no value returns to JS and the schedule replays.
+/** acc[0] ← acc[0] + Σ x², in f64 (sum_squares with its accumulator in memory). */
+export function sum_squares_into_f32(x: usize, n: i32, acc: usize): void { store<f64>(acc, sumSquares<f32>(x, n, load<f64>(acc))); }
+export function sum_squares_into_f64(x: usize, n: i32, acc: usize): void { store<f64>(acc, sumSquares<f64>(x, n, load<f64>(acc))); }
+/** x ← x·clip_coef(√acc[0], maxNorm) in place, skipped when the coefficient is 1 (as clipGradNorm). */
+@inline function clipScale<T>(x: usize, n: i32, acc: usize, maxNorm: f64): void {
+  const coef = clip_coef(Math.sqrt(load<f64>(acc)), maxNorm);
+  if (coef != 1.0) scale<T>(x, n, coef);
+}
+export function clip_scale_f32(x: usize, n: i32, acc: usize, maxNorm: f64): void { clipScale<f32>(x, n, acc, maxNorm); }
+export function clip_scale_f64(x: usize, n: i32, acc: usize, maxNorm: f64): void { clipScale<f64>(x, n, acc, maxNorm); }

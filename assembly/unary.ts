@@ -27,6 +27,8 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } fro
 @inline const SIGN = 16;
 @inline const RECIP = 17;
 @inline const ERF = 18;
+@inline const GELU_ERF = 19;
+@inline const GELU_ERF_GRAD = 20;
 
 /** f(x) for one element; op is a constant after inlining, so the switch folds away. */
 @inline function f<T>(op: i32, x: T, p0: T, p1: T): T {
@@ -50,13 +52,21 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } fro
     case SIGN: return x > <T>0 ? <T>1 : x < <T>0 ? <T>-1 : <T>0;
     case RECIP: return <T>1 / x;
     case ERF: return erf_s<T>(x);
+    case GELU_ERF: return x * <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1);
+    case GELU_ERF_GRAD: return <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1) + x * exp_s<T>(x * x * <T>-0.5) * <T>INV_SQRT_2PI;
   }
   return x;
 }
 
+/** 1/√(2π): the normal density's constant (GELU's derivative). */
+@inline const INV_SQRT_2PI: f64 = 0.3989422804014327;
+
 /** Whether op's f32 form is vmath.ts lane code, which the tail must run too (same bits). */
 @inline function vmath<T>(op: i32): bool {
-  return sizeof<T>() == 4 && (op == EXP || op == LOG || op == TANH || op == SIGMOID || op == SOFTPLUS || op == ERF);
+  return (
+    sizeof<T>() == 4 &&
+    (op == EXP || op == LOG || op == TANH || op == SIGMOID || op == SOFTPLUS || op == ERF || op == GELU_ERF || op == GELU_ERF_GRAD)
+  );
 }
 
 /** Whether op has a v128 form for T (the rest run the scalar loop over all n). */
@@ -73,6 +83,13 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } fro
     case SIGMOID: return sigmoid4(x);
     case SOFTPLUS: return softplus4(x);
     case ERF: return erf4(x);
+    // ½x·(1 + erf(x/√2)) in the rounding order of the composite mul(mul(x, ½), add(erf(mul(x, √½)), 1)).
+    case GELU_ERF: return f32x4.mul(f32x4.mul(x, f32x4.splat(0.5)), f32x4.add(erf4(f32x4.mul(x, f32x4.splat(<f32>Math.SQRT1_2))), f32x4.splat(1)));
+    case GELU_ERF_GRAD: {
+      const cdf = f32x4.mul(f32x4.splat(0.5), f32x4.add(erf4(f32x4.mul(x, f32x4.splat(<f32>Math.SQRT1_2))), f32x4.splat(1)));
+      const pdf = f32x4.mul(exp4(f32x4.mul(f32x4.mul(x, x), f32x4.splat(-0.5))), f32x4.splat(<f32>INV_SQRT_2PI));
+      return f32x4.add(cdf, f32x4.mul(x, pdf));
+    }
     case NEG: return v128.neg<T>(x);
     case SQRT: return v128.sqrt<T>(x);
     case ABS: return v128.abs<T>(x);
@@ -198,3 +215,9 @@ export function sigmoid_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { v
 /** dx = g·(y > 0 ? 1 : 0), y = relu x */
 export function relu_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(RELU_VJP, y, g, dx, n); }
 export function relu_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(RELU_VJP, y, g, dx, n); }
+/** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (same bits as the composite of mul, erf and add it replaces) */
+export function gelu_erf_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF, x, y, n, p0, p1); }
+export function gelu_erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF, x, y, n, p0, p1); }
+/** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU */
+export function gelu_erf_grad_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF_GRAD, x, y, n, p0, p1); }
+export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF_GRAD, x, y, n, p0, p1); }

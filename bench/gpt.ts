@@ -4,7 +4,9 @@
 // installed. Reports median wall and process-CPU ms per step, tokens/s, and the share of the
 // wasm-SIMD bound: about 3.9 GFLOP a step at 47 GFLOP/s for one core is 83 ms.
 //
-//   node scripts/run-ts.mjs bench/gpt.ts [--steps 30] [--torch-steps 60] [--out FILE]
+// jax-js (bench/gpt-jax.ts) runs the same step as a third row.
+//
+//   node scripts/run-ts.mjs bench/gpt.ts [--steps 30] [--torch-steps 60] [--jax-steps 10] [--out FILE]
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -90,6 +92,22 @@ function torchStep(steps: number): Row | { skipped: string } {
   }
 }
 
+/** jax-js on its wasm device (bench/gpt-jax.ts), in its own process. */
+function jaxStep(steps: number): Row | { skipped: string } {
+  const r = spawnSync(
+    process.execPath,
+    [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt-jax.ts', '--jax-main', '--steps', String(steps)],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
+  if (!last.startsWith('{')) return { skipped: `bench/gpt-jax.ts failed: ${(r.stderr ?? '').trim().split('\n').at(-1) ?? r.status}` };
+  const j = JSON.parse(last) as { ms: number; cpuMs: number };
+  return row('jax-js', 1, j.ms, j.cpuMs, 'jax-js 0.1.25, wasm device, jit; attention composed');
+}
+
 async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json'))): Promise<void> {
   const steps = Number(opt('steps', '30')),
     torchSteps = Number(opt('torch-steps', '60'));
@@ -108,6 +126,8 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
     rows.push(JSON.parse(line) as Row);
     process.stderr.write(`  adjoint ${threads} thread(s): ${rows.at(-1)!.msPerStep} ms/step\n`);
   }
+  const jax = jaxStep(Number(opt('jax-steps', '10')));
+  if ('library' in jax) rows.push(jax);
   const torch = torchStep(torchSteps);
   if ('library' in torch) rows.push(torch);
   const pt = rows.find((r) => r.library === 'pytorch');
@@ -116,12 +136,13 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
   for (const r of rows) {
     const vs = pt && r !== pt ? `${(pt.cpuMsPerStep / (r.threads > 1 ? r.msPerStep : r.cpuMsPerStep)).toFixed(2)}×` : '';
     console.log(
-      `${r.library.padEnd(9)} ${String(r.threads).padStart(7)}  ${r.msPerStep.toFixed(1).padStart(7)}  ${r.cpuMsPerStep.toFixed(1).padStart(11)}  ${String(r.tokensPerSec).padStart(8)}  ${String(r.tokensPerSecCpu).padStart(14)}  ${r.library === 'adjoint' ? `${(r.boundShare! * 100).toFixed(0)} %` : ''}`.padEnd(
+      `${r.library.padEnd(9)} ${String(r.threads).padStart(7)}  ${r.msPerStep.toFixed(1).padStart(7)}  ${r.cpuMsPerStep.toFixed(1).padStart(11)}  ${String(r.tokensPerSec).padStart(8)}  ${String(r.tokensPerSecCpu).padStart(14)}  ${r.library !== 'pytorch' ? `${(r.boundShare! * 100).toFixed(0)} %` : ''}`.padEnd(
         100,
       ) + vs,
     );
   }
   if (!('library' in torch)) console.log(`  PyTorch: skipped (${torch.skipped})`);
+  if (!('library' in jax)) console.log(`  jax-js: skipped (${jax.skipped})`);
   console.log(
     `  load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; on a loaded machine compare the CPU columns`,
   );

@@ -77,15 +77,21 @@ describe('lmBatches', () => {
 
   it('yields [batchSize, blockSize] windows with y shifted by one', () => {
     const { value: b } = data.lmBatches(ids, { batchSize: 4, blockSize: 8, seed: 7 }).next();
-    expect(b.shape).toEqual([4, 8]);
-    expect(b.x.length).toBe(32);
+    for (const t of [b.x, b.y]) {
+      expect(t.dtype).toBe('int32');
+      expect(t.shape).toEqual([4, 8]);
+    }
+    const x = b.x.toArray(),
+      y = b.y.toArray();
     for (let r = 0; r < 4; r++) {
       const s = b.starts[r];
       expect(s).toBeGreaterThanOrEqual(0);
       expect(s).toBeLessThan(100 - 8);
-      expect(Array.from(b.x.subarray(r * 8, r * 8 + 8))).toEqual(Array.from(ids.subarray(s, s + 8)));
-      expect(Array.from(b.y.subarray(r * 8, r * 8 + 8))).toEqual(Array.from(ids.subarray(s + 1, s + 9)));
+      expect(Array.from(x.subarray(r * 8, r * 8 + 8))).toEqual(Array.from(ids.subarray(s, s + 8)));
+      expect(Array.from(y.subarray(r * 8, r * 8 + 8))).toEqual(Array.from(ids.subarray(s + 1, s + 9)));
     }
+    b.x.dispose();
+    b.y.dispose();
   });
 
   it('is seeded: the same seed gives the same stream (pinned starts), another seed another', () => {

@@ -26,9 +26,9 @@ const lrAt = (s) =>
 const batches = data.lmBatches(train, { batchSize: BATCH, blockSize: CONTEXT, seed: 1 });
 for (let s = 0; s < STEPS; s++) {
   opt.lr = lrAt(s);
-  const b = batches.next().value;
   const loss = tidy(() => {
-    const l = crossEntropy(reshape(model.forward({ ids: b.x, shape: b.shape }), [-1, tok.vocabSize]), b.y);
+    const b = batches.next().value; // x, y: int32 tensors [12, 64], disposed with the tidy
+    const l = crossEntropy(reshape(model.forward(b.x), [-1, tok.vocabSize]), reshape(b.y, [-1]));
     l.backward();
     clipGradNorm(params, 1);
     opt.step();

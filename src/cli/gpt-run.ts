@@ -1,12 +1,16 @@
 // One GPT training run on a text, as the published tiny-Shakespeare CPU setup: AdamW (betas
 // 0.9/0.99, weight decay 0.1 on matrices only), lr 1e-3 with linear warm-up over 100 steps then
-// cosine decay to 1e-4 at the last step, gradient-norm clipping at 1.0. No Node APIs here: the
-// CLI, the benchmark and the demo's Web Worker all drive this.
+// cosine decay to 1e-4 at the last step, gradient-norm clipping at 1.0. The whole step (forward,
+// backward, clip, AdamW) is one compile()d function of the batch's int32 tensors, so from the
+// fourth step on it replays a fixed kernel schedule. No Node APIs here: the CLI, the benchmark
+// and the demo's Web Worker all drive this.
 import { tidy } from '../tensor/memory.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { crossEntropy, reshape } from '../ops/api.js';
+import type { Tensor } from '../ops/tensor.js';
+import { compile, type Compiled } from '../compile/compile.js';
 import { kernel } from '../wasm/module.js';
-import { GPT } from '../nn/gpt.js';
+import { GPT, type TokenIds } from '../nn/gpt.js';
 import * as optim from '../optim/index.js';
 import { clipGradNorm } from '../optim/clip.js';
 import { CharTokenizer, splitText, lmBatches, type LmBatch } from '../data/text.js';
@@ -41,6 +45,8 @@ export class GptRun {
   step = 0;
   private readonly batches: Generator<LmBatch, never>;
   private readonly valBatches: Generator<LmBatch, never>;
+  /** One training step of a batch (x, y), compiled: returns the mean loss as a tensor [] (see trainStep). */
+  readonly stepFn: Compiled<[Tensor, Tensor], Tensor>;
 
   constructor(
     text: string,
@@ -67,6 +73,15 @@ export class GptRun {
       ],
       { lr: c.lr ?? 1e-3, betas: [0.9, 0.99] },
     );
+    this.stepFn = compile((x: Tensor, y: Tensor) => {
+      const m = this.model;
+      const l = crossEntropy(reshape(m.forward(x), [-1, m.vocabSize]), reshape(y, [-1]));
+      l.backward();
+      clipGradNorm(params, 1.0);
+      this.optimizer.step();
+      this.optimizer.zeroGrad();
+      return l;
+    });
     this.batches = lmBatches(this.train, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 1 });
     this.valBatches = lmBatches(this.val, { batchSize: c.batch, blockSize: c.context, seed: c.seed * 2 + 2 });
   }
@@ -78,18 +93,11 @@ export class GptRun {
 
   /** One update (forward, backward, clip, AdamW); returns the batch's mean loss. */
   trainStep(): number {
-    const c = this.config,
-      m = this.model;
+    const c = this.config;
     this.optimizer.lr = gptLr(this.step, c.steps, c.lr, c.minLr, c.warmup);
-    const b = this.batches.next().value;
     const loss = tidy(() => {
-      const logits = m.forward({ ids: b.x, shape: b.shape });
-      const l = crossEntropy(reshape(logits, [-1, m.vocabSize]), b.y);
-      l.backward();
-      clipGradNorm(m.parameters(), 1.0);
-      this.optimizer.step();
-      this.optimizer.zeroGrad();
-      return l.item();
+      const b = this.batches.next().value;
+      return this.stepFn(b.x, b.y).item();
     });
     this.step++;
     return loss;
@@ -99,8 +107,10 @@ export class GptRun {
   evalRandom(n = 20): number {
     let s = 0;
     for (let i = 0; i < n; i++) {
-      const b = this.valBatches.next().value;
-      s += this.loss(b.x, b.y, this.config.batch, 'mean');
+      s += tidy(() => {
+        const b = this.valBatches.next().value;
+        return this.loss(b.x, reshape(b.y, [-1]), 'mean');
+      });
     }
     return s / n;
   }
@@ -117,27 +127,24 @@ export class GptRun {
       const b = Math.min(windowsPerBatch, n - s);
       const x = this.val.subarray(s * T, (s + b) * T),
         y = this.val.subarray(s * T + 1, (s + b) * T + 1);
-      total += this.loss(x, y, b, 'sum');
+      total += this.loss({ ids: x, shape: [b, T] }, y, 'sum');
     }
     return total / (n * T);
   }
 
-  private loss(x: Int32Array, y: Int32Array, rows: number, reduction: 'mean' | 'sum'): number {
+  private loss(x: TokenIds, y: Int32Array | Tensor, reduction: 'mean' | 'sum'): number {
     const m = this.model,
       wasTraining = m.training;
     m.eval();
     try {
-      return tidy(() =>
-        noGrad(() =>
-          crossEntropy(reshape(m.forward({ ids: x, shape: [rows, this.config.context] }), [-1, m.vocabSize]), y, { reduction }).item(),
-        ),
-      );
+      return tidy(() => noGrad(() => crossEntropy(reshape(m.forward(x), [-1, m.vocabSize]), y, { reduction }).item()));
     } finally {
       m.train(wasTraining);
     }
   }
 
   dispose(): void {
+    this.stepFn.reset();
     this.optimizer.dispose();
     this.model.dispose();
   }

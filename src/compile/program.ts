@@ -94,6 +94,9 @@ export class Program {
     private readonly outs: readonly Out[],
     private readonly template: Template,
     private readonly exts: readonly Storage[],
+    /** Sources numbered from `nData` on: the int32 tensor argument (by position) whose values JS read (Trace.reads). */
+    private readonly nData: number,
+    private readonly reads: readonly number[],
   ) {
     this.single = 'out' in template && outs.length === 1 && outs[0].k === 'slot';
     this.fused = steps.reduce((k, s) => k + (s.w === false && s.tiled === true ? s.ops.length : 0), 0);
@@ -208,7 +211,8 @@ export class Program {
       if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i])), tiled(run)];
       return moved.has(at) ? [] : [step(op)];
     });
-    return new Program(base, total, parallelize(steps, poolSize()), patches, binds, slots, outs, trace.template, [...exts]);
+    const reads = trace.reads.map((r) => r.input);
+    return new Program(base, total, parallelize(steps, poolSize()), patches, binds, slots, outs, trace.template, [...exts], trace.data.length, reads);
   }
 
   /** Whether every persistent tensor the schedule touches (and every one it returns) is still alive. */
@@ -220,11 +224,19 @@ export class Program {
   run(inputs: readonly Tensor[], data: readonly unknown[]): unknown {
     // Everything that can throw comes before the first kernel, so a failed call changes nothing:
     // bound arrays (crossEntropy validates its labels here), disposed inputs, allocating outputs.
+    const read = new Map<number, Int32Array>(); // an int32 argument's values, read once per call
+    const source = (arg: number): unknown => {
+      if (arg < this.nData) return data[arg];
+      const input = this.reads[arg - this.nData];
+      let v = read.get(input);
+      if (v === undefined) read.set(input, (v = inputs[input].toArray() as Int32Array));
+      return v;
+    };
     const bound =
       this.binds.length === 0
         ? NONE
         : this.binds.map(({ arg, make, count }) => {
-            const v = (make === null ? data[arg] : make(data[arg] as never)) as ArrayLike<number>;
+            const v = (make === null ? source(arg) : make(source(arg) as never)) as ArrayLike<number>;
             if (v.length !== count)
               throw new AdjointError(`compile: argument data has ${v.length} values where the traced call had ${count}`);
             return v;

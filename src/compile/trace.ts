@@ -94,6 +94,12 @@ export class Trace implements Recorder {
   taint: string | null = null;
   /** Data arguments (by position) whose values were taken as they are: they must be part of the signature. */
   readonly unbound: number[] = [];
+  /**
+   * Values JS read out of int32 tensor arguments (toArray: gather indices, labels): data sources
+   * numbered after the data arguments (source data.length + j is reads[j]), read again from the
+   * argument on every replay.
+   */
+  readonly reads: { readonly input: number; readonly values: Int32Array }[] = [];
   private clock = 0;
   private readonly live = new Map<number, Block>();
   /** Live blocks no launch or write has used yet (where a JS write would land). */
@@ -166,6 +172,13 @@ export class Trace implements Recorder {
       );
     if (this.pending !== null) this.fail('internal: two perCall() values without a kernel launch between them');
     this.pending = { values: values.slice(), compute };
+  }
+
+  readInts(storage: object, values: Int32Array): void {
+    const input = this.inputStorages.indexOf(storage as Storage);
+    if (input < 0 || this.inputs[input].dtype !== 'int32' || this.inputs[input].size !== values.length) return; // a read: flushAccess taints
+    this.pendingAccess = null; // explained: the argument's values, rebound on every call
+    this.reads.push({ input, values });
   }
 
   derive(derived: object, source: object, make: Derivation): void {
@@ -258,11 +271,11 @@ export class Trace implements Recorder {
       const ints = new Int32Array(runtime().memory.buffer, b.ptr, b.bytes >> 2);
       const holds = (a: unknown): a is ArrayLike<number> => isNumbers(a) && a.length > 0 && equalPrefix(ints, a);
       for (const d of this.derivations) {
-        const k = this.data.indexOf(d.source);
+        const k = this.sourceIndex(d.source);
         if (k >= 0 && holds(d.derived)) return this.bound_(dest, ints, d.derived.length, k, d.make);
       }
-      const k = this.data.findIndex(holds);
-      if (k >= 0) return this.bound_(dest, ints, (this.data[k] as ArrayLike<number>).length, k, null);
+      const k = this.sources().findIndex(holds);
+      if (k >= 0) return this.bound_(dest, ints, (this.sources()[k] as ArrayLike<number>).length, k, null);
     }
     return { kind: 'write', dest, elem: 'u8', data: bytes.slice(), bind: null };
   }
@@ -292,15 +305,27 @@ export class Trace implements Recorder {
   /** A reported write's source: an array argument itself, or a registered derivation of one. */
   private bindSource(source: unknown): Write['bind'] {
     if (source === null || typeof source !== 'object') return null;
-    let k = this.data.indexOf(source);
+    let k = this.sourceIndex(source);
     let make: Derivation | null = null;
     if (k < 0) {
       const d = this.derivations.find((x) => x.derived === source);
-      if (d === undefined || (k = this.data.indexOf(d.source)) < 0) return null;
+      if (d === undefined || (k = this.sourceIndex(d.source)) < 0) return null;
       make = d.make;
     }
     this.bound.add(k);
     return { arg: k, make };
+  }
+
+  /** The data arguments, then the values read out of int32 tensor arguments. */
+  private sources(): unknown[] {
+    return [...this.data, ...this.reads.map((r) => r.values)];
+  }
+
+  private sourceIndex(x: unknown): number {
+    const k = this.data.indexOf(x);
+    if (k >= 0) return k;
+    const j = this.reads.findIndex((r) => r.values === x);
+    return j < 0 ? -1 : this.data.length + j;
   }
 
   // ---- the end of the call ----
@@ -336,6 +361,10 @@ export class Trace implements Recorder {
     this.data.forEach((d, k) => {
       if (!this.bound.has(k)) this.unbound.push(k);
     });
+    if (this.reads.some((_, j) => !this.bound.has(this.data.length + j)))
+      this.fail(
+        'fn reads the values of an int32 tensor argument into JS (.toArray()) other than as indices or labels that reach the kernels: the values could steer what fn does next',
+      );
   }
 }
 

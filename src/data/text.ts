@@ -7,6 +7,8 @@ import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
 import { integerStream } from './shuffle.js';
 import { describe } from '../args.js';
+import { tensor } from '../ops/create.js';
+import type { Tensor } from '../ops/tensor.js';
 
 /** The characters of a string by code point (a surrogate pair is one character). */
 function codePoints(text: string): number[] {
@@ -121,14 +123,15 @@ export interface LmBatchOptions {
   seed?: number;
 }
 
-/** One batch of windows: row r of x is ids[s_r .. s_r + blockSize), of y the same shifted by one. */
+/**
+ * One batch of windows: row r of x is ids[s_r .. s_r + blockSize), of y the same shifted by one.
+ * x and y are new tensors: dispose them, or draw the batch inside tidy().
+ */
 export interface LmBatch {
-  /** The input ids, `batchSize × blockSize`, row-major. */
-  x: Int32Array;
-  /** The target ids: `x` shifted by one character. */
-  y: Int32Array;
-  /** `[batchSize, blockSize]`: x and y are row-major in this shape. */
-  shape: [number, number];
+  /** The input ids, an int32 tensor `[batchSize, blockSize]`. */
+  x: Tensor;
+  /** The target ids, an int32 tensor `[batchSize, blockSize]`: `x` shifted by one character. */
+  y: Tensor;
   /** Each row's start s_r in ids. */
   starts: Int32Array;
 }
@@ -164,7 +167,8 @@ export function* lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmB
       x.set(ids.subarray(s, s + blockSize), r * blockSize);
       y.set(ids.subarray(s + 1, s + 1 + blockSize), r * blockSize);
     }
-    yield { x, y, shape: [batchSize, blockSize], starts };
+    const shape = [batchSize, blockSize];
+    yield { x: tensor(x, { dtype: 'int32', shape }), y: tensor(y, { dtype: 'int32', shape }), starts };
   }
 }
 

@@ -185,7 +185,9 @@ export class Embedding extends Module {
       throw new ArgumentError(`Embedding: indices must be a Tensor, an Int32Array or an array of integers, got ${describe(indices)}`);
     }
     const shape = indices instanceof Tensor ? indices.shape : [indices.length];
-    const flat = indices instanceof Tensor ? Array.from(indices.check('Embedding').toArray()) : indices;
+    // An int32 tensor's values are read as an Int32Array, which compile() reads again on every replay.
+    const read = indices instanceof Tensor ? indices.check('Embedding').toArray() : indices;
+    const flat = read instanceof Float32Array || read instanceof Float64Array ? Array.from(read) : read;
     for (let i = 0; i < flat.length; i++) {
       const v = flat[i];
       if (!Number.isInteger(v)) {

@@ -142,7 +142,9 @@ type Unary =
   | 'softplus'
   | 'sign'
   | 'recip'
-  | 'erf';
+  | 'erf'
+  | 'geluErf'
+  | 'geluErfGrad';
 const unary =
   (op: Unary) =>
   (x: Tensor): Tensor =>
@@ -176,6 +178,10 @@ export const sign = unary('sign');
 export const recip = unary('recip');
 /** Elementwise error function (its derivative is `2/√π · e^(−x²)`). */
 export const erf = unary('erf');
+/** Exact GELU ½x(1 + erf(x/√2)) as one primitive (gelu's `approximate: 'none'`). @internal */
+export const geluErf = unary('geluErf');
+/** Φ(x) + x·φ(x), the derivative of exact GELU. @internal */
+export const geluErfGrad = unary('geluErfGrad');
 /**
  * Elementwise `x > 0 ? x : slope·x`; `slope` defaults to 0.01 (PyTorch's default).
  * @throws {@link ArgumentError} when `slope` is not a finite number.
@@ -350,7 +356,7 @@ function gatherTensor(x: Tensor, indices: Tensor, a: number): Tensor {
       `gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`,
     );
   }
-  const flat = indices.toArray() as Int32Array; // read in JS to range-check (a compiled step that does this runs eagerly)
+  const flat = indices.toArray() as Int32Array; // read in JS to range-check; compile() reads it again on every replay
   const shape = [...x.shape.slice(0, a), ...indices.shape, ...x.shape.slice(a + 1)];
   return composite(() => reshape(gather(x, flat, a), shape));
 }

@@ -16,6 +16,7 @@ import {
   square,
   tanh,
   erf,
+  geluErf,
   sum,
   max,
   reshape,
@@ -173,7 +174,7 @@ export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
   floatArg('gelu', x, 'x');
   const approximate = geluApproximation('gelu', options);
   return composite(() => {
-    if (approximate === 'none') return mul(mul(x, 0.5), add(erf(mul(x, Math.SQRT1_2)), 1));
+    if (approximate === 'none') return geluErf(x); // one kernel each way (the composite's forward bits)
     const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
     return mul(mul(x, 0.5), add(tanh(inner), 1));
   });

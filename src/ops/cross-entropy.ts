@@ -114,7 +114,8 @@ function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | reado
     if (!same(labels.shape, lead) && !(labels.shape.length === 1 && labels.size === n)) {
       throw new ShapeError(`crossEntropy: labels [${labels.shape}] do not match logits [${logits.shape}]: expected ${want}`);
     }
-    return { flat: labels.toArray() as Int32Array, source: null }; // read in JS to range-check (a compiled step doing this runs eagerly)
+    const flat = labels.toArray() as Int32Array; // read in JS to range-check; compile() reads it again on every replay
+    return { flat, source: flat };
   }
   if (typeof labels === 'string')
     throw new ArgumentError(

@@ -5,7 +5,27 @@
 import type { Tensor } from './tensor.js';
 import type { CostClass, Element, Rule, Saves } from './rule.js';
 import { launchUnary, launchBinary } from './launch.js';
-import { add, sub, mul, div, neg, square, sign, cos, sin, sigmoid, step, inside, pow, log, exp, ge, recip, zerosLike } from './api.js';
+import {
+  add,
+  sub,
+  mul,
+  div,
+  neg,
+  square,
+  geluErfGrad,
+  sign,
+  cos,
+  sin,
+  sigmoid,
+  step,
+  inside,
+  pow,
+  log,
+  exp,
+  ge,
+  recip,
+  zerosLike,
+} from './api.js';
 import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
@@ -134,6 +154,11 @@ export const unaryRules = {
   sign: constant<Record<string, never>>(map('sign'), () => [0, 0]),
   recip: unary(map('recip'), 'y', (_x, y) => neg(square(y))),
   erf: unary(map('erf', 'transcendental'), 'x', (x) => mul(exp(neg(square(x))), 2 / Math.sqrt(Math.PI))), // erf' = 2/√π·e^{−x²}
+  // Exact GELU ½x(1 + erf(x/√2)) as one kernel each way: gelu' = Φ(x) + x·φ(x), gelu'' = φ(x)·(2 − x²).
+  geluErf: unary(map('gelu_erf', 'transcendental'), 'x', (x) => geluErfGrad(x)),
+  geluErfGrad: unary(map('gelu_erf_grad', 'transcendental'), 'x', (x) =>
+    mul(mul(exp(mul(square(x), -0.5)), 1 / Math.sqrt(2 * Math.PI)), sub(2, square(x))),
+  ),
 };
 
 export const binaryRules = {

@@ -7,6 +7,8 @@ import { type Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
 import { describe } from '../args.js';
+import { hooks } from '../wasm/hooks.js';
+import { zeros } from '../ops/create.js';
 
 function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
@@ -32,18 +34,35 @@ function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
 
 /**
  * Scales all gradients by min(1, maxNorm / (‖g‖ + 1e-6)), ‖g‖ the L2 norm of all of them
- * together, and returns that norm (before clipping).
+ * together, and returns that norm (before clipping). Inside a function being compiled
+ * (`compile()`), the norm stays in wasm memory so the step can replay, and the return value is NaN.
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
   if (typeof maxNorm !== 'number' || !(maxNorm >= 0))
     throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
   const grads = gradients('clipGradNorm', params);
+  if (hooks.recorder !== null) {
+    clipInMemory(grads, maxNorm);
+    return NaN;
+  }
   let squares = 0;
   for (const g of grads) squares = k('sum_squares', g.dtype)(g.ptr, g.size, squares);
   const norm = kernel('sqrt_scalar')(squares);
   const coef = kernel('clip_coef')(norm, maxNorm);
   if (coef !== 1) for (const g of distinctBuffers(grads)) k('scale', g.dtype)(g.ptr, g.size, coef);
   return norm;
+}
+
+/** clipGradNorm's arithmetic with the running sum in a memory cell: no value read into JS (a traced step). */
+function clipInMemory(grads: readonly Tensor[], maxNorm: number): void {
+  if (grads.length === 0) return;
+  const acc = zeros([1], { dtype: 'float64' });
+  try {
+    for (const g of grads) k('sum_squares_into', g.dtype)(g.ptr, g.size, acc.ptr);
+    for (const g of distinctBuffers(grads)) k('clip_scale', g.dtype)(g.ptr, g.size, acc.ptr, maxNorm);
+  } finally {
+    acc.dispose();
+  }
 }
 
 /** Clamps every gradient element to [−clipValue, clipValue]. */

@@ -296,7 +296,11 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
   toArray(): Float32Array | Float64Array | Int32Array {
     const p = this.check('toArray').storage.ptr;
     const v = views();
-    if (this.dtype === 'int32') return v.i32.slice(p >> 2, (p >> 2) + this.size);
+    if (this.dtype === 'int32') {
+      const ints = v.i32.slice(p >> 2, (p >> 2) + this.size);
+      hooks.recorder?.readInts(this.storage, ints);
+      return ints;
+    }
     return this.dtype === 'float32' ? v.f32.slice(p >> 2, (p >> 2) + this.size) : v.f64.slice(p >> 3, (p >> 3) + this.size);
   }
 

@@ -35,6 +35,12 @@ export interface Recorder {
   perCall(values: readonly number[], compute: () => readonly number[]): void;
   /** `derived` was computed from `source` by `make` (make(source) gives it again). */
   derive(derived: object, source: object, make: Derivation): void;
+  /**
+   * JS read `values` out of an int32 tensor whose memory is `storage` (toArray: indices or
+   * labels to range-check). A compiled function's int32 argument read this way is rebound on
+   * every call, as an Int32Array argument is.
+   */
+  readInts(storage: object, values: Int32Array): void;
   /** Runs fn, whose launches come in the middle of another launch's preparation (a lazy block filled on first use). */
   nested(fn: () => void): void;
 }

@@ -92,10 +92,10 @@ async function gptRun() {
   const batches = adj.data.lmBatches(ids, { batchSize: 4, blockSize: 16, seed: 3 });
   const losses = [];
   for (let i = 0; i < 3; i++) {
-    const b = batches.next().value;
     losses.push(
       adj.tidy(() => {
-        const loss = adj.crossEntropy(model.forward({ ids: b.x, shape: b.shape }).reshape([-1, tok.vocabSize]), b.y);
+        const b = batches.next().value; // int32 tensors, disposed with the tidy
+        const loss = adj.crossEntropy(model.forward(b.x).reshape([-1, tok.vocabSize]), b.y.reshape([-1]));
         loss.backward();
         adj.clipGradNorm(model.parameters(), 1);
         opt.step();
