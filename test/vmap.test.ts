@@ -258,6 +258,28 @@ describe('vmap semantics', () => {
       expect(A.vmap((a: Tensor) => A.sum(a), { outAxes: -1 })(x).shape).toEqual([4]);
     });
   });
+  it('an outAxes given for a result that does not depend on the mapped arguments is an error; left out, it broadcasts', () => {
+    A.tidy(() => {
+      const x = rand([4, 3], 'float64', 1),
+        c = rand([2], 'float64', 2);
+      const f = (a: Tensor) => [A.mul(a, 2), c] as const;
+      // Default outAxes: the constant is broadcast along axis 0, as in JAX.
+      const [y, k] = A.vmap(f)(x) as unknown as [Tensor, Tensor];
+      expect(y.shape).toEqual([4, 3]);
+      expect(k.shape).toEqual([4, 2]);
+      for (let i = 0; i < 4; i++) expect(Array.from(A.reshape(A.slice(k, [i, 0], [1, 2]), [2]).toArray())).toEqual(Array.from(c.toArray()));
+      // Explicit: an axis for it names its position and suggests null; null returns it once.
+      for (const outAxes of [0, [0, 0], [0, 1]]) expect(() => A.vmap(f, { outAxes })(x)).toThrow(A.ArgumentError);
+      expect(() => A.vmap(f, { outAxes: [0, 0] })(x)).toThrow(
+        /outAxes gives output\[1\] axis 0, but output\[1\] does not depend on the mapped arguments.*outAxes: null/,
+      );
+      const [y2, k2] = A.vmap(f, { outAxes: [1, null] })(x) as unknown as [Tensor, Tensor];
+      expect(y2.shape).toEqual([3, 4]);
+      expect(Array.from(k2.toArray())).toEqual(Array.from(c.toArray()));
+      // jacfwd keeps broadcasting internally: a function constant in x has a zero Jacobian.
+      expect(Array.from(A.jacfwd((_v: Tensor) => c)(A.zeros([3], { dtype: 'float64' })).toArray())).toEqual(new Array(6).fill(0));
+    });
+  });
   it('nests: vmap(vmap(f)) is f on every element pair', () => {
     A.tidy(() => {
       const a = rand([3, 5], 'float64', 1),
