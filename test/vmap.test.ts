@@ -166,6 +166,61 @@ describe('vmap: the primitives with rows in other tables', () => {
       const w = rand([4, 3], dtype, 7),
         fb = rand([4, 3], dtype, 8);
       checkAgainstLoop((x) => linearFA(x, w, fb), exs([[2, 3]], dtype), dtype);
+      // Mapped weights (one batched GEMM): W and B mapped, W mapped with a shared B, a shared x.
+      const fa = (x: Tensor, wi: Tensor, bi: Tensor) => linearFA(x, wi, bi);
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [2, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+      );
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [2, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0, null],
+      );
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [5, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [null, 0, 0],
+      );
+      // The batched VJP keeps feedback alignment: x's per-example gradient goes through B, not W.
+      const [x1, w1, b1] = exs(
+        [
+          [2, 3],
+          [4, 3],
+          [4, 3],
+        ],
+        dtype,
+      )[0];
+      const gx = A.vmap(A.grad((xi: Tensor, wi: Tensor) => A.sum(fa(xi, wi, b1))) as (a: Tensor, b: Tensor) => Tensor)(
+        stack([x1, x1]),
+        stack([w1, A.mul(w1, 2)]),
+      );
+      const viaB = A.matmul(A.ones([2, 4], { dtype }), b1);
+      expectMatch(gx, stack([viaB, viaB]), dtype, false);
     });
     A.tidy(() => {
       const ste = A.customVjp(
