@@ -251,7 +251,7 @@ function jacobianRows(quick: boolean): VmapRow[] {
       ratio: speedup,
       target: '≥ 20× faster',
       met: speedup >= 20,
-      note: `max |diff| ${diff.toExponential(1)}`,
+      note: `max abs. diff ${diff.toExponential(1)}`,
     });
   }
   return out;
