@@ -137,6 +137,63 @@ describe('vmap: the primitives with rows in other tables', () => {
         dtype,
         [0, 0],
       );
+      // Mapped filters (one batched GEMM over patches, no loop) with stride 2 and no padding, and with the images shared.
+      const g = (x: Tensor, w: Tensor) => A.conv2d(x, w, null, { stride: 2, padding: 0 });
+      checkAgainstLoop(
+        g,
+        exs(
+          [
+            [2, 2, 7, 6],
+            [3, 2, 3, 2],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0],
+      );
+      checkAgainstLoop(
+        g,
+        exs(
+          [
+            [2, 2, 7, 6],
+            [3, 2, 3, 2],
+          ],
+          dtype,
+        ),
+        dtype,
+        [null, 0],
+      );
+      checkAgainstLoop(
+        (x: Tensor, w: Tensor) => A.conv2d(x, w, null, { stride: [1, 2], padding: [2, 1] }),
+        exs(
+          [
+            [1, 3, 5, 6],
+            [2, 3, 2, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0],
+      );
+    });
+  });
+  it('a mapped filter runs no per-example loop: the primitives launched do not grow with the batch', () => {
+    A.tidy(() => {
+      const f = A.grad((x: Tensor, w: Tensor) => A.sum(A.square(A.conv2d(x, w, null, { stride: 1, padding: 1 }))), { argnums: [0, 1] }) as (
+        x: Tensor,
+        w: Tensor,
+      ) => Tensor[];
+      const count = (B: number) => {
+        const x = A.randn([B, 2, 2, 5, 5], { seed: 1 }),
+          w = A.randn([B, 3, 2, 3, 3], { seed: 2 });
+        let n = 0;
+        observingInputs(
+          () => n++,
+          () => A.vmap(f)(x, w),
+        );
+        return n;
+      };
+      expect(count(6)).toBe(count(2));
     });
   });
   it.each(['float32', 'float64'] as const)('max and average pooling (%s)', (dtype) => {
