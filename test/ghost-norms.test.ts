@@ -91,6 +91,19 @@ describe('perExampleGradNorms', () => {
       expect(() => A.optim.perExampleGradNorms(m, x, labels, 4)).toThrow(A.ArgumentError);
       expect(() => A.optim.perExampleGradNorms(m, x, labels, 4)).toThrow(/1\.weight is not/);
       expect(() => A.optim.perExampleGradNorms(mlp('float32'), x, Int32Array.from([0, 1, 2, 3, 4, 0]), 4)).toThrow(/labels\[4\] = 4/);
+      // A checkpoint plan re-runs the forward in the backward pass, where the layers cannot be tapped.
+      const ck = new A.nn.Sequential(new A.nn.Linear(7, 6, { seed: 1 }), new A.nn.ReLU(), new A.nn.Linear(6, 4, { seed: 2 }), {
+        checkpoint: 2,
+      });
+      expect(() => A.optim.perExampleGradNorms(ck, x, labels, 4)).toThrow(/runs under a checkpoint plan/);
+      // A layer whose output never reaches the loss (detached): an error, not a norm of 0.
+      class Cut extends A.nn.Module {
+        readonly a = this.registerModule('a', new A.nn.Linear(7, 4, { seed: 1 }));
+        forward(v: Tensor): Tensor {
+          return A.detach(this.a.forward(v));
+        }
+      }
+      expect(() => A.optim.perExampleGradNorms(new Cut(), x, labels, 4)).toThrow(/no gradient reaches the output of layer a/);
     });
   });
 });

@@ -16,6 +16,7 @@ import { grad as autogradGrad } from '../autodiff/autograd.js';
 import type { Module } from '../nn/module.js';
 import { withMode } from '../ops/modes.js';
 import { Linear, linearLayers } from '../nn/linear.js';
+import { Sequential } from '../nn/sequential.js';
 
 const ACT: Record<Activation, (z: Tensor) => Tensor> = { none: (z) => z, relu, tanh, sigmoid };
 
@@ -27,8 +28,23 @@ interface Tap {
   e: Tensor | null;
 }
 
+/** The first Sequential in model's tree that runs under a checkpoint plan (its backward re-runs the forward unpatched), or null. */
+function checkpointed(model: Module<unknown>, name: string): string | null {
+  if (model instanceof Sequential && model.options.checkpoint !== undefined) return name === '' ? 'the model' : name;
+  for (const [n, c] of model.namedChildren()) {
+    const hit = checkpointed(c, name === '' ? n : `${name}.${n}`);
+    if (hit !== null) return hit;
+  }
+  return null;
+}
+
 /** The Linear layers of `model`, or an ArgumentError naming the first parameter no Linear holds. */
 export function ghostLayers(op: string, model: Module): [string, Linear][] {
+  const ckpt = checkpointed(model, '');
+  if (ckpt !== null)
+    throw new ArgumentError(
+      `${op}: ${ckpt} runs under a checkpoint plan, which the per-example norm without per-example gradients cannot tap (use the vmap method)`,
+    );
   const layers = linearLayers(model).filter(([, l]) => l.constructor === Linear);
   const held = new Set<Tensor>(layers.flatMap(([, l]) => (l.bias === null ? [l.weight] : [l.weight, l.bias])));
   for (const [name, p] of model.namedParameters())
@@ -81,12 +97,24 @@ function tappedBackward(op: string, model: Module, layers: [string, Linear][], x
     for (const tap of taps) delete (tap.layer as { forwardAct?: unknown }).forwardAct;
   }
   const used = taps.filter((t) => t.e !== null);
+  const cut = (name: string) =>
+    new ArgumentError(`${op}: no gradient reaches the output of layer ${name} through the recorded forward (use the vmap method)`);
+  if (used.length === 0) return { taps: used, losses };
+  if (!total.requiresGrad) throw cut(used[0].name);
   const deltas = autogradGrad(
     total,
     used.map((t) => t.e!),
     { allowUnused: true },
   );
-  used.forEach((t, i) => (t.e = deltas[i] ?? zeros(t.e!.shape, { dtype: t.e!.dtype })));
+  used.forEach((t, k) => {
+    // No gradient reached the leaf: the layer's output was cut from the loss (checkpoint, detach, an unused branch); refuse rather than report 0.
+    const d = deltas[k];
+    if (d === null)
+      throw new ArgumentError(
+        `${op}: no gradient reaches the output of layer ${t.name} through the recorded forward (use the vmap method)`,
+      );
+    t.e = d;
+  });
   return { taps: used, losses };
 }
 
