@@ -5,8 +5,9 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,relaxed,gpt (groups; gpt runs bench/gpt.ts;
-//          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch),
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt (groups; gpt runs bench/gpt.ts;
+//          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch;
+//          vmap runs bench/vmap.ts's per-example-gradient and Jacobian ratios),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -22,6 +23,7 @@ import { adjointMemory, adjointSuite } from './adjoint-suite.js';
 import { loadPeers } from './peers.js';
 import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
 import { boundTable, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
+import { vmapComparison, vmapTable, type VmapResult } from './vmap.js';
 import { time, type TimeOptions, type Timing } from './timing.js';
 import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
 
@@ -498,6 +500,16 @@ async function main(): Promise<void> {
     out.push(text);
   }
 
+  // vmap (bench/vmap.ts): per-example gradients and Jacobians, each a ratio measured within its own rounds.
+  let vmap: VmapResult | undefined;
+  if (only === undefined || only.includes('vmap')) {
+    await adjoint.activate?.();
+    vmap = await vmapComparison({ quick });
+    const text = vmapTable(vmap);
+    console.log(text);
+    out.push(text);
+  }
+
   // Relaxed SIMD: two more copies of the library in this process (bench/relaxed.ts), so it runs last.
   let relaxed: RelaxedResult | undefined;
   if (only === undefined || only.includes('relaxed')) {
@@ -517,6 +529,7 @@ async function main(): Promise<void> {
     seconds: +seconds.toFixed(1),
     rows: [...rows, ...derived.map((d) => ({ ...d, unit: 'ratio' }))],
     bounds,
+    vmap,
     relaxed,
   };
   writeFileSync(outPath, JSON.stringify(results, null, 2) + '\n');

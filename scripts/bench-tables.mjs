@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** The files whose regions this script owns, relative to the repository root. */
-export const FILES = ['README.md', 'docs/benchmarks.md'];
+export const FILES = ['README.md', 'docs/benchmarks.md', 'docs/vmap.md'];
 
 const LABELS = {
   adjoint: 'adjoint',
@@ -180,6 +180,23 @@ function fashionTable(fashion) {
   return table(['library', 'model', 'epochs', 's/epoch', 'epoch times, s', 'test acc., first epoch', 'test acc., last epoch'], body, 3);
 }
 
+/** bench/vmap.ts's rows (results.vmap): per-example gradients and Jacobians, each a ratio from its own interleaved rounds. */
+function vmapTable(results) {
+  const v = results.vmap;
+  if (!v) return 'Not in this `bench/results.json`: run `npm run bench -- --only vmap` (or the full bench).';
+  const f = (x) => (typeof x !== 'number' || Number.isNaN(x) ? '—' : fmt(x));
+  const body = v.rows.map((r) => [
+    r.name,
+    f(r.ms),
+    f(r.baseMs),
+    `${f(r.ratio)}×`,
+    r.target === undefined ? '' : `${r.target}: ${r.met ? 'met' : 'missed'}`,
+    (r.note ?? '').replaceAll('|', '\\|'),
+  ]);
+  const head = `Measured ${v.date.slice(0, 10)}, load average ${v.loadavg[0]}, median process CPU ms over ${v.rounds} rounds (Jacobian and loop rows fewer); ratio = median of the per-round ratios, the two sides alternating.`;
+  return `${head}\n\n${table(['workload', 'ms', 'compared with, ms', 'ratio', 'target', 'note'], body, 1)}`;
+}
+
 /** Every region's contents, by name, from the parsed results files. */
 export function renderAll(results, fashion) {
   const trainRows = trainingRows(results);
@@ -199,6 +216,7 @@ export function renderAll(results, fashion) {
     train: groupTable(results, trainRows, ['adjoint', ...PEERS]),
     headline: headlineTable(results),
     fashion: fashionTable(fashion),
+    vmap: vmapTable(results),
   };
 }
 

@@ -137,6 +137,63 @@ describe('vmap: the primitives with rows in other tables', () => {
         dtype,
         [0, 0],
       );
+      // Mapped filters (one batched GEMM over patches, no loop) with stride 2 and no padding, and with the images shared.
+      const g = (x: Tensor, w: Tensor) => A.conv2d(x, w, null, { stride: 2, padding: 0 });
+      checkAgainstLoop(
+        g,
+        exs(
+          [
+            [2, 2, 7, 6],
+            [3, 2, 3, 2],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0],
+      );
+      checkAgainstLoop(
+        g,
+        exs(
+          [
+            [2, 2, 7, 6],
+            [3, 2, 3, 2],
+          ],
+          dtype,
+        ),
+        dtype,
+        [null, 0],
+      );
+      checkAgainstLoop(
+        (x: Tensor, w: Tensor) => A.conv2d(x, w, null, { stride: [1, 2], padding: [2, 1] }),
+        exs(
+          [
+            [1, 3, 5, 6],
+            [2, 3, 2, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0],
+      );
+    });
+  });
+  it('a mapped filter runs no per-example loop: the primitives launched do not grow with the batch', () => {
+    A.tidy(() => {
+      const f = A.grad((x: Tensor, w: Tensor) => A.sum(A.square(A.conv2d(x, w, null, { stride: 1, padding: 1 }))), { argnums: [0, 1] }) as (
+        x: Tensor,
+        w: Tensor,
+      ) => Tensor[];
+      const count = (B: number) => {
+        const x = A.randn([B, 2, 2, 5, 5], { seed: 1 }),
+          w = A.randn([B, 3, 2, 3, 3], { seed: 2 });
+        let n = 0;
+        observingInputs(
+          () => n++,
+          () => A.vmap(f)(x, w),
+        );
+        return n;
+      };
+      expect(count(6)).toBe(count(2));
     });
   });
   it.each(['float32', 'float64'] as const)('max and average pooling (%s)', (dtype) => {
@@ -166,6 +223,61 @@ describe('vmap: the primitives with rows in other tables', () => {
       const w = rand([4, 3], dtype, 7),
         fb = rand([4, 3], dtype, 8);
       checkAgainstLoop((x) => linearFA(x, w, fb), exs([[2, 3]], dtype), dtype);
+      // Mapped weights (one batched GEMM): W and B mapped, W mapped with a shared B, a shared x.
+      const fa = (x: Tensor, wi: Tensor, bi: Tensor) => linearFA(x, wi, bi);
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [2, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+      );
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [2, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [0, 0, null],
+      );
+      checkAgainstLoop(
+        fa,
+        exs(
+          [
+            [5, 3],
+            [4, 3],
+            [4, 3],
+          ],
+          dtype,
+        ),
+        dtype,
+        [null, 0, 0],
+      );
+      // The batched VJP keeps feedback alignment: x's per-example gradient goes through B, not W.
+      const [x1, w1, b1] = exs(
+        [
+          [2, 3],
+          [4, 3],
+          [4, 3],
+        ],
+        dtype,
+      )[0];
+      const gx = A.vmap(A.grad((xi: Tensor, wi: Tensor) => A.sum(fa(xi, wi, b1))) as (a: Tensor, b: Tensor) => Tensor)(
+        stack([x1, x1]),
+        stack([w1, A.mul(w1, 2)]),
+      );
+      const viaB = A.matmul(A.ones([2, 4], { dtype }), b1);
+      expectMatch(gx, stack([viaB, viaB]), dtype, false);
     });
     A.tidy(() => {
       const ste = A.customVjp(
@@ -256,6 +368,28 @@ describe('vmap semantics', () => {
       const bcast = A.vmap((_a: Tensor) => y)(x);
       expect(bcast.shape).toEqual([4, 3, 4]);
       expect(A.vmap((a: Tensor) => A.sum(a), { outAxes: -1 })(x).shape).toEqual([4]);
+    });
+  });
+  it('an outAxes given for a result that does not depend on the mapped arguments is an error; left out, it broadcasts', () => {
+    A.tidy(() => {
+      const x = rand([4, 3], 'float64', 1),
+        c = rand([2], 'float64', 2);
+      const f = (a: Tensor) => [A.mul(a, 2), c] as const;
+      // Default outAxes: the constant is broadcast along axis 0, as in JAX.
+      const [y, k] = A.vmap(f)(x) as unknown as [Tensor, Tensor];
+      expect(y.shape).toEqual([4, 3]);
+      expect(k.shape).toEqual([4, 2]);
+      for (let i = 0; i < 4; i++) expect(Array.from(A.reshape(A.slice(k, [i, 0], [1, 2]), [2]).toArray())).toEqual(Array.from(c.toArray()));
+      // Explicit: an axis for it names its position and suggests null; null returns it once.
+      for (const outAxes of [0, [0, 0], [0, 1]]) expect(() => A.vmap(f, { outAxes })(x)).toThrow(A.ArgumentError);
+      expect(() => A.vmap(f, { outAxes: [0, 0] })(x)).toThrow(
+        /outAxes gives output\[1\] axis 0, but output\[1\] does not depend on the mapped arguments.*outAxes: null/,
+      );
+      const [y2, k2] = A.vmap(f, { outAxes: [1, null] })(x) as unknown as [Tensor, Tensor];
+      expect(y2.shape).toEqual([3, 4]);
+      expect(Array.from(k2.toArray())).toEqual(Array.from(c.toArray()));
+      // jacfwd keeps broadcasting internally: a function constant in x has a zero Jacobian.
+      expect(Array.from(A.jacfwd((_v: Tensor) => c)(A.zeros([3], { dtype: 'float64' })).toArray())).toEqual(new Array(6).fill(0));
     });
   });
   it('nests: vmap(vmap(f)) is f on every element pair', () => {

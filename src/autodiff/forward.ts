@@ -11,7 +11,7 @@ import { filled } from '../ops/launch.js';
 import { views } from '../wasm/module.js';
 import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
-import { vmap } from './vmap.js';
+import { vmap, vmapBroadcasting } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
 import { describe, functionArg } from '../args.js';
 
@@ -141,7 +141,7 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
         ).shape;
         return filled([...outShape, ...x.shape], x.dtype, 0);
       }
-      const cols = vmap((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
+      const cols = vmapBroadcasting((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
       return reshape(cols, [...cols.shape.slice(0, -1), ...x.shape]);
     }, isTensor);
   };

@@ -1,7 +1,9 @@
 // vmap(f, { inAxes, outAxes }), JAX's semantics: f is written for one example; the mapped
 // arguments carry every example along their in-axis; f runs once, on batched tensors (per-example
 // shapes, src/ops/batch.ts), and each primitive's batching rule runs its batched kernel. Outputs
-// come back with the examples along their out-axis (an unmapped output is broadcast there).
+// come back with the examples along their out-axis. A result that does not depend on the mapped
+// arguments is broadcast along axis 0 under the default outAxes (as in JAX); an outAxes the caller
+// gives for such a result is an error that suggests null for it.
 // Arguments and results may be pytrees: tensors in arrays and plain objects, nested.
 import { ArgumentError } from '../errors.js';
 import { type Tensor, isTensor } from '../ops/tensor.js';
@@ -16,7 +18,11 @@ export type AxisSpec = number | null | readonly AxisSpec[] | { readonly [key: st
 export interface VmapOptions {
   /** Per argument (an array, one entry per argument) or one spec for all; default 0. */
   inAxes?: AxisSpec;
-  /** For the result (a tree matching it, or one spec for every leaf); default 0. */
+  /**
+   * For the result (a tree matching it, or one spec for every leaf); default 0. Left out, a result
+   * that does not depend on the mapped arguments is broadcast along axis 0; given, such a result
+   * must have `null` (an axis for it is an ArgumentError).
+   */
   outAxes?: AxisSpec;
 }
 
@@ -74,6 +80,20 @@ function fnArg(f: unknown): void {
 
 /** f mapped over an axis of its arguments (see the file comment). */
 export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions = {}): (...args: Parameters<F>) => ReturnType<F> {
+  // An explicit outAxes on a result that does not depend on the mapped arguments is an error; the default broadcasts it (as JAX does).
+  return mapped(f, opts, opts?.outAxes === undefined);
+}
+
+/**
+ * vmap that broadcasts an unmapped result along its out-axis even when outAxes is given (jacfwd:
+ * the Jacobian of a function constant in x is zeros, one column per direction).
+ * @internal
+ */
+export function vmapBroadcasting<F extends (...args: any[]) => any>(f: F, opts: VmapOptions): (...args: Parameters<F>) => ReturnType<F> {
+  return mapped(f, opts, true);
+}
+
+function mapped<F extends (...args: any[]) => any>(f: F, opts: VmapOptions, broadcast: boolean): (...args: Parameters<F>) => ReturnType<F> {
   fnArg(f);
   const { inAxes = 0, outAxes = 0 } = opts;
   return (...args: unknown[]) => {
@@ -116,7 +136,7 @@ export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions 
           'inAxes',
         ) as unknown[];
         const out: unknown = f(...inner);
-        return mapTree(out, outAxes, 'output', (t, axis, path) => unbatch(t, axis, path, level, B), 'outAxes');
+        return mapTree(out, outAxes, 'output', (t, axis, path) => unbatch(t, axis, path, level, B, broadcast), 'outAxes');
       }, isTensor) as ReturnType<F>;
     } finally {
       batching.level--;
@@ -124,13 +144,17 @@ export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions 
   };
 }
 
-/** The result leaf with its examples along `axis` (an unmapped value broadcast there). */
-function unbatch(t: Tensor, axis: number | null, path: string, level: number, B: number): Tensor {
+/** The result leaf with its examples along `axis` (an unmapped value broadcast there when `broadcast`, else an error). */
+function unbatch(t: Tensor, axis: number | null, path: string, level: number, B: number, broadcast: boolean): Tensor {
   const [phys, d] = unwrap(t, level);
   if (axis === null) {
     if (d !== null) throw new ArgumentError(`vmap: outAxes is null for ${path}, but it depends on the mapped arguments (give it an axis)`);
     return reshape(phys, phys.shape);
   }
+  if (d === null && !broadcast)
+    throw new ArgumentError(
+      `vmap: outAxes gives ${path} axis ${axis}, but ${path} does not depend on the mapped arguments, so it has no mapped axis; give it outAxes: null (returned once, unbatched), or leave outAxes out to broadcast it along axis 0`,
+    );
   const a = checkAxis(axis, phys.shape.length + (d === null ? 1 : 0), path, 'outAxes');
   let src = phys,
     from = d;

@@ -83,7 +83,7 @@ function epoch(
   for (const b of batches(data.xTrain, data.yTrain, { batchSize: args.batch, seed: args.seed * 1000 + e })) {
     lossSum += tidy(() => {
       if (args.dpClip !== null) {
-        // DP-SGD: per-example gradients (vmap), clipped, summed, noised; each step its own noise seed.
+        // DP-SGD: per-example gradient norms (without per-example gradients for Linear-only models, else vmap), clipped, summed, noised; each step its own noise seed.
         const loss = dpGradients(model, b.x, b.y, 10, {
           clip: args.dpClip,
           noise: args.dpNoise,

@@ -12,7 +12,8 @@ import { kernel, writeArgs } from '../wasm/module.js';
 import type { Rule } from './rule.js';
 import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
-import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
+import { foldBatch, type Dim, type Self } from './batch.js';
+import { conv2dMappedFilter, conv2dInputGradMappedFilter, conv2dFilterGradMapped } from './conv-batch.js';
 import {
   conv2dRaw,
   conv2dInputGrad,
@@ -336,10 +337,11 @@ function linear<P>(
 
 /**
  * Mapped convolution: images batched, filter shared — the batch folds into N (one launch). A mapped
- * filter (per-example filter gradients, ensembles) has no grouped kernel: the per-example loop.
+ * filter (per-example filter gradients, ensembles): one batched GEMM over patches (./conv-batch.ts).
  */
-function imagesBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number] {
-  return dims[1] === null ? foldBatch(xs, dims, p, self, [true, false]) : loopBatch(xs, dims, self, p);
+function imagesBatch<P>(mapped: (xs: readonly Tensor[], dims: readonly Dim[], p: P) => [Tensor, number]) {
+  return (xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number] =>
+    dims[1] === null ? foldBatch(xs, dims, p, self, [true, false]) : mapped(xs, dims, p);
 }
 
 export const convRules = {
@@ -347,19 +349,19 @@ export const convRules = {
     conv2dForward,
     (g, x, w, p) => conv2dInputGrad(g, w, p, spatial(x.shape)),
     (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape)),
-    imagesBatch,
+    imagesBatch(conv2dMappedFilter),
   ),
   conv2dInputGrad: bilinear<ConvInputGradParams>(
     inputGradForward,
     (v, _g, w, p) => conv2dRaw(v, w, p),
     (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape)),
-    imagesBatch,
+    imagesBatch(conv2dInputGradMappedFilter),
   ),
   conv2dFilterGrad: bilinear<ConvFilterGradParams>(
     filterGradForward,
     (u, x, g, p) => conv2dInputGrad(g, u, p, spatial(x.shape)),
     (u, x, _g, p) => conv2dRaw(x, u, p),
-    (xs, dims, p, self) => loopBatch(xs, dims, self, p),
+    (xs, dims, p) => conv2dFilterGradMapped(xs, dims, p),
   ),
 
   maxPool2d: {

@@ -7,7 +7,7 @@ import type { Rule, Rule0 } from './rule.js';
 import { broadcastShapes, broadcastStrides, filled, sizeOf, pairOffsets } from './launch.js';
 import { matmulT, add } from './api.js';
 import { gemm } from '../wasm/split.js';
-import { front, frontRank, loopBatch, type Dim, type Self } from './batch.js';
+import { front, frontAll, frontRank, type Dim, type Self } from './batch.js';
 import { reshape, transpose, mul } from './api.js';
 
 /**
@@ -154,7 +154,8 @@ export const linalgRules = {
   linearFA: {
     saves: { inputs: [0, 2], output: false },
     forward: ([x, w, b]) => {
-      if (b.shape.length !== 2 || b.shape[0] !== w.shape[0] || b.shape[1] !== w.shape[1]) {
+      // W and B may carry leading batch axes together (a mapped weight under vmap: one batched GEMM).
+      if (w.shape.length < 2 || b.shape.length !== w.shape.length || b.shape.some((d, i) => d !== w.shape[i])) {
         throw new ShapeError(`linearFA: feedback matrix B must have the weight's shape [${w.shape}], got [${b.shape}]`);
       }
       return forward(x, w, { ta: false, tb: true });
@@ -170,9 +171,16 @@ export const linalgRules = {
       // Only B carrying a tangent gives zero: x·Wᵀ does not depend on B.
       return u === null ? (v ?? filled(y.shape, y.dtype, 0)) : v === null ? u : add(u, v);
     },
-    // Shared weights: the examples' rows fold into one GEMM. Mapped weights: the per-example loop.
+    // Shared weights: the examples' rows fold into one GEMM. A mapped W or B: all three at the
+    // front ([B, R, in], [B, out, in] twice), one batched GEMM whose VJP is per example as well.
     batch: ([x, w, b], [dx, dw, db], p, self) => {
-      if (dw !== null || db !== null) return loopBatch([x, w, b], [dx, dw, db], self, p);
+      if (dw !== null || db !== null) {
+        const [fx, fw, fb] = frontAll([x, w, b], [dx, dw, db]);
+        const B = fx.shape[0],
+          K = fx.shape[fx.shape.length - 1];
+        const y = self([reshape(fx, [B, fx.size / Math.max(1, B * K), K]), fw, fb], p);
+        return [reshape(y, [...fx.shape.slice(0, -1), y.shape[2]]), 0];
+      }
       const f = front(x, dx),
         K = f.shape[f.shape.length - 1];
       const y = self([reshape(f, [f.size / Math.max(1, K), K]), w, b], p);

@@ -63,7 +63,7 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
 function tri(op: 'tril' | 'triu', x: Tensor, k: number): Tensor {
   tensorArg(op, x, 'x');
   if (x.shape.length < 2) throw new ShapeError(`${op}: x must be at least 2-D (a matrix or a batch of them), got [${x.shape}]`);
-  if (!Number.isInteger(k)) throw new ArgumentError(`${op}: k must be an integer, got ${k}`);
+  if (!Number.isInteger(k)) throw new ArgumentError(`${op}: k must be an integer, got ${String(k)}`);
   return apply('tri', [x], { k, upper: op === 'triu' });
 }
 /** The lower triangle of each trailing matrix: x[..., i, j] where j − i ≤ k, else 0 (torch.tril). */

@@ -8,5 +8,5 @@ export { Optimizer, type Params, type ParamGroup, type ParamGroupInput } from '.
 export { SGD, type SGDOptions, type SGDGroup } from './sgd.js';
 export { Adam, AdamW, type AdamOptions, type AdamGroup } from './adam.js';
 export { clipGradNorm, clipGradValue } from './clip.js';
-export { dpGradients, type DpOptions } from './dp.js';
+export { dpGradients, perExampleGradNorms, type DpOptions, type DpMethod } from './dp.js';
 export * as lrScheduler from './lr-scheduler.js';
