@@ -37,7 +37,11 @@ const SIZES: Record<string, GptSize> = {
 };
 const GENERATE_CHARS = 200;
 
-const worker = new Worker(new URL('./gpt-worker.js', import.meta.url), { type: 'module', name: 'adjoint-gpt-trainer' });
+// ?threads=N in the page's address sets the worker's thread count (default: one per core, up to 4).
+const threadsParam = new URLSearchParams(location.search).get('threads');
+const workerUrl = new URL('./gpt-worker.js', import.meta.url);
+if (threadsParam !== null) workerUrl.searchParams.set('threads', threadsParam);
+const worker = new Worker(workerUrl, { type: 'module', name: 'adjoint-gpt-trainer' });
 const send = (m: ToGptWorker, transfer: Transferable[] = []) => worker.postMessage(m, transfer);
 
 const plot = new TrainingPlot(el.plot, { xLabel: 'step', evals: 'loss' });

@@ -269,7 +269,10 @@ async function fetchText(): Promise<string> {
 
 async function boot(): Promise<void> {
   // Threads need SharedArrayBuffer: only where the page is cross-origin isolated (COOP/COEP).
-  const threads = scope.crossOriginIsolated === true ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
+  // The page's ?threads=N (passed on in this script's URL) overrides the default of one per core, up to 4.
+  const asked = Number(new URL(import.meta.url).searchParams.get('threads'));
+  const threads =
+    scope.crossOriginIsolated === true ? (asked >= 1 ? Math.floor(asked) : Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
   const [text] = await Promise.all([fetchText(), init(threads > 1 ? { threads } : {})]);
   const first = queue.findIndex((m) => m.type === 'build');
   const build = first >= 0 ? (queue.splice(first, 1)[0] as Extract<ToGptWorker, { type: 'build' }>) : null;

@@ -51,7 +51,8 @@ function linearTicks(lo: number, hi: number, target: number): number[] {
 function logTicks(lo: number, hi: number): number[] {
   const out: number[] = [];
   const decades = Math.log10(hi / lo);
-  const mults = decades <= 2.5 ? [1, 2, 5] : decades <= 4 ? [1, 3] : [1];
+  // Less than a decade (the GPT's losses): enough ticks to read the value off.
+  const mults = decades < 0.99 ? [1, 1.5, 2, 3, 4, 5, 7] : decades <= 2.5 ? [1, 2, 5] : decades <= 4 ? [1, 3] : [1];
   for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
     for (const m of mults) {
       const v = m * 10 ** k;
@@ -191,7 +192,8 @@ export class TrainingPlot {
     const losses = runs.flatMap((r) => (this.lossOnly ? [...r.loss, ...r.testAcc] : r.loss)).filter((v) => v > 0);
     let lo = losses.length ? Math.min(...losses) : 0.1,
       hi = losses.length ? Math.max(...losses) : 3;
-    lo = Math.max(1e-4, niceBelow(Math.min(lo, hi / 10)));
+    // The digits' loss falls by decades; a language model's by a factor of two or three.
+    lo = Math.max(1e-4, niceBelow(this.lossOnly ? lo * 0.95 : Math.min(lo, hi / 10)));
     hi = niceAbove(hi);
     const yLoss = (v: number) => lossBox.y1 - (Math.log10(v / lo) / Math.log10(hi / lo)) * (lossBox.y1 - lossBox.y0);
     const yAcc = (v: number) => accBox.y1 - v * (accBox.y1 - accBox.y0);

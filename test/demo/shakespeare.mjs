@@ -48,6 +48,7 @@ export async function shakespeare(browser, url, t) {
     await page.click('nav.tabs a[href="shakespeare.html"]');
     await page.waitForURL(/shakespeare\.html$/);
     await waitReady(page);
+    await page.waitForFunction(() => document.querySelector('#val-loss').textContent !== '–', null, { timeout: 60_000 });
     const isolated = await page.evaluate(() => self.crossOriginIsolated);
     if (!isolated) throw new Error('the page is not cross-origin isolated (COOP/COEP headers missing?)');
     const info = await text(page, '#model-info');
