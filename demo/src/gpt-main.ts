@@ -53,8 +53,8 @@ let ready = false,
 /** Training loss smoothed over the last ~10 steps (bias-corrected, as the plot's line). */
 let smoothLoss = 0,
   smoothWeight = 0;
-/** Tokens/s smoothed over the last few steps. */
-let rate = 0;
+/** Milliseconds per step, smoothed over the last few steps (tokens/s is tokens per step over it: a harmonic mean, so one slow step is not outweighed by fast ones). */
+let msPerStep = 0;
 /** A one-off line for the status while paused ("Saved …", "Loaded …"); cleared by the next action. */
 let note: string | null = null;
 
@@ -85,7 +85,7 @@ function resetStats(at: number): void {
   step = at;
   smoothLoss = 0;
   smoothWeight = 0;
-  rate = 0;
+  msPerStep = 0;
   el.step.textContent = at.toLocaleString('en-US');
   el.loss.textContent = '–';
   el.valLoss.textContent = '–';
@@ -168,11 +168,11 @@ function onMessage(m: FromGptWorker): void {
         smoothLoss = 0.9 * smoothLoss + 0.1 * m.loss;
         smoothWeight = 0.9 * smoothWeight + 0.1;
       }
-      rate = rate === 0 ? m.tokensPerSecond : 0.8 * rate + 0.2 * m.tokensPerSecond;
+      msPerStep = msPerStep === 0 ? m.stepMs : 0.8 * msPerStep + 0.2 * m.stepMs;
       el.step.textContent = m.step.toLocaleString('en-US');
       el.loss.textContent = smoothWeight > 0 ? (smoothLoss / smoothWeight).toFixed(3) : String(m.loss);
       el.lr.textContent = m.lr.toExponential(2);
-      el.tokensPerSecond.textContent = Math.round(rate).toLocaleString('en-US');
+      el.tokensPerSecond.textContent = Math.round((m.tokensPerStep * 1000) / Math.max(1e-3, msPerStep)).toLocaleString('en-US');
       el.memory.textContent = ` · wasm memory ${(m.memoryBytes / 2 ** 20).toFixed(1)} MB`;
       plot.addProgress(m.step, m.loss);
       return;

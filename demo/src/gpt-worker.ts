@@ -33,7 +33,6 @@ interface State {
   text: string;
   run: GptRun;
   running: boolean;
-  lastChunk: number;
 }
 let st: State | null = null;
 
@@ -92,18 +91,18 @@ function trainChunk(s: State): void {
     t0 = performance.now();
   let steps = 0;
   while (steps === 0 || performance.now() - t0 < CHUNK_MS) {
+    const a = performance.now();
     const loss = r.trainStep();
     steps++;
-    const now = performance.now();
     post({
       type: 'progress',
       step: r.step,
       loss,
       lr: r.optimizer.lr,
-      tokensPerSecond: (r.tokensPerStep * 1000) / Math.max(1e-3, now - s.lastChunk),
+      stepMs: performance.now() - a,
+      tokensPerStep: r.tokensPerStep,
       memoryBytes: memory().wasmBytes,
     });
-    s.lastChunk = now;
     if (!Number.isFinite(loss)) {
       pause(s);
       post({ type: 'error', context: 'Training stopped', detail: `the loss became ${loss} at step ${r.step}` });
@@ -111,11 +110,7 @@ function trainChunk(s: State): void {
     }
     if (r.step % EVAL_EVERY === 0) evaluate(s);
     if (r.step % SAMPLE_EVERY === 0) liveSample(s);
-    if (r.step % EVAL_EVERY === 0 || r.step % SAMPLE_EVERY === 0) {
-      // Evaluation time is not training time: tokens/s restarts after it.
-      s.lastChunk = performance.now();
-      return;
-    }
+    if (r.step % EVAL_EVERY === 0 || r.step % SAMPLE_EVERY === 0) return;
   }
 }
 
@@ -143,7 +138,6 @@ tick.port1.onmessage = () => {
 function start(s: State): void {
   if (s.running) return;
   s.running = true;
-  s.lastChunk = performance.now();
   post({ type: 'state', running: true });
   schedule();
 }
@@ -277,7 +271,7 @@ async function boot(): Promise<void> {
   const first = queue.findIndex((m) => m.type === 'build');
   const build = first >= 0 ? (queue.splice(first, 1)[0] as Extract<ToGptWorker, { type: 'build' }>) : null;
   const run = newRun(text, build?.size ?? { layers: 4, heads: 4, width: 128, context: 64, batch: 12 });
-  st = { text, run, running: false, lastChunk: 0 };
+  st = { text, run, running: false };
   post({ type: 'model', info: info(run), step: 0, label: 'fresh model' });
   evaluate(st);
   liveSample(st);
