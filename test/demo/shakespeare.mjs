@@ -97,6 +97,16 @@ export async function shakespeare(browser, url, t) {
     gen.step = await number(page, '#step');
     return `in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(gen.text.slice(0, 80))}…`;
   });
+  await check('shakespeare: a prompt outside the vocabulary is refused in the page', async () => {
+    await page.fill('#prompt', 'Ω');
+    await page.click('#generate');
+    await page.waitForFunction(() => !document.querySelector('#message').hidden, null, { timeout: 30_000 });
+    const msg = await text(page, '#message');
+    if (!/generate/i.test(msg) || !msg.includes('Ω')) throw new Error(`message: ${msg}`);
+    await page.waitForFunction(() => !document.querySelector('#generate').disabled);
+    await page.fill('#prompt', 'ROMEO:\n');
+    return msg.replace(/\s+/g, ' ');
+  });
   await check('shakespeare: the weights download and load back', async () => {
     if (gen.text === undefined) throw new Error('nothing was generated to compare with');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
