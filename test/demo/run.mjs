@@ -284,12 +284,21 @@ async function desktop(browser, url, shared) {
     await page.waitForFunction(() => document.querySelector('#model-info').textContent.includes('Conv2d'));
     const t0 = Date.now();
     await page.click('#train');
-    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
-      timeout: TRAIN_TIMEOUT_MS,
-      polling: 200,
-    });
+    // On a failure, say what the page showed (a stopped run explains itself in #message).
+    const state = async () =>
+      `step ${await text(page, '#step')}, accuracy ${await text(page, '#accuracy')}, loss ${await text(page, '#loss')}, status ${JSON.stringify(await text(page, '#status'))}, message ${JSON.stringify(await text(page, '#message'))}`;
+    await page
+      .waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
+        timeout: TRAIN_TIMEOUT_MS,
+        polling: 200,
+      })
+      .catch(async (e) => {
+        throw new Error(`${e.message.split('\n')[0]}; the page shows ${await state()}`);
+      });
     const detail = `${await text(page, '#accuracy')} after ${((Date.now() - t0) / 1000).toFixed(1)} s, step ${await text(page, '#step')}, ${await text(page, '#steps-per-second')} steps/s`;
-    await page.click('#pause');
+    await page.click('#pause', { timeout: 30_000 }).catch(async (e) => {
+      throw new Error(`${e.message.split('\n')[0]}; the page shows ${await state()}`);
+    });
     await page.waitForFunction(() => !document.querySelector('#train').disabled);
     return detail;
   });
