@@ -45,6 +45,8 @@ export async function shakespeare(browser, url, t) {
   t.watch(page, 'shakespeare');
   const ok = await check('shakespeare: the tab opens the page and its worker starts', async () => {
     await page.goto(url);
+    // The digits page's worker up first: leaving while its script loads aborts that request.
+    await waitReady(page);
     await page.click('nav.tabs a[href="shakespeare.html"]');
     await page.waitForURL(/shakespeare\.html$/);
     await waitReady(page);
