@@ -1,5 +1,6 @@
 // `npm run demo`: builds the browser demo (demo/rollup.config.mjs → build/demo/) and serves it on
-// localhost, printing the URL. Options: --port N (default 8080, or $PORT; the next free port is
+// localhost, printing the URL. It sends COOP/COEP, so the pages are cross-origin isolated and
+// their workers may use SharedArrayBuffer (threads). Options: --port N (default 8080, or $PORT; the next free port is
 // taken when it is busy), --host H (default 127.0.0.1), --no-build (serve what is there).
 // test/demo/run.mjs imports buildDemo() and serveDemo() from here.
 import { createServer } from 'node:http';
@@ -19,6 +20,8 @@ const TYPES = {
   '.json': 'application/json',
   '.png': 'image/png',
   '.svg': 'image/svg+xml',
+  // Served as is (no Content-Encoding): the page gunzips it.
+  '.gz': 'application/gzip',
 };
 
 /** Runs the demo's rollup config; throws with rollup's message when the build fails. */
@@ -59,6 +62,9 @@ export async function serveDemo({ port = 8080, host = '127.0.0.1', tries = 20 } 
         'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
         // Always the latest build while iterating on the demo.
         'cache-control': 'no-store',
+        // Cross-origin isolation: SharedArrayBuffer, so the training workers can use threads.
+        'cross-origin-opener-policy': 'same-origin',
+        'cross-origin-embedder-policy': 'require-corp',
       });
       res.end(req.method === 'HEAD' ? undefined : await readFile(file));
     } catch (e) {

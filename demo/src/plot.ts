@@ -1,16 +1,25 @@
 // The live training plot, hand-drawn on one canvas: loss on a log scale above, accuracy below,
-// sharing the epoch axis. A charting library (uPlot is the smallest good one, ~50 KB) would
+// sharing the epoch axis (the digits page); or, with `evals: 'loss'`, one loss panel with the
+// training loss and the validation loss by step (the Shakespeare page). A charting library (uPlot is the smallest good one, ~50 KB) would
 // have to be vendored, since the demo loads nothing from a CDN, and would still need this much
 // glue for two panels, a log axis, smoothing, a faded previous run and theme colours; the whole
 // plot is this file, redrawn at most once per animation frame.
 
+/** What the plot shows: the x axis's title, and whether evaluations are an accuracy (own panel) or a loss. */
+export interface PlotOptions {
+  /** Title of the x axis (default 'epoch'). */
+  xLabel?: string;
+  /** 'accuracy' (default): train and test accuracy in a second panel; 'loss': the evaluations are a validation loss, drawn on the loss panel, the only one. */
+  evals?: 'accuracy' | 'loss';
+}
+
 interface Run {
   label: string;
-  /** Per training chunk: epoch, mean loss, mean batch accuracy. */
+  /** Per training chunk: x (epoch or step), mean loss, mean batch accuracy (NaN when there is none). */
   epoch: number[];
   loss: number[];
   trainAcc: number[];
-  /** Per evaluation: epoch, test accuracy. */
+  /** Per evaluation: x, test accuracy (or validation loss). */
   evalEpoch: number[];
   testAcc: number[];
 }
@@ -42,7 +51,8 @@ function linearTicks(lo: number, hi: number, target: number): number[] {
 function logTicks(lo: number, hi: number): number[] {
   const out: number[] = [];
   const decades = Math.log10(hi / lo);
-  const mults = decades <= 2.5 ? [1, 2, 5] : decades <= 4 ? [1, 3] : [1];
+  // Less than a decade (the GPT's losses): enough ticks to read the value off.
+  const mults = decades < 0.99 ? [1, 1.5, 2, 3, 4, 5, 7] : decades <= 2.5 ? [1, 2, 5] : decades <= 4 ? [1, 3] : [1];
   for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
     for (const m of mults) {
       const v = m * 10 ** k;
@@ -70,9 +80,17 @@ export class TrainingPlot {
   private frame = 0;
   private hover: number | null = null;
   private readonly ctx: CanvasRenderingContext2D;
+  private readonly xLabel: string;
+  /** Evaluations are a validation loss on the one loss panel (no accuracy panel). */
+  private readonly lossOnly: boolean;
 
-  constructor(readonly canvas: HTMLCanvasElement) {
+  constructor(
+    readonly canvas: HTMLCanvasElement,
+    { xLabel = 'epoch', evals = 'accuracy' }: PlotOptions = {},
+  ) {
     this.ctx = canvas.getContext('2d')!;
+    this.xLabel = xLabel;
+    this.lossOnly = evals === 'loss';
     new ResizeObserver(() => this.draw()).observe(canvas);
     canvas.addEventListener('pointermove', (e) => {
       this.hover = e.clientX - canvas.getBoundingClientRect().left;
@@ -91,7 +109,7 @@ export class TrainingPlot {
     this.schedule();
   }
 
-  addProgress(epoch: number, loss: number, trainAcc: number): void {
+  addProgress(epoch: number, loss: number, trainAcc = Number.NaN): void {
     if (!Number.isFinite(loss)) return;
     this.run.epoch.push(epoch);
     this.run.loss.push(loss);
@@ -145,11 +163,16 @@ export class TrainingPlot {
 
     const runs = this.previous ? [this.previous, this.run] : [this.run];
     const maxEpoch = Math.max(1, ...runs.map((r) => Math.max(r.epoch[r.epoch.length - 1] ?? 0, r.evalEpoch[r.evalEpoch.length - 1] ?? 0)));
-    const items: [string, string][] = [
-      [c.loss, 'training loss'],
-      [c.train, 'train accuracy'],
-      [c.test, 'test accuracy'],
-    ];
+    const items: [string, string][] = this.lossOnly
+      ? [
+          [c.loss, 'training loss'],
+          [c.test, 'validation loss'],
+        ]
+      : [
+          [c.loss, 'training loss'],
+          [c.train, 'train accuracy'],
+          [c.test, 'test accuracy'],
+        ];
     if (this.previous) items.push([c.prev, 'previous run']);
     const left = 40,
       right = W - 14,
@@ -159,16 +182,18 @@ export class TrainingPlot {
     const legendW = items.reduce((a, [, label]) => a + ctx.measureText(label).width + 28, 0);
     const ownLine = left + ctx.measureText('loss (log scale)').width + 24 + legendW > right;
     const top = ownLine ? 44 + 15 * (this.legend(items, 8, 0, right, false) - 1) : 26;
-    const panelH = (bottom - top - gap) / 2;
+    const panelH = this.lossOnly ? bottom - top : (bottom - top - gap) / 2;
     const lossBox = { y0: top, y1: top + panelH };
-    const accBox = { y0: top + panelH + gap, y1: bottom };
+    // With one panel, the x axis sits under the loss panel (accBox is then that same box).
+    const accBox = this.lossOnly ? lossBox : { y0: top + panelH + gap, y1: bottom };
     const xOf = (e: number) => left + (e / maxEpoch) * (right - left);
 
     // Loss range from every run's data (smoothed and raw), padded to whole ticks.
-    const losses = runs.flatMap((r) => r.loss).filter((v) => v > 0);
+    const losses = runs.flatMap((r) => (this.lossOnly ? [...r.loss, ...r.testAcc] : r.loss)).filter((v) => v > 0);
     let lo = losses.length ? Math.min(...losses) : 0.1,
       hi = losses.length ? Math.max(...losses) : 3;
-    lo = Math.max(1e-4, niceBelow(Math.min(lo, hi / 10)));
+    // The digits' loss falls by decades; a language model's by a factor of two or three.
+    lo = Math.max(1e-4, niceBelow(this.lossOnly ? lo * 0.95 : Math.min(lo, hi / 10)));
     hi = niceAbove(hi);
     const yLoss = (v: number) => lossBox.y1 - (Math.log10(v / lo) / Math.log10(hi / lo)) * (lossBox.y1 - lossBox.y0);
     const yAcc = (v: number) => accBox.y1 - v * (accBox.y1 - accBox.y0);
@@ -180,10 +205,10 @@ export class TrainingPlot {
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (const v of logTicks(lo, hi)) this.hline(yLoss(v), left, right, fmtTick(v));
-    for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) this.hline(yAcc(v), left, right, `${v * 100}%`);
+    if (!this.lossOnly) for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) this.hline(yAcc(v), left, right, `${v * 100}%`);
     ctx.textAlign = 'center';
     ctx.textBaseline = 'top';
-    const titleW = ctx.measureText('epoch').width + 12;
+    const titleW = ctx.measureText(this.xLabel).width + 12;
     for (const e of linearTicks(0, maxEpoch, Math.max(2, Math.floor((right - left) / 70)))) {
       const x = xOf(e);
       if (x > right - titleW) continue; // the axis title sits there
@@ -194,11 +219,11 @@ export class TrainingPlot {
       ctx.fillText(fmtTick(e), x, accBox.y1 + 6);
     }
     ctx.textAlign = 'right';
-    ctx.fillText('epoch', right, accBox.y1 + 6);
+    ctx.fillText(this.xLabel, right, accBox.y1 + 6);
     ctx.textAlign = 'left';
     ctx.textBaseline = 'alphabetic';
     ctx.fillText('loss (log scale)', left, lossBox.y0 - 8);
-    ctx.fillText('accuracy', left, accBox.y0 - 8);
+    if (!this.lossOnly) ctx.fillText('accuracy', left, accBox.y0 - 8);
 
     // Legend, top right.
     this.legend(items, ownLine ? 8 : right - legendW + 12, ownLine ? 14 : lossBox.y0 - 8, right);
@@ -207,23 +232,26 @@ export class TrainingPlot {
     ctx.beginPath();
     ctx.rect(left, 0, right - left + 2, H);
     ctx.clip();
-    if (this.previous) this.drawRun(this.previous, { loss: c.prev, train: c.prev, test: c.prev }, xOf, yLoss, yAcc, true);
-    this.drawRun(this.run, c, xOf, yLoss, yAcc, false);
+    // Evaluations go on the loss axis when they are a validation loss.
+    const yEval = this.lossOnly ? yLoss : yAcc;
+    if (this.previous) this.drawRun(this.previous, { loss: c.prev, train: c.prev, test: c.prev }, xOf, yLoss, yEval, true);
+    this.drawRun(this.run, c, xOf, yLoss, yEval, false);
     ctx.restore();
 
-    // The latest test accuracy, labelled at the end of its line.
+    // The latest test accuracy (or validation loss), labelled at the end of its line.
     const r = this.run;
     if (r.testAcc.length > 0) {
       const a = r.testAcc[r.testAcc.length - 1],
         x = xOf(r.evalEpoch[r.evalEpoch.length - 1]);
       ctx.fillStyle = c.test;
       ctx.beginPath();
-      ctx.arc(x, yAcc(a), 3.5, 0, 2 * Math.PI);
+      ctx.arc(x, yEval(a), 3.5, 0, 2 * Math.PI);
       ctx.fill();
       ctx.font = '600 12px system-ui, sans-serif';
       ctx.textAlign = x > right - 60 ? 'right' : 'left';
       ctx.textBaseline = 'bottom';
-      ctx.fillText(`${(a * 100).toFixed(1)}%`, x > right - 60 ? x - 4 : x + 6, Math.max(accBox.y0 + 14, yAcc(a) - 4));
+      const label = this.lossOnly ? a.toFixed(3) : `${(a * 100).toFixed(1)}%`;
+      ctx.fillText(label, x > right - 60 ? x - 4 : x + 6, Math.max(accBox.y0 + 14, yEval(a) - 4));
     }
     if (this.hover !== null) this.drawHover(this.hover, maxEpoch, left, right, top, bottom, c);
   }
@@ -304,7 +332,7 @@ export class TrainingPlot {
     const dash = faded ? [4, 3] : [];
     if (!faded) this.line(r.epoch, r.loss, x, yLoss, c.loss, 1, 0.25);
     this.line(r.epoch, smooth(r.loss), x, yLoss, c.loss, faded ? 1.25 : 2, faded ? 0.7 : 1, dash);
-    this.line(r.epoch, smooth(r.trainAcc, 0.8), x, yAcc, c.train, faded ? 1 : 1.5, faded ? 0.5 : 0.9, dash);
+    if (!this.lossOnly) this.line(r.epoch, smooth(r.trainAcc, 0.8), x, yAcc, c.train, faded ? 1 : 1.5, faded ? 0.5 : 0.9, dash);
     this.line(r.evalEpoch, r.testAcc, x, yAcc, c.test, faded ? 1.25 : 2.25, faded ? 0.7 : 1, dash);
   }
 
@@ -335,8 +363,11 @@ export class TrainingPlot {
     ctx.lineTo(Math.round(px) + 0.5, bottom);
     ctx.stroke();
     ctx.globalAlpha = 1;
-    const lines = [`epoch ${r.epoch[i].toFixed(2)}`, `loss ${smooth(r.loss)[i].toPrecision(3)}`];
-    if (r.testAcc.length > 0) lines.push(`test ${(r.testAcc[j] * 100).toFixed(1)}%`);
+    const lines = [
+      this.lossOnly ? `${this.xLabel} ${Math.round(r.epoch[i])}` : `${this.xLabel} ${r.epoch[i].toFixed(2)}`,
+      `loss ${smooth(r.loss)[i].toPrecision(3)}`,
+    ];
+    if (r.testAcc.length > 0) lines.push(this.lossOnly ? `val ${r.testAcc[j].toFixed(3)}` : `test ${(r.testAcc[j] * 100).toFixed(1)}%`);
     ctx.font = '11px system-ui, sans-serif';
     const w = Math.max(...lines.map((l) => ctx.measureText(l).width)) + 12;
     const bx = px + w + 10 > right ? px - w - 8 : px + 8;

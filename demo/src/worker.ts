@@ -140,7 +140,7 @@ function nextBatch(s: State): data.Batch {
   }
 }
 
-function argmaxRows(values: Float32Array | Float64Array, rows: number): Int32Array {
+function argmaxRows(values: ArrayLike<number>, rows: number): Int32Array {
   const c = values.length / rows;
   const out = new Int32Array(rows);
   for (let i = 0; i < rows; i++) {

@@ -5,16 +5,22 @@
 //     feedback-alignment toggle, and trains the CNN;
 //   phone (375×812, touch): refuses a malformed weights file, loads the downloaded weights,
 //     draws with touch events, and checks that nothing overflows the viewport;
+//   Shakespeare (shakespeare.js, desktop): the tab opens the page, the published GPT trains until
+//     the training loss is below 2.5, the live sample refreshes, 200 characters are generated
+//     from a prompt, the weights download and load back (the same seed then generates the same
+//     text); at 375×812 nothing overflows;
 // and fails on any console error, page error or failed request. Screenshots go to
-// test/artifacts/demo-desktop.png and demo-phone.png. Prints one line per check and
-// "demo test: N passed, N failed"; exits 1 when a check failed. Options: --headed, --slow,
-// --epochs N (train on to epoch N after reaching 90 %, for a screenshot of a longer run).
+// test/artifacts/demo-desktop.png, demo-phone.png, demo-shakespeare.png and
+// demo-shakespeare-phone.png. Prints one line per check and "demo test: N passed, N failed";
+// exits 1 when a check failed. Options: --headed, --slow, --epochs N (train on to epoch N after
+// reaching 90 %, for a screenshot of a longer run), --only digits|shakespeare.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { buildDemo, serveDemo } from '../../scripts/serve-demo.mjs';
+import { shakespeare } from './shakespeare.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ARTIFACTS = join(ROOT, 'test/artifacts');
@@ -22,6 +28,7 @@ const CHROMIUM = process.env.CHROMIUM ?? ['/usr/bin/chromium', '/usr/lib/chromiu
 const TRAIN_TIMEOUT_MS = 180_000;
 const argv = process.argv.slice(2);
 const EPOCHS = Number(argv[argv.indexOf('--epochs') + 1] ?? 0) || 0;
+const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : null;
 
 const results = [];
 const problems = []; // console errors, page errors, failed requests: all pages, whole run
@@ -277,12 +284,21 @@ async function desktop(browser, url, shared) {
     await page.waitForFunction(() => document.querySelector('#model-info').textContent.includes('Conv2d'));
     const t0 = Date.now();
     await page.click('#train');
-    await page.waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
-      timeout: TRAIN_TIMEOUT_MS,
-      polling: 200,
-    });
+    // On a failure, say what the page showed (a stopped run explains itself in #message).
+    const state = async () =>
+      `step ${await text(page, '#step')}, accuracy ${await text(page, '#accuracy')}, loss ${await text(page, '#loss')}, status ${JSON.stringify(await text(page, '#status'))}, message ${JSON.stringify(await text(page, '#message'))}`;
+    await page
+      .waitForFunction(() => Number.parseFloat(document.querySelector('#accuracy').textContent) >= 90, null, {
+        timeout: TRAIN_TIMEOUT_MS,
+        polling: 200,
+      })
+      .catch(async (e) => {
+        throw new Error(`${e.message.split('\n')[0]}; the page shows ${await state()}`);
+      });
     const detail = `${await text(page, '#accuracy')} after ${((Date.now() - t0) / 1000).toFixed(1)} s, step ${await text(page, '#step')}, ${await text(page, '#steps-per-second')} steps/s`;
-    await page.click('#pause');
+    await page.click('#pause', { timeout: 30_000 }).catch(async (e) => {
+      throw new Error(`${e.message.split('\n')[0]}; the page shows ${await state()}`);
+    });
     await page.waitForFunction(() => !document.querySelector('#train').disabled);
     return detail;
   });
@@ -326,21 +342,24 @@ async function phone(browser, url, shared) {
     const got = await drawAndRead(page, 7, (s) => drawTouch(page, cdp, s));
     return `drew 7, read ${got}`;
   });
-  await check('phone: nothing overflows the viewport', async () => {
-    const over = await page.evaluate(() => {
-      const vw = document.documentElement.clientWidth;
-      const wide = [...document.querySelectorAll('body *')]
-        .filter((e) => e.getBoundingClientRect().right > vw + 0.5)
-        .map((e) => e.id || e.className || e.tagName);
-      return { scroll: document.documentElement.scrollWidth, vw, wide: wide.slice(0, 5) };
-    });
-    if (over.scroll > over.vw || over.wide.length > 0)
-      throw new Error(`page is ${over.scroll}px wide in a ${over.vw}px viewport: ${over.wide.join(', ')}`);
-  });
+  await check('phone: nothing overflows the viewport', () => noOverflow(page));
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: join(ARTIFACTS, 'demo-phone.png'), fullPage: true });
   log('        screenshot: test/artifacts/demo-phone.png');
   await context.close();
+}
+
+/** Throws when the page or any element is wider than the viewport. */
+async function noOverflow(page) {
+  const over = await page.evaluate(() => {
+    const vw = document.documentElement.clientWidth;
+    const wide = [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > vw + 0.5)
+      .map((e) => e.id || e.className || e.tagName);
+    return { scroll: document.documentElement.scrollWidth, vw, wide: wide.slice(0, 5) };
+  });
+  if (over.scroll > over.vw || over.wide.length > 0)
+    throw new Error(`page is ${over.scroll}px wide in a ${over.vw}px viewport: ${over.wide.join(', ')}`);
 }
 
 async function main() {
@@ -370,8 +389,11 @@ async function main() {
   });
   try {
     log(`chromium ${browser.version()}`);
-    await desktop(browser, server.url, shared);
-    await phone(browser, server.url, shared);
+    if (ONLY !== 'shakespeare') {
+      await desktop(browser, server.url, shared);
+      await phone(browser, server.url, shared);
+    }
+    if (ONLY !== 'digits') await shakespeare(browser, server.url, { check, watch, noOverflow, log, scratch, artifacts: ARTIFACTS });
     await check('no console error, page error or failed request', async () => {
       if (problems.length > 0) throw new Error(problems.join('\n'));
     });
