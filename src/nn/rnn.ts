@@ -12,6 +12,7 @@ import type { DType } from '../tensor/dtype.js';
 import { zeros } from '../ops/create.js';
 import { reshape, transpose, slice, concat, composite } from '../ops/api.js';
 import { lstmCell, gruCell } from '../ops/rnn.js';
+import { lstmSequence, gruSequence } from '../ops/rnnseq.js';
 import { Module } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { linear } from './attention.js';
@@ -223,25 +224,29 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
       c0 = this.kind === 'LSTM' ? init(1, 'c0') : null;
     const layerState = (s: Tensor | null, l: number) =>
       s === null ? zeros([B, H], { dtype: this.dtype }) : reshape(slice(s, [l, 0, 0], [1, B, H]), [B, H]);
-    // Each step's input as its own tensor: slices of x for the first layer, then the previous
-    // layer's step outputs themselves. (Slicing one [T, B, ·] tensor per step would send a
-    // full-size zero-padded adjoint back from every step: quadratic in T.)
-    let inputs = Array.from({ length: T }, (_, t) => reshape(slice(x3, [t, 0, 0], [1, B, x3.shape[2]]), [B, x3.shape[2]]));
+    // Per layer: the input projection of every step as one GEMM, then the whole recurrence as one
+    // primitive (src/ops/rnnseq.ts) whose backward is one kernel call plus GEMMs over all steps.
+    let seq = x3;
     const hN: Tensor[] = [],
       cN: Tensor[] = [];
     this.layers.forEach((p, l) => {
-      let h = layerState(h0, l),
-        c = this.kind === 'LSTM' ? layerState(c0, l) : null;
-      const outs: Tensor[] = [];
-      for (let t = 0; t < T; t++) {
-        [h, c] = step(this.kind, p, linear(inputs[t], p.wih, p.bih), h, c);
-        outs.push(h);
+      const GH = GATES[this.kind] * H,
+        inF = seq.shape[2];
+      const xg = reshape(linear(reshape(seq, [T * B, inF]), p.wih, p.bih), [T, B, GH]);
+      const bhh = p.bhh ?? zeros([GH], { dtype: this.dtype });
+      const h = layerState(h0, l);
+      const last = (y: Tensor, k: number) => reshape(slice(y, [T - 1, 0, k * H], [1, B, H]), [B, H]);
+      if (this.kind === 'LSTM') {
+        const c = layerState(c0, l),
+          y = lstmSequence(xg, p.whh, bhh, h, c);
+        seq = slice(y, [0, 0, 0], [T, B, H]);
+        hN.push(T === 0 ? h : last(y, 0));
+        cN.push(T === 0 ? c : last(y, 1));
+      } else {
+        seq = gruSequence(xg, p.whh, bhh, h);
+        hN.push(T === 0 ? h : last(seq, 0));
       }
-      inputs = outs;
-      hN.push(h);
-      if (c !== null) cN.push(c);
     });
-    const seq = T === 0 ? zeros([0, B, H], { dtype: this.dtype }) : reshape(concat(inputs, 0), [T, B, H]);
     const y = unbatched ? reshape(seq, [T, H]) : this.batchFirst ? transpose(seq, [1, 0, 2]) : seq;
     const stack = (ts: Tensor[]) => reshape(concat(ts, 0), unbatched ? [L, H] : [L, B, H]);
     return this.kind === 'LSTM' ? [y, stack(hN), stack(cN)] : [y, stack(hN)];
