@@ -31,7 +31,9 @@ function root(): string {
 /** Pins this process (and so the PyTorch child it spawns) to the last core, as bench/run.ts does. */
 const core = process.env.ADJOINT_PIN ?? String(os.cpus().length - 1);
 const pinned =
-  core !== 'off' && process.platform === 'linux' && spawnSync('taskset', ['-p', '-c', core, String(process.pid)], { stdio: 'ignore' }).status === 0;
+  core !== 'off' &&
+  process.platform === 'linux' &&
+  spawnSync('taskset', ['-p', '-c', core, String(process.pid)], { stdio: 'ignore' }).status === 0;
 
 await A.init();
 
@@ -57,7 +59,9 @@ function adjointMs(kind: 'LSTM' | 'GRU'): number {
 /** PyTorch's CPU ms for both (one child process), or the reason it was skipped. */
 function torchMs(): { lstm: number; gru: number; torch: string } | string {
   const py = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-  const r = spawnSync(py, [path.join(root(), 'bench/torch/rnn_step.py'), '--budget', String(budget.budgetMs! / 1000)], { encoding: 'utf8' });
+  const r = spawnSync(py, [path.join(root(), 'bench/torch/rnn_step.py'), '--budget', String(budget.budgetMs! / 1000)], {
+    encoding: 'utf8',
+  });
   const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
   try {
     const j = JSON.parse(last) as { skipped?: string; lstmCpuMs: number; gruCpuMs: number; torch: string };
@@ -88,7 +92,9 @@ for (let r = 0; r < rounds; r++) {
   console.log(`round ${r + 1}: LSTM ${ours.LSTM[r].toFixed(2)} ms${ratio('LSTM')}, GRU ${ours.GRU[r].toFixed(2)} ms${ratio('GRU')}`);
 }
 console.log(`\nRecurrent step, hidden ${H}, input ${I}, T=${T}, batch ${B}, float32, forward + backward, 1 thread`);
-console.log(`load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; ${pinned ? `pinned to core ${core}` : 'not pinned'}`);
+console.log(
+  `load average ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; ${pinned ? `pinned to core ${core}` : 'not pinned'}`,
+);
 console.log('| layer | adjoint ms (CPU, median) | PyTorch ms (CPU, median) | adjoint speed vs PyTorch (median of rounds) |');
 console.log('|---|---:|---:|---:|');
 for (const k of ['LSTM', 'GRU'] as const) {

@@ -38,9 +38,12 @@ function check(kind: Kind, xs: readonly Tensor[]): void {
   const { T, B, H } = geometry(xs),
     GH = GATES[kind] * H;
   const want = [[T, B, GH], [GH, H], [GH], [B, H], [B, H]].slice(0, INPUTS[kind]);
-  const ok = xs.length === want.length && xs.every((x, i) => x.shape.length === want[i].length && x.shape.every((d, j) => d === want[i][j]));
+  const ok =
+    xs.length === want.length && xs.every((x, i) => x.shape.length === want[i].length && x.shape.every((d, j) => d === want[i][j]));
   if (!ok)
-    throw new ShapeError(`${kind}Seq: inputs must be [T, B, ${GATES[kind]}H], [${GATES[kind]}H, H], [${GATES[kind]}H], [B, H]…; got ${xs.map((x) => `[${x.shape}]`).join(', ')}`);
+    throw new ShapeError(
+      `${kind}Seq: inputs must be [T, B, ${GATES[kind]}H], [${GATES[kind]}H, H], [${GATES[kind]}H], [B, H]…; got ${xs.map((x) => `[${x.shape}]`).join(', ')}`,
+    );
 }
 
 /** The kernel's workspace (packed weights, one step's buffers). */
@@ -201,7 +204,9 @@ function seqGradRule(kind: Kind): Rule<Record<string, never>> {
         ins = xs.slice(0, n),
         g = xs[n + 1];
       const Gx = unpack(G, s.shapes.slice(0, n));
-      const dx = needs.slice(0, n).some(Boolean) ? unpack(dualBackward(kind, ins, g, Gx, null), s.shapes.slice(0, n), needs) : ins.map(() => null);
+      const dx = needs.slice(0, n).some(Boolean)
+        ? unpack(dualBackward(kind, ins, g, Gx, null), s.shapes.slice(0, n), needs)
+        : ins.map(() => null);
       return [...dx, null, needs[n + 1] ? dualForward(kind, ins, Gx).ty : null];
     },
     jvp: (ts, xs) => dualBackward(kind, xs.slice(0, n), xs[n + 1], ts.slice(0, n), ts[n + 1]),
@@ -217,7 +222,8 @@ export const rnnSeqRules = {
 };
 
 /** y [T, B, 2H] = [h_t | c_t] of an LSTM layer over xg = x·W_ihᵀ + b_ih [T, B, 4H], from h0, c0 [B, H]: one kernel each way. */
-export const lstmSequence = (xg: Tensor, whh: Tensor, bhh: Tensor, h0: Tensor, c0: Tensor): Tensor => apply('lstmSeq', [xg, whh, bhh, h0, c0], {});
+export const lstmSequence = (xg: Tensor, whh: Tensor, bhh: Tensor, h0: Tensor, c0: Tensor): Tensor =>
+  apply('lstmSeq', [xg, whh, bhh, h0, c0], {});
 
 /** y [T, B, H] = h_t of a GRU layer over xg = x·W_ihᵀ + b_ih [T, B, 3H], from h0 [B, H]: one kernel each way. */
 export const gruSequence = (xg: Tensor, whh: Tensor, bhh: Tensor, h0: Tensor): Tensor => apply('gruSeq', [xg, whh, bhh, h0], {});

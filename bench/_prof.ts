@@ -1,0 +1,11 @@
+import * as A from '../src/index.js';
+await A.init();
+const kind = process.argv[2] ?? 'LSTM';
+const [T, B, I, H] = [50, 16, 128, 128];
+const net = kind === 'LSTM' ? new A.nn.LSTM(I, H, { seed: 1 }) : new A.nn.GRU(I, H, { seed: 1 });
+const x = A.keep(A.randn([T, B, I], { seed: 2 }));
+const step = () => A.tidy(() => { const [out] = net.forward(x); A.sum(out).backward(); for (const p of net.parameters()) { p.grad!.dispose(); p.grad = null; } });
+const fwd = () => A.tidy(() => { A.noGrad(() => net.forward(x)); });
+for (let i = 0; i < 30; i++) step();
+const t = (f: () => void, n: number) => { const c = process.cpuUsage(); for (let i = 0; i < n; i++) f(); const d = process.cpuUsage(c); return (d.user + d.system) / 1000 / n; };
+for (let r = 0; r < 3; r++) console.log(kind, 'step', t(step, 40).toFixed(2), 'fwd', t(fwd, 40).toFixed(2));
