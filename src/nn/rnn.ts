@@ -100,24 +100,34 @@ function step(kind: Kind, p: LayerParams, xg: Tensor, h: Tensor, c: Tensor | nul
   return kind === 'LSTM' ? lstmCell(xg, hg, c!) : [gruCell(xg, hg, h), null];
 }
 
+/** The shared body of nn.LSTMCell and nn.GRUCell: checks and PyTorch's four parameters. */
+abstract class RecurrentCell<Out> extends RecurrentBase<Out> {
+  /** The cell's weights and biases. @internal */
+  protected readonly p: LayerParams;
+  constructor(
+    kind: Kind,
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    opts: { bias?: boolean; dtype?: DType; seed?: number },
+  ) {
+    const op = `${kind}Cell`;
+    opts = optionsArg(op, opts, ['bias', 'dtype', 'seed']);
+    super(op, opts.dtype);
+    count(op, 'inputSize', inputSize);
+    count(op, 'hiddenSize', hiddenSize);
+    this.p = registerLayer(this, new Stream(opts.seed, op), inputSize, hiddenSize, GATES[kind], opts.bias ?? true, '');
+  }
+}
+
 /** nn.LSTMCell: forward(x [B, in], [h, c]?) → [h', c']. */
-export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
-  private readonly p: LayerParams;
+export class LSTMCell extends RecurrentCell<[Tensor, Tensor]> {
   /**
    * @param inputSize - Size of the input's last axis.
    * @param hiddenSize - Size of the hidden (and cell) state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
-  ) {
-    opts = optionsArg('LSTMCell', opts, ['bias', 'dtype', 'seed']);
-    super('LSTMCell', opts.dtype);
-    count('LSTMCell', 'inputSize', inputSize);
-    count('LSTMCell', 'hiddenSize', hiddenSize);
-    this.p = registerLayer(this, new Stream(opts.seed, 'LSTMCell'), inputSize, hiddenSize, 4, opts.bias ?? true, '');
+  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, Tensor] {
     return cellForward('LSTMCell', 'LSTM', this, this.p, x, hx ?? null) as [Tensor, Tensor];
@@ -125,23 +135,14 @@ export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
 }
 
 /** nn.GRUCell: forward(x [B, in], h?) → h'. */
-export class GRUCell extends RecurrentBase<Tensor> {
-  private readonly p: LayerParams;
+export class GRUCell extends RecurrentCell<Tensor> {
   /**
    * @param inputSize - Size of the input's last axis.
    * @param hiddenSize - Size of the hidden state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
-  ) {
-    opts = optionsArg('GRUCell', opts, ['bias', 'dtype', 'seed']);
-    super('GRUCell', opts.dtype);
-    count('GRUCell', 'inputSize', inputSize);
-    count('GRUCell', 'hiddenSize', hiddenSize);
-    this.p = registerLayer(this, new Stream(opts.seed, 'GRUCell'), inputSize, hiddenSize, 3, opts.bias ?? true, '');
+  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h?: Tensor | null): Tensor {
     return cellForward('GRUCell', 'GRU', this, this.p, x, h == null ? null : [h]) as Tensor;
@@ -151,7 +152,7 @@ export class GRUCell extends RecurrentBase<Tensor> {
 function cellForward(
   op: string,
   kind: Kind,
-  m: LSTMCell | GRUCell,
+  m: RecurrentCell<unknown>,
   p: LayerParams,
   x: Tensor,
   state: readonly Tensor[] | null,
