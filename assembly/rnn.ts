@@ -108,22 +108,41 @@ export function lstm_cell_vjp_f64(xg: usize, hg: usize, c: usize, g: usize, d: u
 export function gru_cell_f32(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f32>(xg, hg, h, out, B, H); }
 export function gru_cell_f64(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f64>(xg, hg, h, out, B, H); }
 
+/** One element of the GRU backward: writes d[k·H + u] (∂xg r, z, n; ∂hg r, z, n; ∂h) of a row. */
+@inline function gruVjpS<T>(xr: usize, hr: usize, hp: usize, gr: usize, dr: usize, H: i32, u: i32): void {
+  const r = sigmoid_s<T>(gateS<T>(xr, hr, 0, H, u)), z = sigmoid_s<T>(gateS<T>(xr, hr, 1, H, u));
+  const hn = ld<T>(hr, 2 * H + u), n = tanh_s<T>(ld<T>(xr, 2 * H + u) + r * hn), g = ld<T>(gr, u);
+  const dan = g * (<T>1 - z) * (<T>1 - n * n);
+  const dar = dan * hn * (r * (<T>1 - r)), daz = g * (ld<T>(hp, u) - n) * (z * (<T>1 - z));
+  st<T>(dr, u, dar);
+  st<T>(dr, H + u, daz);
+  st<T>(dr, 2 * H + u, dan);
+  st<T>(dr, 3 * H + u, dar);
+  st<T>(dr, 4 * H + u, daz);
+  st<T>(dr, 5 * H + u, dan * r);
+  st<T>(dr, 6 * H + u, g * z);
+}
 @inline function gruVjp<T>(xg: usize, hg: usize, h: usize, gout: usize, d: usize, B: i32, H: i32): void {
+  const L = lanes<T>();
+  const one = v128.splat<T>(<T>1);
   for (let b = 0; b < B; b++) {
     const xr = at<T>(xg, b * 3 * H), hr = at<T>(hg, b * 3 * H), hp = at<T>(h, b * H), gr = at<T>(gout, b * H), dr = at<T>(d, b * 7 * H);
-    for (let u = 0; u < H; u++) {
-      const r = sigmoid_s<T>(gateS<T>(xr, hr, 0, H, u)), z = sigmoid_s<T>(gateS<T>(xr, hr, 1, H, u));
-      const hn = ld<T>(hr, 2 * H + u), n = tanh_s<T>(ld<T>(xr, 2 * H + u) + r * hn), g = ld<T>(gr, u);
-      const dan = g * (<T>1 - z) * (<T>1 - n * n);
-      const dar = dan * hn * (r * (<T>1 - r)), daz = g * (ld<T>(hp, u) - n) * (z * (<T>1 - z));
-      st<T>(dr, u, dar);
-      st<T>(dr, H + u, daz);
-      st<T>(dr, 2 * H + u, dan);
-      st<T>(dr, 3 * H + u, dar);
-      st<T>(dr, 4 * H + u, daz);
-      st<T>(dr, 5 * H + u, dan * r);
-      st<T>(dr, 6 * H + u, g * z);
+    let u = 0;
+    for (; u + L <= H; u += L) {
+      const r = sigv<T>(gate<T>(xr, hr, 0, H, u)), z = sigv<T>(gate<T>(xr, hr, 1, H, u));
+      const hn = ldv<T>(hr, 2 * H + u), n = tanhv<T>(add<T>(ldv<T>(xr, 2 * H + u), mul<T>(r, hn))), g = ldv<T>(gr, u);
+      const dan = mul<T>(mul<T>(g, sub<T>(one, z)), sub<T>(one, mul<T>(n, n)));
+      const dar = mul<T>(mul<T>(dan, hn), mul<T>(r, sub<T>(one, r)));
+      const daz = mul<T>(mul<T>(g, sub<T>(ldv<T>(hp, u), n)), mul<T>(z, sub<T>(one, z)));
+      v128.store(at<T>(dr, u), dar);
+      v128.store(at<T>(dr, H + u), daz);
+      v128.store(at<T>(dr, 2 * H + u), dan);
+      v128.store(at<T>(dr, 3 * H + u), dar);
+      v128.store(at<T>(dr, 4 * H + u), daz);
+      v128.store(at<T>(dr, 5 * H + u), mul<T>(dan, r));
+      v128.store(at<T>(dr, 6 * H + u), mul<T>(g, z));
     }
+    for (; u < H; u++) gruVjpS<T>(xr, hr, hp, gr, dr, H, u);
   }
 }
 /** d [B, 7H] = [∂xg (r, z, n) | ∂hg (r, z, n) | ∂h] of a GRU step given g [B, H] = ∂h'. */
@@ -197,9 +216,12 @@ function gemmPacked<T>(a: usize, lda: i32, bp: usize, c: usize, ldc: i32, m: i32
 /** hg [B, G·H] = h·W_hhᵀ + b_hh (bias added to the finished sum), h with row stride ldh. */
 function hiddenGates<T>(h: usize, ldh: i32, bhh: usize, B: i32, GH: i32, H: i32): void {
   gemmPacked<T>(h, ldh, wf, hg, GH, B, GH, H);
+  const L = lanes<T>();
   for (let b = 0; b < B; b++) {
     const r = at<T>(hg, b * GH);
-    for (let j = 0; j < GH; j++) store<T>(at<T>(r, j), load<T>(at<T>(r, j)) + load<T>(at<T>(bhh, j)));
+    let j = 0;
+    for (; j + L <= GH; j += L) v128.store(at<T>(r, j), add<T>(ldv<T>(r, j), ldv<T>(bhh, j)));
+    for (; j < GH; j++) store<T>(at<T>(r, j), load<T>(at<T>(r, j)) + load<T>(at<T>(bhh, j)));
   }
 }
 
@@ -218,7 +240,14 @@ function weightGrad<T>(dhg: usize, y: usize, ldy: i32, h0: usize, dw: usize, T: 
 
 /** dst[0:n] = src[0:n] (+ add[0:n] when add ≠ 0). */
 @inline function copyAdd<T>(dst: usize, src: usize, add: usize, n: i32): void {
-  for (let i = 0; i < n; i++) store<T>(at<T>(dst, i), add == 0 ? load<T>(at<T>(src, i)) : load<T>(at<T>(src, i)) + load<T>(at<T>(add, i)));
+  const L = lanes<T>();
+  let i = 0;
+  if (add == 0) {
+    memory.copy(dst, src, <usize>n << alignof<T>());
+    return;
+  }
+  for (; i + L <= n; i += L) v128.store(at<T>(dst, i), v128.add<T>(ldv<T>(src, i), ldv<T>(add, i)));
+  for (; i < n; i++) store<T>(at<T>(dst, i), load<T>(at<T>(src, i)) + load<T>(at<T>(add, i)));
 }
 
 @inline function lstmSeq<T>(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void {
