@@ -26,10 +26,10 @@ import { gemm_f32, gemm_f64 } from './matmul';
 @inline function gate<T>(xr: usize, hr: usize, k: i32, H: i32, u: i32): v128 { return add<T>(ldv<T>(xr, k * H + u), ldv<T>(hr, k * H + u)); }
 @inline function gateS<T>(xr: usize, hr: usize, k: i32, H: i32, u: i32): T { return ld<T>(xr, k * H + u) + ld<T>(hr, k * H + u); }
 
-@inline function lstmCell<T>(xg: usize, hg: usize, c: usize, cs: i32, out: usize, B: i32, H: i32): void {
+@inline function lstmCell<T>(xg: usize, hg: usize, c: usize, cs: i32, out: usize, os: i32, B: i32, H: i32): void {
   const L = lanes<T>();
   for (let b = 0; b < B; b++) {
-    const xr = at<T>(xg, b * 4 * H), hr = at<T>(hg, b * 4 * H), cr = at<T>(c, b * cs), orow = at<T>(out, b * 2 * H);
+    const xr = at<T>(xg, b * 4 * H), hr = at<T>(hg, b * 4 * H), cr = at<T>(c, b * cs), orow = at<T>(out, b * os);
     let u = 0;
     for (; u + L <= H; u += L) {
       const i = sigv<T>(gate<T>(xr, hr, 0, H, u)), f = sigv<T>(gate<T>(xr, hr, 1, H, u));
@@ -48,8 +48,8 @@ import { gemm_f32, gemm_f64 } from './matmul';
   }
 }
 /** out [B, 2H] = [h' | c'] of an LSTM step: i, f, g, o = σ, σ, tanh, σ(xg + hg); c' = f·c + i·g; h' = o·tanh(c'). */
-export function lstm_cell_f32(xg: usize, hg: usize, c: usize, out: usize, B: i32, H: i32): void { lstmCell<f32>(xg, hg, c, H, out, B, H); }
-export function lstm_cell_f64(xg: usize, hg: usize, c: usize, out: usize, B: i32, H: i32): void { lstmCell<f64>(xg, hg, c, H, out, B, H); }
+export function lstm_cell_f32(xg: usize, hg: usize, c: usize, out: usize, B: i32, H: i32): void { lstmCell<f32>(xg, hg, c, H, out, 2 * H, B, H); }
+export function lstm_cell_f64(xg: usize, hg: usize, c: usize, out: usize, B: i32, H: i32): void { lstmCell<f64>(xg, hg, c, H, out, 2 * H, B, H); }
 
 /** One element of the LSTM backward: writes d[k·H + u] (k = i, f, g, o gates, then c) of a row. */
 @inline function lstmVjpS<T>(xr: usize, hr: usize, cr: usize, gr: usize, dr: usize, H: i32, u: i32): void {
@@ -87,10 +87,10 @@ export function lstm_cell_f64(xg: usize, hg: usize, c: usize, out: usize, B: i32
 export function lstm_cell_vjp_f32(xg: usize, hg: usize, c: usize, g: usize, d: usize, B: i32, H: i32): void { lstmVjp<f32>(xg, hg, c, H, g, d, B, H); }
 export function lstm_cell_vjp_f64(xg: usize, hg: usize, c: usize, g: usize, d: usize, B: i32, H: i32): void { lstmVjp<f64>(xg, hg, c, H, g, d, B, H); }
 
-@inline function gruCell<T>(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void {
+@inline function gruCell<T>(xg: usize, hg: usize, h: usize, hs: i32, out: usize, os: i32, B: i32, H: i32): void {
   const L = lanes<T>();
   for (let b = 0; b < B; b++) {
-    const xr = at<T>(xg, b * 3 * H), hr = at<T>(hg, b * 3 * H), hp = at<T>(h, b * H), orow = at<T>(out, b * H);
+    const xr = at<T>(xg, b * 3 * H), hr = at<T>(hg, b * 3 * H), hp = at<T>(h, b * hs), orow = at<T>(out, b * os);
     let u = 0;
     for (; u + L <= H; u += L) {
       const r = sigv<T>(gate<T>(xr, hr, 0, H, u)), z = sigv<T>(gate<T>(xr, hr, 1, H, u));
@@ -105,8 +105,8 @@ export function lstm_cell_vjp_f64(xg: usize, hg: usize, c: usize, g: usize, d: u
   }
 }
 /** out [B, H] = h' of a GRU step: r, z = σ(xg + hg); n = tanh(xn + r·hn); h' = n + z·(h − n). */
-export function gru_cell_f32(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f32>(xg, hg, h, out, B, H); }
-export function gru_cell_f64(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f64>(xg, hg, h, out, B, H); }
+export function gru_cell_f32(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f32>(xg, hg, h, H, out, H, B, H); }
+export function gru_cell_f64(xg: usize, hg: usize, h: usize, out: usize, B: i32, H: i32): void { gruCell<f64>(xg, hg, h, H, out, H, B, H); }
 
 /** One element of the GRU backward: writes d[k·H + u] (∂xg r, z, n; ∂hg r, z, n; ∂h) of a row. */
 @inline function gruVjpS<T>(xr: usize, hr: usize, hp: usize, gr: usize, dr: usize, H: i32, u: i32): void {
@@ -122,11 +122,11 @@ export function gru_cell_f64(xg: usize, hg: usize, h: usize, out: usize, B: i32,
   st<T>(dr, 5 * H + u, dan * r);
   st<T>(dr, 6 * H + u, g * z);
 }
-@inline function gruVjp<T>(xg: usize, hg: usize, h: usize, gout: usize, d: usize, B: i32, H: i32): void {
+@inline function gruVjp<T>(xg: usize, hg: usize, h: usize, hs: i32, gout: usize, d: usize, B: i32, H: i32): void {
   const L = lanes<T>();
   const one = v128.splat<T>(<T>1);
   for (let b = 0; b < B; b++) {
-    const xr = at<T>(xg, b * 3 * H), hr = at<T>(hg, b * 3 * H), hp = at<T>(h, b * H), gr = at<T>(gout, b * H), dr = at<T>(d, b * 7 * H);
+    const xr = at<T>(xg, b * 3 * H), hr = at<T>(hg, b * 3 * H), hp = at<T>(h, b * hs), gr = at<T>(gout, b * H), dr = at<T>(d, b * 7 * H);
     let u = 0;
     for (; u + L <= H; u += L) {
       const r = sigv<T>(gate<T>(xr, hr, 0, H, u)), z = sigv<T>(gate<T>(xr, hr, 1, H, u));
@@ -146,8 +146,8 @@ export function gru_cell_f64(xg: usize, hg: usize, h: usize, out: usize, B: i32,
   }
 }
 /** d [B, 7H] = [∂xg (r, z, n) | ∂hg (r, z, n) | ∂h] of a GRU step given g [B, H] = ∂h'. */
-export function gru_cell_vjp_f32(xg: usize, hg: usize, h: usize, g: usize, d: usize, B: i32, H: i32): void { gruVjp<f32>(xg, hg, h, g, d, B, H); }
-export function gru_cell_vjp_f64(xg: usize, hg: usize, h: usize, g: usize, d: usize, B: i32, H: i32): void { gruVjp<f64>(xg, hg, h, g, d, B, H); }
+export function gru_cell_vjp_f32(xg: usize, hg: usize, h: usize, g: usize, d: usize, B: i32, H: i32): void { gruVjp<f32>(xg, hg, h, H, g, d, B, H); }
+export function gru_cell_vjp_f64(xg: usize, hg: usize, h: usize, g: usize, d: usize, B: i32, H: i32): void { gruVjp<f64>(xg, hg, h, H, g, d, B, H); }
 
 // Whole-sequence LSTM and GRU layers: the recurrence of one layer over T steps in one call, each
 // way. The input projection xg = x·W_ihᵀ + b_ih of every step is computed beforehand (one GEMM);
@@ -250,92 +250,99 @@ function weightGrad<T>(dhg: usize, y: usize, ldy: i32, h0: usize, dw: usize, T: 
   for (; i < n; i++) store<T>(at<T>(dst, i), load<T>(at<T>(src, i)) + load<T>(at<T>(add, i)));
 }
 
+/** Copies B rows of n elements: dst (row stride ds) = src (row stride ss). */
+@inline function rows<T>(dst: usize, ds: i32, src: usize, ss: i32, B: i32, n: i32): void {
+  for (let b = 0; b < B; b++) memory.copy(at<T>(dst, b * ds), at<T>(src, b * ss), <usize>n << alignof<T>());
+}
+
 @inline function lstmSeq<T>(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void {
-  const S = <i32>sizeof<T>(), GH = 4 * H;
+  const S = <i32>sizeof<T>(), GH = 4 * H, RW = 6 * H;
   workspace(ws, B, H, 4, S);
   packB<T>(wf, whh, 1, H, H, GH);
   for (let t = 0; t < T; t++) {
-    const prev = at<T>(y, (t - 1) * B * 2 * H);
-    const hp = t == 0 ? h0 : prev, cp = t == 0 ? c0 : prev + <usize>(H * S), ld = t == 0 ? H : 2 * H;
+    const prev: usize = t == 0 ? 0 : at<T>(y, (t - 1) * B * RW), yt = at<T>(y, t * B * RW);
+    const hp = t == 0 ? h0 : prev, cp = t == 0 ? c0 : prev + <usize>(H * S), ld = t == 0 ? H : RW;
     hiddenGates<T>(hp, ld, bhh, B, GH, H);
-    lstmCell<T>(at<T>(xg, t * B * GH), hg, cp, ld, at<T>(y, t * B * 2 * H), B, H);
+    lstmCell<T>(at<T>(xg, t * B * GH), hg, cp, ld, yt, RW, B, H);
+    rows<T>(at<T>(yt, 2 * H), RW, hg, GH, B, GH);
   }
 }
-/** y [T, B, 2H] = [h_t | c_t] of an LSTM layer over xg [T, B, 4H] from h0, c0. */
+/** y [T, B, 6H] = [h_t | c_t | hg_t] of an LSTM layer over xg [T, B, 4H] from h0, c0 (hg_t = h_{t−1}·W_hhᵀ + b_hh, kept for the backward). */
 export function lstm_seq_f32(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeq<f32>(xg, whh, bhh, h0, c0, y, ws, T, B, H); }
 export function lstm_seq_f64(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeq<f64>(xg, whh, bhh, h0, c0, y, ws, T, B, H); }
 
-@inline function lstmSeqVjp<T>(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, ws: usize, T: i32, B: i32, H: i32): void {
-  const S = <i32>sizeof<T>(), GH = 4 * H;
+@inline function lstmSeqVjp<T>(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void {
+  const S = <i32>sizeof<T>(), GH = 4 * H, RW = 6 * H;
   workspace(ws, B, H, 4, S);
   const dw = at<T>(d, T * B * GH), db = at<T>(dw, GH * H), dh = at<T>(db, GH), dc = at<T>(dh, B * H);
-  packB<T>(wf, whh, 1, H, H, GH);
   packB<T>(wb, whh, H, 1, GH, H);
   memory.fill(db, 0, <usize>((GH + 2 * B * H) * S));
   for (let t = T - 1; t >= 0; t--) {
-    const prev = at<T>(y, (t - 1) * B * 2 * H);
-    const hp = t == 0 ? h0 : prev, cp = t == 0 ? c0 : prev + <usize>(H * S), ld = t == 0 ? H : 2 * H;
-    hiddenGates<T>(hp, ld, bhh, B, GH, H);
-    const g = at<T>(gy, t * B * 2 * H), dg = at<T>(d, t * B * GH);
+    const prev: usize = t == 0 ? 0 : at<T>(y, (t - 1) * B * RW), yt = at<T>(y, t * B * RW);
+    const cp = t == 0 ? c0 : prev + <usize>(H * S), ld = t == 0 ? H : RW;
+    rows<T>(hg, GH, at<T>(yt, 2 * H), RW, B, GH);
+    const g = at<T>(gy, t * B * RW), dx = at<T>(d, t * B * GH), dr = at<T>(dhg, t * B * GH);
     for (let b = 0; b < B; b++) {
-      copyAdd<T>(at<T>(gout, b * 2 * H), at<T>(g, b * 2 * H), at<T>(dh, b * H), H);
-      copyAdd<T>(at<T>(gout, b * 2 * H + H), at<T>(g, b * 2 * H + H), at<T>(dc, b * H), H);
+      copyAdd<T>(at<T>(gout, b * 2 * H), at<T>(g, b * RW), at<T>(dh, b * H), H);
+      copyAdd<T>(at<T>(gout, b * 2 * H + H), at<T>(g, b * RW + H), at<T>(dc, b * H), H);
     }
     lstmVjp<T>(at<T>(xg, t * B * GH), hg, cp, ld, gout, dcell, B, H);
     for (let b = 0; b < B; b++) {
       const r = at<T>(dcell, b * 5 * H);
-      copyAdd<T>(at<T>(dg, b * GH), r, 0, GH);
+      copyAdd<T>(at<T>(dx, b * GH), r, 0, GH);
       copyAdd<T>(at<T>(dc, b * H), at<T>(r, GH), 0, H);
-      copyAdd<T>(db, db, r, GH);
+      copyAdd<T>(at<T>(dr, b * GH), r, at<T>(g, b * RW + 2 * H), GH); // hg's own cotangent joins the gates'
+      copyAdd<T>(db, db, at<T>(dr, b * GH), GH);
     }
-    gemmPacked<T>(dg, GH, wb, dh, H, B, H, GH);
+    gemmPacked<T>(dr, GH, wb, dh, H, B, H, GH);
   }
-  if (T > 0) weightGrad<T>(d, y, 2 * H, h0, dw, T, B, GH, H);
+  if (T > 0) weightGrad<T>(dhg, y, RW, h0, dw, T, B, GH, H);
   else memory.fill(dw, 0, <usize>(GH * H * S));
 }
-/** d = [∂xg (T·B·4H) | ∂W_hh (4H·H) | ∂b_hh (4H) | ∂h0 (B·H) | ∂c0 (B·H)] of lstm_seq given gy [T, B, 2H] = ∂y. */
-export function lstm_seq_vjp_f32(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeqVjp<f32>(xg, whh, bhh, h0, c0, y, gy, d, ws, T, B, H); }
-export function lstm_seq_vjp_f64(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeqVjp<f64>(xg, whh, bhh, h0, c0, y, gy, d, ws, T, B, H); }
+/** d = [∂xg (T·B·4H) | ∂W_hh (4H·H) | ∂b_hh (4H) | ∂h0 (B·H) | ∂c0 (B·H)] of lstm_seq given gy [T, B, 6H] = ∂y; dhg [T, B, 4H] is scratch. */
+export function lstm_seq_vjp_f32(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeqVjp<f32>(xg, whh, bhh, h0, c0, y, gy, d, dhg, ws, T, B, H); }
+export function lstm_seq_vjp_f64(xg: usize, whh: usize, bhh: usize, h0: usize, c0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void { lstmSeqVjp<f64>(xg, whh, bhh, h0, c0, y, gy, d, dhg, ws, T, B, H); }
 
 @inline function gruSeq<T>(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void {
-  const S = <i32>sizeof<T>(), GH = 3 * H;
+  const S = <i32>sizeof<T>(), GH = 3 * H, RW = 4 * H;
   workspace(ws, B, H, 3, S);
   packB<T>(wf, whh, 1, H, H, GH);
   for (let t = 0; t < T; t++) {
-    const hp = t == 0 ? h0 : at<T>(y, (t - 1) * B * H);
-    hiddenGates<T>(hp, H, bhh, B, GH, H);
-    gruCell<T>(at<T>(xg, t * B * GH), hg, hp, at<T>(y, t * B * H), B, H);
+    const hp = t == 0 ? h0 : at<T>(y, (t - 1) * B * RW), ld = t == 0 ? H : RW, yt = at<T>(y, t * B * RW);
+    hiddenGates<T>(hp, ld, bhh, B, GH, H);
+    gruCell<T>(at<T>(xg, t * B * GH), hg, hp, ld, yt, RW, B, H);
+    rows<T>(at<T>(yt, H), RW, hg, GH, B, GH);
   }
 }
-/** y [T, B, H] = h_t of a GRU layer over xg [T, B, 3H] from h0. */
+/** y [T, B, 4H] = [h_t | hg_t] of a GRU layer over xg [T, B, 3H] from h0 (hg_t = h_{t−1}·W_hhᵀ + b_hh, kept for the backward). */
 export function gru_seq_f32(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void { gruSeq<f32>(xg, whh, bhh, h0, y, ws, T, B, H); }
 export function gru_seq_f64(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, ws: usize, T: i32, B: i32, H: i32): void { gruSeq<f64>(xg, whh, bhh, h0, y, ws, T, B, H); }
 
 @inline function gruSeqVjp<T>(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void {
-  const S = <i32>sizeof<T>(), GH = 3 * H;
+  const S = <i32>sizeof<T>(), GH = 3 * H, RW = 4 * H;
   workspace(ws, B, H, 3, S);
   const dw = at<T>(d, T * B * GH), db = at<T>(dw, GH * H), dh = at<T>(db, GH);
-  packB<T>(wf, whh, 1, H, H, GH);
   packB<T>(wb, whh, H, 1, GH, H);
   memory.fill(db, 0, <usize>((GH + B * H) * S));
   for (let t = T - 1; t >= 0; t--) {
-    const hp = t == 0 ? h0 : at<T>(y, (t - 1) * B * H);
-    hiddenGates<T>(hp, H, bhh, B, GH, H);
-    copyAdd<T>(gout, at<T>(gy, t * B * H), dh, B * H);
-    gruVjp<T>(at<T>(xg, t * B * GH), hg, hp, gout, dcell, B, H);
+    const hp = t == 0 ? h0 : at<T>(y, (t - 1) * B * RW), ld = t == 0 ? H : RW, yt = at<T>(y, t * B * RW);
+    rows<T>(hg, GH, at<T>(yt, H), RW, B, GH);
+    const g = at<T>(gy, t * B * RW);
+    for (let b = 0; b < B; b++) copyAdd<T>(at<T>(gout, b * H), at<T>(g, b * RW), at<T>(dh, b * H), H);
+    gruVjp<T>(at<T>(xg, t * B * GH), hg, hp, ld, gout, dcell, B, H);
     const dx = at<T>(d, t * B * GH), dr = at<T>(dhg, t * B * GH);
     for (let b = 0; b < B; b++) {
       const r = at<T>(dcell, b * 7 * H);
       copyAdd<T>(at<T>(dx, b * GH), r, 0, GH);
-      copyAdd<T>(at<T>(dr, b * GH), at<T>(r, GH), 0, GH);
-      copyAdd<T>(db, db, at<T>(r, GH), GH);
+      copyAdd<T>(at<T>(dr, b * GH), at<T>(r, GH), at<T>(g, b * RW + H), GH); // hg's own cotangent joins the cell's
+      copyAdd<T>(db, db, at<T>(dr, b * GH), GH);
     }
     gemmPacked<T>(dr, GH, wb, tmp, H, B, H, GH);
     for (let b = 0; b < B; b++) copyAdd<T>(at<T>(dh, b * H), at<T>(tmp, b * H), at<T>(dcell, b * 7 * H + 6 * H), H);
   }
-  if (T > 0) weightGrad<T>(dhg, y, H, h0, dw, T, B, GH, H);
+  if (T > 0) weightGrad<T>(dhg, y, RW, h0, dw, T, B, GH, H);
   else memory.fill(dw, 0, <usize>(GH * H * S));
 }
-/** d = [∂xg (T·B·3H) | ∂W_hh (3H·H) | ∂b_hh (3H) | ∂h0 (B·H)] of gru_seq given gy [T, B, H] = ∂y; dhg [T, B, 3H] is scratch. */
+/** d = [∂xg (T·B·3H) | ∂W_hh (3H·H) | ∂b_hh (3H) | ∂h0 (B·H)] of gru_seq given gy [T, B, 4H] = ∂y; dhg [T, B, 3H] is scratch. */
 export function gru_seq_vjp_f32(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void { gruSeqVjp<f32>(xg, whh, bhh, h0, y, gy, d, dhg, ws, T, B, H); }
 export function gru_seq_vjp_f64(xg: usize, whh: usize, bhh: usize, h0: usize, y: usize, gy: usize, d: usize, dhg: usize, ws: usize, T: i32, B: i32, H: i32): void { gruSeqVjp<f64>(xg, whh, bhh, h0, y, gy, d, dhg, ws, T, B, H); }

@@ -145,7 +145,7 @@ function refGruCell(xg: Nd, hg: Nd, h: Nd): Nd {
   );
 }
 
-/** A recurrent layer over T steps from a cell reference: hg_t = h·W_hhᵀ + b_hh, y_t = cell(xg_t, hg_t, state) ([h | c] rows for the LSTM). */
+/** A recurrent layer over T steps from a cell reference: hg_t = h·W_hhᵀ + b_hh, y_t = [cell(xg_t, hg_t, state) | hg_t] ([h | c | hg] rows for the LSTM, [h | hg] for the GRU). */
 function refSeq(kind: 'lstm' | 'gru', xg: Nd, w: Nd, b: Nd, h0: Nd, c0?: Nd): Nd {
   const [T, B, GH] = xg.shape,
     H = h0.shape[1];
@@ -161,11 +161,12 @@ function refSeq(kind: 'lstm' | 'gru', xg: Nd, w: Nd, b: Nd, h0: Nd, c0?: Nd): Nd
     const xt = R.nd([B, GH], xg.data.slice(t * B * GH, (t + 1) * B * GH)),
       ht = R.nd([B, GH], hg);
     const y = kind === 'lstm' ? refLstmCell(xt, ht, R.nd([B, H], c)) : refGruCell(xt, ht, R.nd([B, H], h));
-    out.push(...y.data);
+    const W = y.data.length / B;
+    for (let bb = 0; bb < B; bb++) out.push(...y.data.slice(bb * W, (bb + 1) * W), ...hg.slice(bb * GH, (bb + 1) * GH));
     h = kind === 'lstm' ? Array.from({ length: B * H }, (_, i) => y.data[Math.floor(i / H) * 2 * H + (i % H)]) : [...y.data];
     if (kind === 'lstm') c = Array.from({ length: B * H }, (_, i) => y.data[Math.floor(i / H) * 2 * H + H + (i % H)]);
   }
-  return R.nd([T, B, (kind === 'lstm' ? 2 : 1) * H], out);
+  return R.nd([T, B, (kind === 'lstm' ? 2 : 1) * H + GH], out);
 }
 
 export const SPECS: OpSpec[] = [
@@ -511,7 +512,7 @@ export const SPECS: OpSpec[] = [
     [SOFT],
   ),
   // Whole-sequence layers (src/ops/rnnseq.ts: nn.LSTM's and nn.GRU's recurrence), H = 2
-  op('lstmSeq', [[3, 2, 8], [8, 2], [8], [2, 2], [2, 2]], lstmSequence, (xg, w, b, h0, c0) => refSeq('lstm', xg, w, b, h0, c0), [SOFT]),
+  op('lstmSeq', [[2, 2, 8], [8, 2], [8], [2, 2], [2, 2]], lstmSequence, (xg, w, b, h0, c0) => refSeq('lstm', xg, w, b, h0, c0), [SOFT]),
   op('gruSeq', [[2, 3, 6], [6, 2], [6], [3, 2]], gruSequence, (xg, w, b, h0) => refSeq('gru', xg, w, b, h0), [SOFT]),
   // Sequence-model ops (test/seq-specs.ts)
   ...SEQ_SPECS,

@@ -244,8 +244,9 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
         hN.push(T === 0 ? h : last(y, 0));
         cN.push(T === 0 ? c : last(y, 1));
       } else {
-        seq = gruSequence(xg, p.whh, bhh, h);
-        hN.push(T === 0 ? h : last(seq, 0));
+        const y = gruSequence(xg, p.whh, bhh, h);
+        seq = slice(y, [0, 0, 0], [T, B, H]);
+        hN.push(T === 0 ? h : last(y, 0));
       }
     });
     const y = unbatched ? reshape(seq, [T, H]) : this.batchFirst ? transpose(seq, [1, 0, 2]) : seq;

@@ -1,9 +1,11 @@
 // Whole-sequence recurrent layers as primitives (assembly/rnn.ts): one kernel call runs the
 // recurrence of one LSTM or GRU layer over all T steps, each way, instead of T small GEMMs and T
 // cell launches, each recorded and dispatched from JS.
-//   lstmSeq(xg [T, B, 4H], W_hh [4H, H], b_hh [4H], h0, c0 [B, H]) → y [T, B, 2H] = [h_t | c_t]
-//   gruSeq(xg [T, B, 3H], W_hh [3H, H], b_hh [3H], h0 [B, H]) → y [T, B, H] = h_t
-// with xg = x·W_ihᵀ + b_ih of every step, computed beforehand by one GEMM. Each VJP is a second
+//   lstmSeq(xg [T, B, 4H], W_hh [4H, H], b_hh [4H], h0, c0 [B, H]) → y [T, B, 6H] = [h_t | c_t | hg_t]
+//   gruSeq(xg [T, B, 3H], W_hh [3H, H], b_hh [3H], h0 [B, H]) → y [T, B, 4H] = [h_t | hg_t]
+// with xg = x·W_ihᵀ + b_ih of every step, computed beforehand by one GEMM, and hg_t =
+// h_{t−1}·W_hhᵀ + b_hh, an output so the backward reads it instead of redoing the GEMM (a
+// cotangent of it is honoured like any other). Each VJP is a second
 // primitive (lstmSeqGrad, gruSeqGrad) returning the cotangents of all inputs packed flat in input
 // order; it reads the forward's output y, which must be lstmSeq/gruSeq of the same inputs (its
 // derivatives are total derivatives in those inputs: y's own cotangent is none).
@@ -21,12 +23,12 @@ import { apply } from './apply.js';
 import { loopBatch } from './batch.js';
 import { filled } from './launch.js';
 import { add, sum, slice, concat, reshape, broadcastTo, zerosLike, matmulT } from './api.js';
-import { CELLS, slots, tsum, dAdd, part, type D } from './rnn.js';
+import { CELLS, slots, tsum, dAdd, type D } from './rnn.js';
 
 type Kind = 'lstm' | 'gru';
 /** Gates per step, y's row width in units of H, and the number of inputs. */
 const GATES = { lstm: 4, gru: 3 },
-  WIDTH = { lstm: 2, gru: 1 },
+  WIDTH = { lstm: 6, gru: 4 },
   INPUTS = { lstm: 5, gru: 4 };
 const GRAD = { lstm: 'lstmSeqGrad', gru: 'gruSeqGrad' } as const;
 
@@ -75,15 +77,15 @@ function gradForward(kind: Kind, xs: readonly Tensor[]): Tensor {
   const d = Tensor.empty([ins.reduce((a, x) => a + x.size, 0)], dtype);
   if (d.size === 0) return d;
   const ws = workspace(kind, B, H, dtype),
-    dhg = kind === 'gru' ? Tensor.empty([Math.max(1, T * B * 3 * H)], dtype) : null;
+    dhg = Tensor.empty([Math.max(1, T * B * GATES[kind] * H)], dtype);
   try {
     const own = scratchOf(0); // ∂W_hh's GEMM packs into the calling thread's region
     kernel('gemm_set_scratch')(own.ptr, own.bytes);
     const ptrs = xs.map((x) => x.ptr);
-    kernel(`${kind}_seq_vjp_${SUFFIX[dtype]}`)(...ptrs, d.ptr, ...(dhg ? [dhg.ptr] : []), ws.ptr, T, B, H);
+    kernel(`${kind}_seq_vjp_${SUFFIX[dtype]}`)(...ptrs, d.ptr, dhg.ptr, ws.ptr, T, B, H);
   } finally {
     ws.dispose();
-    dhg?.dispose();
+    dhg.dispose();
   }
   return d;
 }
@@ -145,7 +147,8 @@ function dualForward(kind: Kind, xs: readonly Tensor[], ts: readonly (Tensor | n
     const out = CELLS[kind].phi(sl);
     h = out[0];
     if (kind === 'lstm') c = out[1];
-    ty.push(kind === 'lstm' ? concat([h.t ?? zerosLike(h.v), c.t ?? zerosLike(c.v)], 1) : (h.t ?? zerosLike(h.v)));
+    const tOf = (d: D) => d.t ?? zerosLike(d.v);
+    ty.push(concat(kind === 'lstm' ? [tOf(h), tOf(c), tOf(hg)] : [tOf(h), tOf(hg)], 1));
   }
   const W = WIDTH[kind] * H;
   return { steps, ty: T === 0 ? filled([0, B, W], xs[0].dtype, 0) : reshape(concat(ty, 0), [T, B, W]) };
@@ -164,11 +167,12 @@ function dualBackward(kind: Kind, xs: readonly Tensor[], g: Tensor, ts: readonly
   const dxg: D[] = [];
   for (let t = T - 1; t >= 0; t--) {
     const gy: D = { v: stepOf(g, t)!, t: stepOf(tg, t) };
-    const at = (k: number): D => ({ v: part(gy.v, k, H), t: gy.t && part(gy.t, k, H) });
-    const gout = kind === 'lstm' ? [dAdd(at(0), dh), dAdd(at(1), dc)] : [dAdd(gy, dh)];
+    const cols = (k: number, n: number): D => ({ v: slice(gy.v, [0, k * H], [B, n * H]), t: gy.t && slice(gy.t, [0, k * H], [B, n * H]) });
+    const n = kind === 'lstm' ? 2 : 1,
+      gout = kind === 'lstm' ? [dAdd(cols(0, 1), dh), dAdd(cols(1, 1), dc)] : [dAdd(cols(0, 1), dh)];
     const b = CELLS[kind].back(steps[t].slots, gout);
     const dx = dCat(b.slice(0, GATES[kind])),
-      dhg = kind === 'lstm' ? dx : dCat(b.slice(3, 6));
+      dhg = dAdd(kind === 'lstm' ? dx : dCat(b.slice(3, 6)), cols(n, GATES[kind])); // hg's own cotangent joins the cell's
     dxg[t] = dx;
     dw = dAcc(dw, dMatmul(dhg, steps[t].hp, true, false));
     db = dAcc(db, { v: sum(dhg.v, 0), t: dhg.t && sum(dhg.t, 0) });
