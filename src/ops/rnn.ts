@@ -40,7 +40,7 @@ const dSlope = (s: D): D => dMul(s, dOneMinus(s));
 const dTanhSlope = (y: D): D => dOneMinus(dMul(y, y));
 
 /** An elementwise cell: Φ over its input slots, and its backward B = J_Φᵀ·g (one result per input slot). */
-export interface Cell {
+interface Cell {
   phi(x: D[]): D[];
   back(x: D[], g: D[]): D[];
 }
@@ -84,7 +84,7 @@ const GRU: Cell = {
 };
 
 /** Columns [k·H, (k + 1)·H) of a [B, n·H] tensor. */
-export const part = (t: Tensor, k: number, H: number): Tensor => slice(t, [0, k * H], [t.shape[0], H]);
+const part = (t: Tensor, k: number, H: number): Tensor => slice(t, [0, k * H], [t.shape[0], H]);
 const parts = (t: Tensor | null, n: number, H: number): (Tensor | null)[] =>
   Array.from({ length: n }, (_, k) => (t === null ? null : part(t, k, H)));
 const cat = (ts: (Tensor | null)[], like: Tensor): Tensor =>
