@@ -5,9 +5,9 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt (groups; gpt runs bench/gpt.ts;
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt,rnn (groups; gpt runs bench/gpt.ts;
 //          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch;
-//          vmap runs bench/vmap.ts's per-example-gradient and Jacobian ratios),
+//          vmap runs bench/vmap.ts's per-example-gradient and Jacobian ratios; rnn bench/rnn.ts: LSTM/GRU against PyTorch),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
 //          --clock wall|cpu|auto (table from wall time or process CPU time; auto = CPU time when
 //          the load average exceeds the core count at start, since then wall time mostly measures
@@ -334,6 +334,14 @@ async function main(): Promise<void> {
       cwd: repoRoot(),
     });
     if (only.every((g) => g === 'gpt')) return;
+  }
+  // The LSTM/GRU step against PyTorch (bench/rnn.ts) also runs in its own process, with PyTorch's rounds interleaved.
+  if (only === undefined || only.includes('rnn')) {
+    spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/rnn.ts', ...(quick ? ['--quick'] : [])], {
+      stdio: 'inherit',
+      cwd: repoRoot(),
+    });
+    if (only?.every((g) => g === 'rnn' || g === 'gpt')) return;
   }
   const t0 = performance.now();
   const cpus = os.cpus();

@@ -7,6 +7,7 @@ import * as R from './ref.js';
 import type { Nd } from './ref.js';
 import { dense } from '../src/ops/dense.js';
 import { lstmCell, gruCell } from '../src/ops/rnn.js';
+import { lstmSequence, gruSequence } from '../src/ops/rnnseq.js';
 import { SEQ_SPECS } from './seq-specs.js';
 
 /** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
@@ -142,6 +143,30 @@ function refGruCell(xg: Nd, hg: Nd, h: Nd): Nd {
       return (1 - z) * n + z * h.data[b * H + u];
     }),
   );
+}
+
+/** A recurrent layer over T steps from a cell reference: hg_t = h·W_hhᵀ + b_hh, y_t = [cell(xg_t, hg_t, state) | hg_t] ([h | c | hg] rows for the LSTM, [h | hg] for the GRU). */
+function refSeq(kind: 'lstm' | 'gru', xg: Nd, w: Nd, b: Nd, h0: Nd, c0?: Nd): Nd {
+  const [T, B, GH] = xg.shape,
+    H = h0.shape[1];
+  let h: number[] = [...h0.data],
+    c: number[] = c0 ? [...c0.data] : [];
+  const out: number[] = [];
+  for (let t = 0; t < T; t++) {
+    const hg = Array.from({ length: B * GH }, (_, i) => {
+      const bb = Math.floor(i / GH),
+        r = i % GH;
+      return Array.from({ length: H }, (_, j) => h[bb * H + j] * w.data[r * H + j]).reduce((a, v) => a + v, 0) + b.data[r];
+    });
+    const xt = R.nd([B, GH], xg.data.slice(t * B * GH, (t + 1) * B * GH)),
+      ht = R.nd([B, GH], hg);
+    const y = kind === 'lstm' ? refLstmCell(xt, ht, R.nd([B, H], c)) : refGruCell(xt, ht, R.nd([B, H], h));
+    const W = y.data.length / B;
+    for (let bb = 0; bb < B; bb++) out.push(...y.data.slice(bb * W, (bb + 1) * W), ...hg.slice(bb * GH, (bb + 1) * GH));
+    h = kind === 'lstm' ? Array.from({ length: B * H }, (_, i) => y.data[Math.floor(i / H) * 2 * H + (i % H)]) : [...y.data];
+    if (kind === 'lstm') c = Array.from({ length: B * H }, (_, i) => y.data[Math.floor(i / H) * 2 * H + H + (i % H)]);
+  }
+  return R.nd([T, B, (kind === 'lstm' ? 2 : 1) * H + GH], out);
 }
 
 export const SPECS: OpSpec[] = [
@@ -486,6 +511,9 @@ export const SPECS: OpSpec[] = [
     refGruCell,
     [SOFT],
   ),
+  // Whole-sequence layers (src/ops/rnnseq.ts: nn.LSTM's and nn.GRU's recurrence), H = 2
+  op('lstmSeq', [[2, 2, 8], [8, 2], [8], [2, 2], [2, 2]], lstmSequence, (xg, w, b, h0, c0) => refSeq('lstm', xg, w, b, h0, c0), [SOFT]),
+  op('gruSeq', [[2, 3, 6], [6, 2], [6], [3, 2]], gruSequence, (xg, w, b, h0) => refSeq('gru', xg, w, b, h0), [SOFT]),
   // Sequence-model ops (test/seq-specs.ts)
   ...SEQ_SPECS,
 ];

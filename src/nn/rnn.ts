@@ -12,6 +12,7 @@ import type { DType } from '../tensor/dtype.js';
 import { zeros } from '../ops/create.js';
 import { reshape, transpose, slice, concat, composite } from '../ops/api.js';
 import { lstmCell, gruCell } from '../ops/rnn.js';
+import { lstmSequence, gruSequence } from '../ops/rnnseq.js';
 import { Module } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { linear } from './attention.js';
@@ -99,24 +100,34 @@ function step(kind: Kind, p: LayerParams, xg: Tensor, h: Tensor, c: Tensor | nul
   return kind === 'LSTM' ? lstmCell(xg, hg, c!) : [gruCell(xg, hg, h), null];
 }
 
+/** The shared body of nn.LSTMCell and nn.GRUCell: checks and PyTorch's four parameters. */
+abstract class RecurrentCell<Out> extends RecurrentBase<Out> {
+  /** The cell's weights and biases. @internal */
+  protected readonly p: LayerParams;
+  constructor(
+    kind: Kind,
+    readonly inputSize: number,
+    readonly hiddenSize: number,
+    opts: { bias?: boolean; dtype?: DType; seed?: number },
+  ) {
+    const op = `${kind}Cell`;
+    opts = optionsArg(op, opts, ['bias', 'dtype', 'seed']);
+    super(op, opts.dtype);
+    count(op, 'inputSize', inputSize);
+    count(op, 'hiddenSize', hiddenSize);
+    this.p = registerLayer(this, new Stream(opts.seed, op), inputSize, hiddenSize, GATES[kind], opts.bias ?? true, '');
+  }
+}
+
 /** nn.LSTMCell: forward(x [B, in], [h, c]?) → [h', c']. */
-export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
-  private readonly p: LayerParams;
+export class LSTMCell extends RecurrentCell<[Tensor, Tensor]> {
   /**
    * @param inputSize - Size of the input's last axis.
    * @param hiddenSize - Size of the hidden (and cell) state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
-  ) {
-    opts = optionsArg('LSTMCell', opts, ['bias', 'dtype', 'seed']);
-    super('LSTMCell', opts.dtype);
-    count('LSTMCell', 'inputSize', inputSize);
-    count('LSTMCell', 'hiddenSize', hiddenSize);
-    this.p = registerLayer(this, new Stream(opts.seed, 'LSTMCell'), inputSize, hiddenSize, 4, opts.bias ?? true, '');
+  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, Tensor] {
     return cellForward('LSTMCell', 'LSTM', this, this.p, x, hx ?? null) as [Tensor, Tensor];
@@ -124,23 +135,14 @@ export class LSTMCell extends RecurrentBase<[Tensor, Tensor]> {
 }
 
 /** nn.GRUCell: forward(x [B, in], h?) → h'. */
-export class GRUCell extends RecurrentBase<Tensor> {
-  private readonly p: LayerParams;
+export class GRUCell extends RecurrentCell<Tensor> {
   /**
    * @param inputSize - Size of the input's last axis.
    * @param hiddenSize - Size of the hidden state.
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
-  constructor(
-    readonly inputSize: number,
-    readonly hiddenSize: number,
-    opts: { bias?: boolean; dtype?: DType; seed?: number } = {},
-  ) {
-    opts = optionsArg('GRUCell', opts, ['bias', 'dtype', 'seed']);
-    super('GRUCell', opts.dtype);
-    count('GRUCell', 'inputSize', inputSize);
-    count('GRUCell', 'hiddenSize', hiddenSize);
-    this.p = registerLayer(this, new Stream(opts.seed, 'GRUCell'), inputSize, hiddenSize, 3, opts.bias ?? true, '');
+  constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h?: Tensor | null): Tensor {
     return cellForward('GRUCell', 'GRU', this, this.p, x, h == null ? null : [h]) as Tensor;
@@ -150,7 +152,7 @@ export class GRUCell extends RecurrentBase<Tensor> {
 function cellForward(
   op: string,
   kind: Kind,
-  m: LSTMCell | GRUCell,
+  m: RecurrentCell<unknown>,
   p: LayerParams,
   x: Tensor,
   state: readonly Tensor[] | null,
@@ -223,25 +225,30 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
       c0 = this.kind === 'LSTM' ? init(1, 'c0') : null;
     const layerState = (s: Tensor | null, l: number) =>
       s === null ? zeros([B, H], { dtype: this.dtype }) : reshape(slice(s, [l, 0, 0], [1, B, H]), [B, H]);
-    // Each step's input as its own tensor: slices of x for the first layer, then the previous
-    // layer's step outputs themselves. (Slicing one [T, B, ·] tensor per step would send a
-    // full-size zero-padded adjoint back from every step: quadratic in T.)
-    let inputs = Array.from({ length: T }, (_, t) => reshape(slice(x3, [t, 0, 0], [1, B, x3.shape[2]]), [B, x3.shape[2]]));
+    // Per layer: the input projection of every step as one GEMM, then the whole recurrence as one
+    // primitive (src/ops/rnnseq.ts) whose backward is one kernel call plus GEMMs over all steps.
+    let seq = x3;
     const hN: Tensor[] = [],
       cN: Tensor[] = [];
     this.layers.forEach((p, l) => {
-      let h = layerState(h0, l),
-        c = this.kind === 'LSTM' ? layerState(c0, l) : null;
-      const outs: Tensor[] = [];
-      for (let t = 0; t < T; t++) {
-        [h, c] = step(this.kind, p, linear(inputs[t], p.wih, p.bih), h, c);
-        outs.push(h);
+      const GH = GATES[this.kind] * H,
+        inF = seq.shape[2];
+      const xg = reshape(linear(reshape(seq, [T * B, inF]), p.wih, p.bih), [T, B, GH]);
+      const bhh = p.bhh ?? zeros([GH], { dtype: this.dtype });
+      const h = layerState(h0, l);
+      const last = (y: Tensor, k: number) => reshape(slice(y, [T - 1, 0, k * H], [1, B, H]), [B, H]);
+      if (this.kind === 'LSTM') {
+        const c = layerState(c0, l),
+          y = lstmSequence(xg, p.whh, bhh, h, c);
+        seq = slice(y, [0, 0, 0], [T, B, H]);
+        hN.push(T === 0 ? h : last(y, 0));
+        cN.push(T === 0 ? c : last(y, 1));
+      } else {
+        const y = gruSequence(xg, p.whh, bhh, h);
+        seq = slice(y, [0, 0, 0], [T, B, H]);
+        hN.push(T === 0 ? h : last(y, 0));
       }
-      inputs = outs;
-      hN.push(h);
-      if (c !== null) cN.push(c);
     });
-    const seq = T === 0 ? zeros([0, B, H], { dtype: this.dtype }) : reshape(concat(inputs, 0), [T, B, H]);
     const y = unbatched ? reshape(seq, [T, H]) : this.batchFirst ? transpose(seq, [1, 0, 2]) : seq;
     const stack = (ts: Tensor[]) => reshape(concat(ts, 0), unbatched ? [L, H] : [L, B, H]);
     return this.kind === 'LSTM' ? [y, stack(hN), stack(cN)] : [y, stack(hN)];

@@ -18,12 +18,12 @@ import { foldBatch } from './batch.js';
 import { add, sub, mul, neg, square, sigmoid, tanh, slice, concat, reshape, zerosLike, composite } from './api.js';
 
 /** A value and its tangent (null: zero). */
-interface D {
+export interface D {
   v: Tensor;
   t: Tensor | null;
 }
-const tsum = (a: Tensor | null, b: Tensor | null): Tensor | null => (a === null ? b : b === null ? a : add(a, b));
-const dAdd = (a: D, b: D): D => ({ v: add(a.v, b.v), t: tsum(a.t, b.t) });
+export const tsum = (a: Tensor | null, b: Tensor | null): Tensor | null => (a === null ? b : b === null ? a : add(a, b));
+export const dAdd = (a: D, b: D): D => ({ v: add(a.v, b.v), t: tsum(a.t, b.t) });
 const dSub = (a: D, b: D): D => ({ v: sub(a.v, b.v), t: tsum(a.t, b.t && neg(b.t)) });
 const dMul = (a: D, b: D): D => ({ v: mul(a.v, b.v), t: tsum(a.t && mul(a.t, b.v), b.t && mul(a.v, b.t)) });
 const dOneMinus = (a: D): D => ({ v: sub(1, a.v), t: a.t && neg(a.t) });
@@ -96,7 +96,7 @@ const cat = (ts: (Tensor | null)[], like: Tensor): Tensor =>
       );
 
 /** The input slots of a cell primitive's inputs (with tangents): LSTM a = xg + hg in 4 gates, c; GRU xg's 3, hg's 3, h. */
-function slots(kind: 'lstm' | 'gru', [xg, hg, s]: readonly Tensor[], ts: readonly (Tensor | null)[]): D[] {
+export function slots(kind: 'lstm' | 'gru', [xg, hg, s]: readonly Tensor[], ts: readonly (Tensor | null)[]): D[] {
   const H = s.shape[1];
   if (kind === 'lstm') {
     const a = add(xg, hg),
@@ -120,7 +120,7 @@ function unslot(kind: 'lstm' | 'gru', d: Tensor[]): Tensor[] {
   return [concat(d.slice(0, 3), 1), concat(d.slice(3, 6), 1), d[6]];
 }
 
-const CELLS = { lstm: LSTM, gru: GRU };
+export const CELLS = { lstm: LSTM, gru: GRU };
 const OUTS = { lstm: 2, gru: 1 };
 const SLOTS = { lstm: 5, gru: 7 };
 

@@ -11,6 +11,7 @@ import { convRules } from './conv.js';
 import { denseRules } from './dense.js';
 import { attentionRules } from './attention.js';
 import { rnnRules } from './rnn.js';
+import { rnnSeqRules } from './rnnseq.js';
 import { selectRules } from './select.js';
 
 export const rules = {
@@ -26,6 +27,7 @@ export const rules = {
   ...selectRules,
   ...attentionRules,
   ...rnnRules,
+  ...rnnSeqRules,
 };
 
 export type Prim = keyof typeof rules;

@@ -1,0 +1,160 @@
+// The GEMM's register tile, shared by matmul.ts and the recurrent layers (rnn.ts, which multiply
+// by one weight matrix T times and so pack it once): block sizes, the packing of op(A) and op(B)
+// into micro-kernel slivers, and the micro-kernel over a packed block. Inline helpers only: no
+// kernel exports here (this file is not re-exported by index.ts).
+import { madd } from './madd';
+
+/** Rows of C per micro-tile. */
+export const MR: i32 = 4;
+/** v128 vectors of C per micro-tile row; NR = NRV * lanes (8 f32 or 4 f64 columns). */
+export const NRV: i32 = 2;
+/** Depth of one packed block. Fixes the summation order, so it never adapts to the scratch size. */
+export const KC: i32 = 256;
+
+@inline export function nrOf<T>(): i32 { return NRV * <i32>(16 / sizeof<T>()); }
+@inline export function imin(a: i32, b: i32): i32 { return a < b ? a : b; }
+@inline export function roundUp(x: i32, m: i32): i32 { return (x + m - 1) / m * m; }
+/** Byte offset of element (i, j) of a matrix with element strides (rs, cs). */
+@inline export function off<T>(i: i32, j: i32, rs: i32, cs: i32): usize {
+  return (<usize>i * <usize>rs + <usize>j * <usize>cs) * sizeof<T>();
+}
+
+
+/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch) and are merged with scalar code. */
+export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, n: i32, kc: i32, overwrite: bool, tile: usize): void {
+  const S = <i32>sizeof<T>(), nr = nrOf<T>();
+  const ldcB = <usize>ldc * S;
+  for (let jr = 0; jr < n; jr += nr) {
+    const nn = imin(nr, n - jr);
+    const bs = bp + <usize>(jr * kc * S);
+    for (let ir = 0; ir < m; ir += MR) {
+      const mm = imin(MR, m - ir);
+      const as = ap + <usize>(ir * kc * 16);
+      const ct = c + off<T>(ir, jr, ldc, 1);
+      if (mm == MR && nn == nr) {
+        kernel_4x2v<T>(kc, as, bs, ct, ldcB, overwrite);
+      } else {
+        kernel_4x2v<T>(kc, as, bs, tile, <usize>(nr * S), true);
+        merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
+      }
+    }
+  }
+}
+
+/** Micro-kernel, 4 rows × 2 vectors (4×8 f32 / 4×4 f64): C tile = acc or C + acc, acc[r] = Σ_k Ap[k][r] · Bp[k], Ap pre-broadcast. ldcB in bytes. */
+// 8 accumulators + 2 B + 4 A + 1 product = 15 xmm, exactly V8's budget: V8 hoists all loads of an
+// iteration, so 6×2v, 4×3v or unrolling k by 2 spill and run ~40% slower (measured).
+export function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize, overwrite: bool): void {
+  const z = v128.splat<T>(<T>0);
+  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  const bEnd = bp + <usize>kc * 32; // end pointer instead of a counter: one instruction less per k
+  while (bp < bEnd) {
+    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+    let a = v128.load(ap);
+    c00 = madd<T>(a, b0, c00);
+    c01 = madd<T>(a, b1, c01);
+    a = v128.load(ap, 16);
+    c10 = madd<T>(a, b0, c10);
+    c11 = madd<T>(a, b1, c11);
+    a = v128.load(ap, 32);
+    c20 = madd<T>(a, b0, c20);
+    c21 = madd<T>(a, b1, c21);
+    a = v128.load(ap, 48);
+    c30 = madd<T>(a, b0, c30);
+    c31 = madd<T>(a, b1, c31);
+    ap += 64;
+    bp += 32;
+  }
+  store_row<T>(c, c00, c01, overwrite);
+  store_row<T>(c + ldcB, c10, c11, overwrite);
+  store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
+  store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
+}
+
+/** Writes two accumulator vectors to a C row: overwrite, or add to what is there (C + acc). */
+@inline export function store_row<T>(c: usize, v0: v128, v1: v128, overwrite: bool): void {
+  if (!overwrite) {
+    v0 = v128.add<T>(v128.load(c), v0);
+    v1 = v128.add<T>(v128.load(c, 16), v1);
+  }
+  v128.store(c, v0);
+  v128.store(c, v1, 16);
+}
+
+/** Copies the valid m×n corner of an edge tile (row stride ldt) into C with the same overwrite/add rule as full tiles. */
+export function merge_edge<T>(t: usize, ldt: i32, c: usize, ldc: i32, m: i32, n: i32, overwrite: bool): void {
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      const v = load<T>(t + off<T>(i, j, ldt, 1));
+      const p = c + off<T>(i, j, ldc, 1);
+      store<T>(p, overwrite ? v : load<T>(p) + v);
+    }
+  }
+}
+
+/** Packs op(A)[0:m, 0:kc] (element strides rs, cs) into MR-row slivers of pre-broadcast elements: sliver s at dst + s*MR*kc*16 holds, per k, MR v128 splats of rows s*MR.., zero past m. */
+export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i32): void {
+  const S = sizeof<T>();
+  const rsB = <usize>rs * S, csB = <usize>cs * S;
+  for (let i = 0; i < m; i += MR) {
+    const rows = imin(MR, m - i);
+    let p = a + off<T>(i, 0, rs, cs);
+    if (rows == MR) {
+      for (let k = 0; k < kc; k++) {
+        v128.store(dst, v128.splat<T>(load<T>(p)));
+        v128.store(dst, v128.splat<T>(load<T>(p + rsB)), 16);
+        v128.store(dst, v128.splat<T>(load<T>(p + 2 * rsB)), 32);
+        v128.store(dst, v128.splat<T>(load<T>(p + 3 * rsB)), 48);
+        dst += 64;
+        p += csB;
+      }
+    } else {
+      for (let k = 0; k < kc; k++) {
+        for (let r = 0; r < MR; r++) {
+          const v = r < rows ? load<T>(p + <usize>r * rsB) : <T>0;
+          v128.store(dst + <usize>r * 16, v128.splat<T>(v));
+        }
+        dst += 64;
+        p += csB;
+      }
+    }
+  }
+}
+
+/** Packs op(B)[0:kc, 0:n] (element strides rs, cs) into NR-column slivers: sliver s at dst + s*NR*kc holds, per k, columns s*NR..s*NR+NR-1, zero-padded past n. */
+export function pack_b<T>(dst: usize, b: usize, rs: i32, cs: i32, kc: i32, n: i32): void {
+  const S = sizeof<T>(), nr = nrOf<T>();
+  const rsB = <usize>rs * S, csB = <usize>cs * S;
+  for (let j = 0; j < n; j += nr) {
+    const cols = imin(nr, n - j);
+    let p = b + off<T>(0, j, rs, cs);
+    if (cols == nr && cs == 1) {
+      // Row-major op(B): the NR values of one k are two contiguous vectors.
+      for (let k = 0; k < kc; k++) {
+        v128.store(dst, v128.load(p));
+        v128.store(dst, v128.load(p, 16), 16);
+        dst += 32;
+        p += rsB;
+      }
+    } else if (cols == nr) {
+      // transB: each column is contiguous along k; walk columns outer so reads stream.
+      for (let jj = 0; jj < nr; jj++) {
+        let q = p + <usize>jj * csB, d = dst + <usize>jj * S;
+        for (let k = 0; k < kc; k++) {
+          store<T>(d, load<T>(q));
+          q += rsB;
+          d += <usize>nr * S;
+        }
+      }
+      dst += <usize>(nr * kc) * S;
+    } else {
+      for (let k = 0; k < kc; k++) {
+        for (let jj = 0; jj < nr; jj++) {
+          store<T>(dst + <usize>jj * S, jj < cols ? load<T>(p + <usize>jj * csB) : <T>0);
+        }
+        dst += <usize>nr * S;
+        p += rsB;
+      }
+    }
+  }
+}
