@@ -135,9 +135,62 @@ function release(v: unknown, depth = 0): void {
   else if (Object.getPrototypeOf(v) === Object.prototype) for (const x of Object.values(v)) release(x, depth + 1);
 }
 
+// ---------------------------------------------------------------- extra positional arguments
+
+/** Exports that take any number of arguments (rest parameters), and the error classes. */
+const VARIADIC = new Set(['permute', 'vjp', 'functionalCall', 'nn.Sequential']);
+const TAKES_AT_MOST = /takes at most (\d+) arguments?, got (\d+)/;
+
+/** The arity an export reports when given n arguments (null: it did not refuse them for their count). */
+async function refusedArity(c: Callable, n: number): Promise<{ max: number | null; error: unknown }> {
+  try {
+    let pending: Promise<unknown> | null = null;
+    const r = A.tidy(() => {
+      const v = c.call(
+        Array.from({ length: n }, () => undefined),
+        () => A.ones([2]),
+      );
+      if (v instanceof Promise) pending = v; // an async export refuses by rejecting
+      return v instanceof Promise ? undefined : v;
+    });
+    release(pending === null ? r : await pending);
+    return { max: null, error: null };
+  } catch (e) {
+    const m = e instanceof A.ArgumentError ? TAKES_AT_MOST.exec(e.message) : null;
+    return { max: m === null ? null : Number(m[1]), error: e };
+  }
+}
+
 // ---------------------------------------------------------------- the run
 
 describe('junk arguments', () => {
+  it('every export refuses one positional argument too many, naming itself and its arity', async () => {
+    await A.init();
+    const callables = exportsOf(A as unknown as Record<string, unknown>).filter((c) => !VARIADIC.has(c.name));
+    expect(callables.length).toBeGreaterThan(120);
+    const bad: string[] = [];
+    for (const c of callables) {
+      const far = await refusedArity(c, 9);
+      if (far.max === null) {
+        bad.push(`${c.name}: 9 arguments gave ${far.error === null ? 'no error' : String(far.error)}`);
+        continue;
+      }
+      const name = (far.error as Error).message.split(':')[0];
+      // A function exported twice (clipGradNorm and optim.clipGradNorm) is named by its shorter path.
+      if (name !== c.name && !c.name.endsWith(`.${name}`)) bad.push(`${c.name}: the error names ${JSON.stringify(name)}`);
+      // One more than the arity is refused; exactly the arity is not refused for its count.
+      if ((await refusedArity(c, far.max + 1)).max !== far.max) bad.push(`${c.name}: ${far.max + 1} arguments not refused`);
+      if ((await refusedArity(c, far.max)).max !== null) bad.push(`${c.name}: ${far.max} arguments refused`);
+    }
+    expect(bad).toEqual([]);
+    // Tensor methods too (installed over the prototype in ops/tensor.ts).
+    const x = A.ones([2]);
+    expect(() => (x as unknown as { sum(...a: unknown[]): unknown }).sum(0, false, 'extra')).toThrow(
+      /sum: takes at most 2 arguments, got 3/,
+    );
+    x.dispose();
+  });
+
   it('every throw from every export and Tensor method is an AdjointError, and the engine carries on', async () => {
     await A.init();
     gc();

@@ -13,7 +13,7 @@ import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
-import { describe, functionArg } from '../args.js';
+import { describe, functionArg, tooMany } from '../args.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
 
@@ -48,6 +48,7 @@ let forwardDepth = 0;
  * flow through that.
  */
 export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+  if (arguments.length > 3) throw tooMany('jvp', 3, arguments.length);
   fnArg('jvp', 'f', f);
   if (!Array.isArray(primals) || !Array.isArray(tangents)) throw new ArgumentError('jvp: primals and tangents must be arrays of tensors');
   if (primals.length !== tangents.length) {
@@ -130,6 +131,7 @@ function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
  * x has fewer elements than f(x).
  */
 export function jacfwd(f: Fn): (x: Tensor) => Tensor {
+  if (arguments.length > 1) throw tooMany('jacfwd', 1, arguments.length);
   functionArg('jacfwd', 'f', f);
   return (x) => {
     singleArg('jacfwd', x);
@@ -153,6 +155,7 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
  * ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
  */
 export function jacrev(f: Fn): (x: Tensor) => Tensor {
+  if (arguments.length > 1) throw tooMany('jacrev', 1, arguments.length);
   functionArg('jacrev', 'f', f);
   return (x) => {
     singleArg('jacrev', x);
@@ -180,6 +183,7 @@ function scalarFn(fname: string, f: Fn): Fn {
 
 /** H·v for scalar f at x: the JVP of grad(f) along v (forward-over-reverse). */
 export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
+  if (arguments.length > 3) throw tooMany('hvp', 3, arguments.length);
   functionArg('hvp', 'f', f);
   checkTangent('hvp', 'x', 'v', x, v);
   const g = grad(scalarFn('hvp', f)) as (x: Tensor) => Tensor;
@@ -188,6 +192,7 @@ export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
 
 /** The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are hvp's). */
 export function hessian(f: Fn): (x: Tensor) => Tensor {
+  if (arguments.length > 1) throw tooMany('hessian', 1, arguments.length);
   functionArg('hessian', 'f', f);
   return (x) => jacfwd(grad(scalarFn('hessian', f)) as (x: Tensor) => Tensor)(singleArg('hessian', x));
 }

@@ -11,11 +11,11 @@ import { modes, withMode } from '../ops/modes.js';
 import { nextNodeId } from '../ops/node.js';
 import { apply } from '../ops/apply.js';
 import { constantGradients, seedFor } from '../ops/backward.js';
-import { sweep, linked, reachable, variable } from '../ops/sweep.js';
+import { sweep, linked, reachable, variable, tracing } from '../ops/sweep.js';
 import { flatten, rebuild } from './pytree.js';
 import { filled } from '../ops/launch.js';
 import { zerosLike } from '../ops/api.js';
-import { describe } from '../args.js';
+import { describe, tooMany, optionsArg } from '../args.js';
 
 type Fn = (...args: any[]) => any;
 
@@ -35,9 +35,7 @@ function checkGradOptions(fname: string, opts: unknown): GradOptions {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
     throw new ArgumentError(`${fname}: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts))
-    if (k !== 'argnums' && k !== 'hasAux')
-      throw new ArgumentError(`${fname}: unknown option ${JSON.stringify(k)} (expected argnums or hasAux)`);
+  optionsArg(fname, opts, ['argnums', 'hasAux']);
   const o = opts as GradOptions;
   if (o.hasAux !== undefined && typeof o.hasAux !== 'boolean')
     throw new ArgumentError(`${fname}: hasAux must be true or false, got ${typeof o.hasAux}`);
@@ -130,13 +128,21 @@ function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorde
  * f run with recording on: a transform asks for a tape explicitly, so it records even inside
  * noGrad or jvp (as torch.func.grad does), which hessian = jacfwd(grad(f)) needs.
  */
-const recorded = <T>(f: () => T): T => withMode('record', true, f);
+const recorded = <T>(f: () => T): T => {
+  tracing.depth++;
+  try {
+    return withMode('record', true, f);
+  } finally {
+    tracing.depth--;
+  }
+};
 
 /**
  * Like {@link grad}, but the function returns `[value, grads]`: `f`'s value and its gradient(s)
  * with respect to the `argnums` arguments, from one forward and one backward pass.
  */
 export function valueAndGrad(f: Fn, opts?: GradOptions) {
+  if (arguments.length > 2) throw tooMany('valueAndGrad', 2, arguments.length);
   return valueAndGradAs('valueAndGrad', f, opts);
 }
 
@@ -179,6 +185,7 @@ function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) 
  * ```
  */
 export function grad(f: Fn, opts?: GradOptions) {
+  if (arguments.length > 2) throw tooMany('grad', 2, arguments.length);
   const vg = valueAndGradAs('grad', f, opts);
   const hasAux = opts?.hasAux ?? false;
   return (...args: unknown[]): any => {
@@ -264,6 +271,7 @@ function checkCotangent(ct: unknown, y: Tensor): void {
 
 /** Runs fn without recording anything for reverse mode. */
 export function noGrad<T>(fn: () => T): T {
+  if (arguments.length > 1) throw tooMany('noGrad', 1, arguments.length);
   fnArg('noGrad', 'fn', fn);
   return withMode('record', false, fn);
 }
@@ -276,6 +284,7 @@ export function customVjp(
   forward: (...xs: Tensor[]) => Tensor,
   backwardFn: (g: Tensor, xs: readonly Tensor[], y: Tensor) => readonly (Tensor | null)[],
 ): (...xs: Tensor[]) => Tensor {
+  if (arguments.length > 2) throw tooMany('customVjp', 2, arguments.length);
   fnArg('customVjp', 'forward', forward);
   fnArg('customVjp', 'backward', backwardFn);
   const name = forward.name || 'anonymous';

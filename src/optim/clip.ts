@@ -6,7 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import { type Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
@@ -35,6 +35,7 @@ function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
  * together, and returns that norm (before clipping).
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
+  if (arguments.length > 2) throw tooMany('clipGradNorm', 2, arguments.length);
   if (typeof maxNorm !== 'number' || !(maxNorm >= 0))
     throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
   const grads = gradients('clipGradNorm', params);
@@ -48,6 +49,7 @@ export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number 
 
 /** Clamps every gradient element to [−clipValue, clipValue]. */
 export function clipGradValue(params: Iterable<Tensor>, clipValue: number): void {
+  if (arguments.length > 2) throw tooMany('clipGradValue', 2, arguments.length);
   if (typeof clipValue !== 'number' || !(clipValue >= 0))
     throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${describe(clipValue)}`);
   for (const g of distinctBuffers(gradients('clipGradValue', params))) k('clamp', g.dtype)(g.ptr, g.ptr, g.size, -clipValue, clipValue);

@@ -12,6 +12,7 @@ import { valueAndGrad } from '../autodiff/transforms.js';
 import { vmap } from '../autodiff/vmap.js';
 import { functionalCall } from '../nn/functional.js';
 import { Module } from '../nn/module.js';
+import { tooMany } from '../args.js';
 
 /** DP-SGD settings: per-example clipping norm C, Gaussian noise multiplier σ and the noise seed. */
 export interface DpOptions {
@@ -35,6 +36,7 @@ function oneHot(labels: Int32Array, classes: number, dtype: Tensor['dtype']): Te
  * batch (x [N, ...], integer labels); returns the batch's mean loss (before clipping).
  */
 export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classes: number, opts: DpOptions): number {
+  if (arguments.length > 5) throw tooMany('optim.dpGradients', 5, arguments.length);
   if (!(model instanceof Module))
     throw new ArgumentError(`dpGradients: model must be an nn.Module, got ${model === null ? 'null' : typeof model}`);
   if (!isTensor(x) || x.shape.length === 0) throw new ArgumentError('dpGradients: x must be a Tensor [N, ...]');
