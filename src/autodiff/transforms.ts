@@ -207,13 +207,33 @@ export type VjpFn = ((cotangent: Tensor) => Tensor[]) & {
 
 const graphs = new FinalizationRegistry<() => void>((release) => release());
 
+/** Options for {@link vjp}, given after the primals: `vjp(f, x, y, { hasAux: true })`. */
+export interface VjpOptions {
+  /** f returns [out, aux]: vjp gives [out, vjpFn, aux] (aux is not differentiated). */
+  hasAux?: boolean;
+}
+
+/**
+ * A trailing `{ hasAux }` after the primals is vjp's options: a pytree cannot hold a boolean,
+ * so it is never mistaken for a record argument.
+ */
+function vjpOptions(primals: unknown[]): boolean {
+  const last = primals[primals.length - 1];
+  if (last === null || typeof last !== 'object' || Object.getPrototypeOf(last) !== Object.prototype) return false;
+  if (!('hasAux' in last) || typeof (last as VjpOptions).hasAux !== 'boolean') return false;
+  primals.pop();
+  return optionsArg('vjp', last as VjpOptions, ['hasAux']).hasAux === true;
+}
+
 /**
  * f's output and a function mapping an output cotangent to the cotangents of every argument
  * (each mirroring its argument's structure). The graph is retained for repeated calls until
- * vjpFn.release() (or garbage collection).
+ * vjpFn.release() (or garbage collection). With a trailing `{ hasAux: true }`, f returns
+ * `[out, aux]` and the result is `[out, vjpFn, aux]` (JAX's `has_aux`).
  */
-export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
+export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] | [Tensor, VjpFn, unknown] {
   fnArg('vjp', 'f', f);
+  const hasAux = vjpOptions(primals);
   const mark = nextNodeId();
   const w = runScoped(() => {
     const v = variables(
@@ -224,7 +244,18 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
     for (const t of v.vars) exempt(t);
     return v;
   }, isTensor);
-  const y = runScoped(() => recorded(() => f(...w.args)), isTensor);
+  let aux: unknown;
+  let y: unknown;
+  try {
+    [y, aux] = splitAux(
+      'vjp',
+      runScoped(() => recorded(() => f(...w.args)), isTensor),
+      hasAux,
+    );
+  } catch (e) {
+    for (const t of w.vars) t.dispose();
+    throw e;
+  }
   if (!(y instanceof Tensor)) {
     for (const t of w.vars) t.dispose();
     throw new GradError(`vjp: the function must return a Tensor, got ${y === null ? 'null' : typeof y}`);
@@ -255,7 +286,7 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
   }) as VjpFn;
   fn.release = release;
   graphs.register(fn, release);
-  return [y, fn];
+  return hasAux ? [y, fn, aux] : [y, fn];
 }
 
 /** The cotangent given to a vjp function: a live tensor of the output's shape and dtype. */
