@@ -84,6 +84,10 @@ const junk: [string, Junk][] = [
   ['{keepdim}', () => ({ keepdim: false })],
   ['{lr}', () => ({ lr: '1e-3' })],
   ['{seed}', () => ({ seed: 1 })],
+  ['{keepDim}', () => ({ keepDim: true })],
+  ['{create_graph}', () => ({ create_graph: true })],
+  ['{weight_decay}', () => ({ lr: 0.1, weight_decay: 0.01 })],
+  ['{hasAux}', () => ({ hasAux: true })],
   ['[]', () => []],
   ['[1]', () => [1]],
   ['[2,3]', () => [2, 3]],
@@ -161,6 +165,69 @@ async function refusedArity(c: Callable, n: number): Promise<{ max: number | nul
   }
 }
 
+// ---------------------------------------------------------------- unknown option keys
+
+/** Every public options object, each given a misspelt key (the calls are valid otherwise). */
+const TYPO = { zzTypo: 1 };
+function optionCalls(): [string, (o: object) => unknown][] {
+  const x = A.randn([2, 3], { seed: 1 });
+  const img = A.randn([1, 1, 4, 4], { seed: 2 });
+  const lin = new A.nn.Linear(3, 2, { seed: 1 });
+  const opt = new A.optim.SGD(lin.parameters(), { lr: 0.1 });
+  const f = (t: A.Tensor) => A.sum(A.mul(t, t));
+  const p = () => A.randn([2], { seed: 3, requiresGrad: true });
+  const S = A.optim.lrScheduler;
+  return [
+    ['grad', (o) => A.grad(f, o)],
+    ['valueAndGrad', (o) => A.valueAndGrad(f, o)],
+    ['vjp', (o) => A.vjp(f, x, { hasAux: false, ...o })],
+    ['vmap', (o) => A.vmap(f, o)],
+    ['backward', (o) => A.sum(p()).backward(undefined, o)],
+    ['autograd.grad', (o) => A.autograd.grad(A.sum(p()), [p()], o)],
+    ['crossEntropy', (o) => A.crossEntropy(x, [0, 1], o)],
+    ['mseLoss', (o) => A.mseLoss(x, x, o)],
+    ['gelu', (o) => A.gelu(x, o)],
+    ['conv2d', (o) => A.conv2d(img, A.randn([1, 1, 3, 3]), null, o)],
+    ['dropout', (o) => A.dropout(x, 0.5, o)],
+    ['scaledDotProductAttention', (o) => A.scaledDotProductAttention(x, x, x, o)],
+    ['compile', (o) => A.compile(f, o)],
+    ['gradcheck', (o) => A.gradcheck(f, [A.randn([2], { dtype: 'float64' })], o)],
+    ['tensor', (o) => A.tensor([1], o)],
+    ['zeros', (o) => A.zeros([1], o)],
+    ['ones', (o) => A.ones([1], o)],
+    ['full', (o) => A.full([1], 2, o)],
+    ['arange', (o) => A.arange(3, o)],
+    ['randn', (o) => A.randn([1], o)],
+    ['rand', (o) => A.rand([1], o)],
+    ['gradientWarnings', (o) => A.gradientWarnings(A.gradientStats(lin), o)],
+    ['nn.Linear', (o) => new A.nn.Linear(3, 2, o)],
+    ['nn.Sequential', (o) => new A.nn.Sequential(new A.nn.ReLU(), o)],
+    ['nn.GELU', (o) => new A.nn.GELU(o)],
+    ['nn.Dropout', (o) => new A.nn.Dropout(0.5, o)],
+    ['nn.LayerNorm', (o) => new A.nn.LayerNorm(3, o)],
+    ['nn.Embedding', (o) => new A.nn.Embedding(3, 2, o)],
+    ['nn.Conv2d', (o) => new A.nn.Conv2d(1, 1, 3, o)],
+    ['nn.MultiheadAttention', (o) => new A.nn.MultiheadAttention(4, 2, o)],
+    ['nn.TransformerEncoderLayer', (o) => new A.nn.TransformerEncoderLayer(4, 2, o)],
+    ['nn.LSTM', (o) => new A.nn.LSTM(3, 2, o)],
+    ['nn.GRU', (o) => new A.nn.GRU(3, 2, o)],
+    ['nn.GPT', (o) => new A.nn.GPT({ vocabSize: 4, ...o })],
+    ['optim.SGD', (o) => new A.optim.SGD(lin.parameters(), { lr: 0.1, ...o })],
+    ['optim.Adam', (o) => new A.optim.Adam(lin.parameters(), { lr: 0.1, ...o })],
+    ['optim.AdamW', (o) => new A.optim.AdamW(lin.parameters(), { lr: 0.1, ...o })],
+    ['lrScheduler.StepLR', (o) => new S.StepLR(opt, { stepSize: 1, ...o })],
+    ['lrScheduler.LinearLR', (o) => new S.LinearLR(opt, o)],
+    ['lrScheduler.CosineAnnealingLR', (o) => new S.CosineAnnealingLR(opt, { tMax: 2, ...o })],
+    ['lrScheduler.LambdaLR', (o) => new S.LambdaLR(opt, { lrLambda: () => 1, ...o })],
+    ['lrScheduler.OneCycleLR', (o) => new S.OneCycleLR(opt, { maxLr: 1, totalSteps: 3, ...o })],
+    ['lrScheduler.SequentialLR', (o) => new S.SequentialLR(opt, { schedulers: [], milestones: [], ...o })],
+    ['data.digits', (o) => A.data.digits(o)],
+    ['data.batches', (o) => A.data.batches(x, new Int32Array(2), { batchSize: 1, ...o })],
+    ['data.lmBatches', (o) => A.data.lmBatches(new Int32Array(9), { batchSize: 1, blockSize: 2, ...o })],
+    ['init', (o) => A.init(o)],
+  ] as [string, (o: object) => unknown][];
+}
+
 // ---------------------------------------------------------------- the run
 
 describe('junk arguments', () => {
@@ -189,6 +256,28 @@ describe('junk arguments', () => {
       /sum: takes at most 2 arguments, got 3/,
     );
     x.dispose();
+  });
+
+  it('every public options object refuses an unknown key, naming it and the accepted ones', async () => {
+    await A.init();
+    const bad: string[] = [];
+    for (const [name, call] of optionCalls()) {
+      let error: unknown = null;
+      try {
+        const r = call(TYPO); // no tidy: init is async (its fixtures are reclaimed by the collector)
+        if (r instanceof Promise) await r;
+      } catch (e) {
+        error = e;
+      }
+      const says = error instanceof A.ArgumentError ? error.message : String(error);
+      if (
+        !(error instanceof A.ArgumentError) ||
+        !/unknown option .zzTypo./.test(says) ||
+        !/\(known: |\(expected |the options are: /.test(says)
+      )
+        bad.push(`${name}: ${says}`);
+    }
+    expect(bad).toEqual([]);
   });
 
   it('every throw from every export and Tensor method is an AdjointError, and the engine carries on', async () => {

@@ -42,17 +42,13 @@ export function batchCount(n: number, batchSize: number, dropLast = false): numb
 /** Yields { x, y, indices } batches of rows of x [N, ...] and labels y [N]. */
 export function batches(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
   if (arguments.length > 3) throw tooMany('data.batches', 3, arguments.length); // here, not in the generator: at the call
+  optionsArg('batches', opts ?? {}, ['batchSize', 'shuffle', 'seed', 'dropLast']);
   return batchesOf(x, y, opts);
 }
 
 function* batchesOf(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
   if (!(x instanceof Tensor) || x.shape.length === 0) throw new ArgumentError('batches: x must be a Tensor with a leading batch axis');
-  const {
-    batchSize,
-    shuffle = true,
-    seed = 0,
-    dropLast = false,
-  } = optionsArg('batches', opts ?? ({} as BatchOptions), ['batchSize', 'shuffle', 'seed', 'dropLast']);
+  const { batchSize, shuffle = true, seed = 0, dropLast = false } = opts ?? ({} as BatchOptions);
   if (!Number.isInteger(batchSize) || batchSize <= 0)
     throw new ArgumentError(`batches: batchSize must be a positive integer, got ${describe(batchSize)}`);
   const n = x.shape[0];

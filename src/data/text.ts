@@ -149,13 +149,14 @@ function positive(name: string, v: unknown): number {
  */
 export function lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
   if (arguments.length > 2) throw tooMany('data.lmBatches', 2, arguments.length); // here, not in the generator: at the call
+  optionsArg('lmBatches', opts ?? {}, ['batchSize', 'blockSize', 'seed']);
   return lmBatchesOf(ids, opts);
 }
 
 function* lmBatchesOf(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
   if (!(ids instanceof Int32Array))
     throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${String(ids)}`);
-  const { batchSize, blockSize, seed = 0 } = optionsArg('lmBatches', opts ?? ({} as LmBatchOptions), ['batchSize', 'blockSize', 'seed']);
+  const { batchSize, blockSize, seed = 0 } = opts ?? ({} as LmBatchOptions);
   positive('batchSize', batchSize);
   positive('blockSize', blockSize);
   const span = ids.length - blockSize;
