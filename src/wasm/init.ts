@@ -26,9 +26,9 @@ let pending: Promise<void> | null = null;
  * ```
  */
 export function init(opts?: InitOptions): Promise<void> {
-  if (arguments.length > 1) throw tooMany('init', 1, arguments.length);
   let options: InitOptions;
   try {
+    if (arguments.length > 1) throw tooMany('init', 1, arguments.length); // rejects, like every other init error
     options = optionsArg('init', opts, ['module', 'memory', 'threads', 'relaxedSimd']);
     if (options.memory !== undefined) optionsArg('init', options.memory, ['initialBytes', 'maximumBytes'], 'memory');
   } catch (e) {
