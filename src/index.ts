@@ -79,8 +79,8 @@ export {
   type CrossEntropyLabels,
 } from './ops/api.js';
 export { scaledDotProductAttention, type AttentionOptions } from './ops/attention-api.js';
-export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type GradOptions } from './autodiff/transforms.js';
-export { jvp, jacfwd, jacrev, hvp, hessian } from './autodiff/forward.js';
+export { grad, valueAndGrad, vjp, noGrad, customVjp, type VjpFn, type VjpOptions, type GradOptions } from './autodiff/transforms.js';
+export { jvp, jacfwd, jacrev, hvp, hessian, type JacobianFn } from './autodiff/forward.js';
 export { vmap, type VmapOptions, type AxisSpec } from './autodiff/vmap.js';
 export * as autograd from './autodiff/autograd.js';
 export type { AutogradOptions } from './autodiff/autograd.js';

@@ -271,6 +271,39 @@ describe('PyTorch style', () => {
     });
   });
 
+  it('autograd.grad and backward() inside an outer transform are differentiated through, without createGraph', () => {
+    A.tidy(() => {
+      // d/dx Σ ∂(Σx³)/∂x = Σ 6x: the inner call records because grad differentiates through it.
+      const viaAutograd = (x: Tensor) => A.sum(A.autograd.grad(cube(x), x)[0]!);
+      const viaBackward = (x: Tensor) => {
+        cube(x).backward();
+        return A.sum(x.grad!);
+      };
+      for (const inner of [viaAutograd, viaBackward]) {
+        expect(arr(A.grad(inner)(t([2, -1])) as Tensor)).toEqual([12, -6]);
+        expect(arr(A.jacrev(inner)(t([2, -1])))).toEqual([12, -6]);
+        const [, vjpFn] = A.vjp(inner, t([0.5]));
+        expect(arr(vjpFn(t(1))[0])).toEqual([3]);
+        vjpFn.release();
+      }
+      // Forward over it: the tangent flows through the inner sweep.
+      const xr = A.tensor([2], { ...f64, requiresGrad: true });
+      expect(arr(A.jvp(viaAutograd, [xr], [t([1])])[1])).toEqual([12]);
+      // Top level is unchanged: the first-order gradient is a constant and the graph is released.
+      const x = A.tensor([2, -1], { ...f64, requiresGrad: true });
+      const y = cube(x);
+      const [g] = A.autograd.grad(y, x);
+      expect(arr(g!)).toEqual([12, 3]);
+      expect(g!.requiresGrad).toBe(false);
+      expect(() => A.autograd.grad(y, x)).toThrow(/already released/);
+      const z = cube(x);
+      z.backward();
+      expect(arr(x.grad!)).toEqual([12, 3]);
+      expect(x.grad!.requiresGrad).toBe(false);
+      expect(() => z.backward()).toThrow(/already released/);
+    });
+  });
+
   it('backward() on a gradient computed without createGraph names the way out', () => {
     A.tidy(() => {
       const x = A.tensor([1, 2], { ...f64, requiresGrad: true });

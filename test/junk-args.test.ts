@@ -84,6 +84,10 @@ const junk: [string, Junk][] = [
   ['{keepdim}', () => ({ keepdim: false })],
   ['{lr}', () => ({ lr: '1e-3' })],
   ['{seed}', () => ({ seed: 1 })],
+  ['{keepDim}', () => ({ keepDim: true })],
+  ['{create_graph}', () => ({ create_graph: true })],
+  ['{weight_decay}', () => ({ lr: 0.1, weight_decay: 0.01 })],
+  ['{hasAux}', () => ({ hasAux: true })],
   ['[]', () => []],
   ['[1]', () => [1]],
   ['[2,3]', () => [2, 3]],
@@ -135,9 +139,147 @@ function release(v: unknown, depth = 0): void {
   else if (Object.getPrototypeOf(v) === Object.prototype) for (const x of Object.values(v)) release(x, depth + 1);
 }
 
+// ---------------------------------------------------------------- extra positional arguments
+
+/** Exports that take any number of arguments (rest parameters), and the error classes. */
+const VARIADIC = new Set(['permute', 'vjp', 'functionalCall', 'nn.Sequential']);
+const TAKES_AT_MOST = /takes at most (\d+) arguments?, got (\d+)/;
+
+/** The arity an export reports when given n arguments (null: it did not refuse them for their count). */
+async function refusedArity(c: Callable, n: number): Promise<{ max: number | null; error: unknown }> {
+  try {
+    let pending: Promise<unknown> | null = null;
+    const r = A.tidy(() => {
+      const v = c.call(
+        Array.from({ length: n }, () => undefined),
+        () => A.ones([2]),
+      );
+      if (v instanceof Promise) pending = v; // an async export refuses by rejecting
+      return v instanceof Promise ? undefined : v;
+    });
+    release(pending === null ? r : await pending);
+    return { max: null, error: null };
+  } catch (e) {
+    const m = e instanceof A.ArgumentError ? TAKES_AT_MOST.exec(e.message) : null;
+    return { max: m === null ? null : Number(m[1]), error: e };
+  }
+}
+
+// ---------------------------------------------------------------- unknown option keys
+
+/** Every public options object, each given a misspelt key (the calls are valid otherwise). */
+const TYPO = { zzTypo: 1 };
+function optionCalls(): [string, (o: object) => unknown][] {
+  const x = A.randn([2, 3], { seed: 1 });
+  const img = A.randn([1, 1, 4, 4], { seed: 2 });
+  const lin = new A.nn.Linear(3, 2, { seed: 1 });
+  const opt = new A.optim.SGD(lin.parameters(), { lr: 0.1 });
+  const f = (t: A.Tensor) => A.sum(A.mul(t, t));
+  const p = () => A.randn([2], { seed: 3, requiresGrad: true });
+  const S = A.optim.lrScheduler;
+  return [
+    ['grad', (o) => A.grad(f, o)],
+    ['valueAndGrad', (o) => A.valueAndGrad(f, o)],
+    ['vjp', (o) => A.vjp(f, x, { hasAux: false, ...o })],
+    ['vmap', (o) => A.vmap(f, o)],
+    ['backward', (o) => A.sum(p()).backward(undefined, o)],
+    ['autograd.grad', (o) => A.autograd.grad(A.sum(p()), [p()], o)],
+    ['crossEntropy', (o) => A.crossEntropy(x, [0, 1], o)],
+    ['mseLoss', (o) => A.mseLoss(x, x, o)],
+    ['gelu', (o) => A.gelu(x, o)],
+    ['conv2d', (o) => A.conv2d(img, A.randn([1, 1, 3, 3]), null, o)],
+    ['dropout', (o) => A.dropout(x, 0.5, o)],
+    ['scaledDotProductAttention', (o) => A.scaledDotProductAttention(x, x, x, o)],
+    ['compile', (o) => A.compile(f, o)],
+    ['gradcheck', (o) => A.gradcheck(f, [A.randn([2], { dtype: 'float64' })], o)],
+    ['tensor', (o) => A.tensor([1], o)],
+    ['zeros', (o) => A.zeros([1], o)],
+    ['ones', (o) => A.ones([1], o)],
+    ['full', (o) => A.full([1], 2, o)],
+    ['arange', (o) => A.arange(3, o)],
+    ['randn', (o) => A.randn([1], o)],
+    ['rand', (o) => A.rand([1], o)],
+    ['gradientWarnings', (o) => A.gradientWarnings(A.gradientStats(lin), o)],
+    ['nn.Linear', (o) => new A.nn.Linear(3, 2, o)],
+    ['nn.Sequential', (o) => new A.nn.Sequential(new A.nn.ReLU(), o)],
+    ['nn.GELU', (o) => new A.nn.GELU(o)],
+    ['nn.Dropout', (o) => new A.nn.Dropout(0.5, o)],
+    ['nn.LayerNorm', (o) => new A.nn.LayerNorm(3, o)],
+    ['nn.Embedding', (o) => new A.nn.Embedding(3, 2, o)],
+    ['nn.Conv2d', (o) => new A.nn.Conv2d(1, 1, 3, o)],
+    ['nn.MultiheadAttention', (o) => new A.nn.MultiheadAttention(4, 2, o)],
+    ['nn.TransformerEncoderLayer', (o) => new A.nn.TransformerEncoderLayer(4, 2, o)],
+    ['nn.LSTM', (o) => new A.nn.LSTM(3, 2, o)],
+    ['nn.GRU', (o) => new A.nn.GRU(3, 2, o)],
+    ['nn.GPT', (o) => new A.nn.GPT({ vocabSize: 4, ...o })],
+    ['optim.SGD', (o) => new A.optim.SGD(lin.parameters(), { lr: 0.1, ...o })],
+    ['optim.Adam', (o) => new A.optim.Adam(lin.parameters(), { lr: 0.1, ...o })],
+    ['optim.AdamW', (o) => new A.optim.AdamW(lin.parameters(), { lr: 0.1, ...o })],
+    ['lrScheduler.StepLR', (o) => new S.StepLR(opt, { stepSize: 1, ...o })],
+    ['lrScheduler.LinearLR', (o) => new S.LinearLR(opt, o)],
+    ['lrScheduler.CosineAnnealingLR', (o) => new S.CosineAnnealingLR(opt, { tMax: 2, ...o })],
+    ['lrScheduler.LambdaLR', (o) => new S.LambdaLR(opt, { lrLambda: () => 1, ...o })],
+    ['lrScheduler.OneCycleLR', (o) => new S.OneCycleLR(opt, { maxLr: 1, totalSteps: 3, ...o })],
+    ['lrScheduler.SequentialLR', (o) => new S.SequentialLR(opt, { schedulers: [], milestones: [], ...o })],
+    ['data.digits', (o) => A.data.digits(o)],
+    ['data.batches', (o) => A.data.batches(x, new Int32Array(2), { batchSize: 1, ...o })],
+    ['data.lmBatches', (o) => A.data.lmBatches(new Int32Array(9), { batchSize: 1, blockSize: 2, ...o })],
+    ['init', (o) => A.init(o)],
+  ] as [string, (o: object) => unknown][];
+}
+
 // ---------------------------------------------------------------- the run
 
 describe('junk arguments', () => {
+  it('every export refuses one positional argument too many, naming itself and its arity', async () => {
+    await A.init();
+    const callables = exportsOf(A as unknown as Record<string, unknown>).filter((c) => !VARIADIC.has(c.name));
+    expect(callables.length).toBeGreaterThan(120);
+    const bad: string[] = [];
+    for (const c of callables) {
+      const far = await refusedArity(c, 9);
+      if (far.max === null) {
+        bad.push(`${c.name}: 9 arguments gave ${far.error === null ? 'no error' : String(far.error)}`);
+        continue;
+      }
+      const name = (far.error as Error).message.split(':')[0];
+      // A function exported twice (clipGradNorm and optim.clipGradNorm) is named by its shorter path.
+      if (name !== c.name && !c.name.endsWith(`.${name}`)) bad.push(`${c.name}: the error names ${JSON.stringify(name)}`);
+      // One more than the arity is refused; exactly the arity is not refused for its count.
+      if ((await refusedArity(c, far.max + 1)).max !== far.max) bad.push(`${c.name}: ${far.max + 1} arguments not refused`);
+      if ((await refusedArity(c, far.max)).max !== null) bad.push(`${c.name}: ${far.max} arguments refused`);
+    }
+    expect(bad).toEqual([]);
+    // Tensor methods too (installed over the prototype in ops/tensor.ts).
+    const x = A.ones([2]);
+    expect(() => (x as unknown as { sum(...a: unknown[]): unknown }).sum(0, false, 'extra')).toThrow(
+      /sum: takes at most 2 arguments, got 3/,
+    );
+    x.dispose();
+  });
+
+  it('every public options object refuses an unknown key, naming it and the accepted ones', async () => {
+    await A.init();
+    const bad: string[] = [];
+    for (const [name, call] of optionCalls()) {
+      let error: unknown = null;
+      try {
+        const r = call(TYPO); // no tidy: init is async (its fixtures are reclaimed by the collector)
+        if (r instanceof Promise) await r;
+      } catch (e) {
+        error = e;
+      }
+      const says = error instanceof A.ArgumentError ? error.message : String(error);
+      if (
+        !(error instanceof A.ArgumentError) ||
+        !/unknown option .zzTypo./.test(says) ||
+        !/\(known: |\(expected |the options are: /.test(says)
+      )
+        bad.push(`${name}: ${says}`);
+    }
+    expect(bad).toEqual([]);
+  });
+
   it('every throw from every export and Tensor method is an AdjointError, and the engine carries on', async () => {
     await A.init();
     gc();

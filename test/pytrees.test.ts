@@ -135,4 +135,68 @@ describe('functionalCall', () => {
       m.dispose();
     });
   });
+
+  // f(p) = Σ w² · b + Σ w·c over p = { w: [2], b: [] } (c captured): closed-form Jacobians and Hessians.
+  const c = () => t([1, -1]);
+  const fTree = (p: { w: Tensor; b: Tensor }) => A.add(A.mul(A.sum(A.square(p.w)), p.b), A.sum(A.mul(p.w, c())));
+  const point = () => ({ w: t([1, 2]), b: t(3) });
+
+  it('jacrev and jacfwd of a function of a record give a record of Jacobians, [...out, ...leaf]', () => {
+    A.tidy(() => {
+      for (const jac of [A.jacrev, A.jacfwd]) {
+        const J = jac(fTree)(point()) as unknown as { w: Tensor; b: Tensor };
+        expect(Object.keys(J)).toEqual(['w', 'b']);
+        expect(J.w.shape).toEqual([2]);
+        expect(arr(J.w)).toEqual([2 * 1 * 3 + 1, 2 * 2 * 3 - 1]); // 2 w b + c
+        expect(J.b.shape).toEqual([]);
+        expect(arr(J.b)).toEqual([5]); // Σ w²
+        // Vector output, nested-array argument: [3] out, leaves [2] and [] → [3, 2] and [3].
+        const g = (q: [Tensor, Tensor]) => A.mul(A.concat([q[0], A.reshape(q[1], [1])], 0), q[1]);
+        const K = jac(g)([t([1, 2]), t(3)]) as unknown as [Tensor, Tensor];
+        expect(K[0].shape).toEqual([3, 2]);
+        expect(arr(K[0])).toEqual([3, 0, 0, 3, 0, 0]);
+        expect(arr(K[1])).toEqual([1, 2, 6]);
+      }
+    });
+  });
+
+  it('hessian of a function of a record is a record of records of blocks; hvp of a record mirrors it', () => {
+    A.tidy(() => {
+      const H = A.hessian(fTree)(point()) as unknown as { w: { w: Tensor; b: Tensor }; b: { w: Tensor; b: Tensor } };
+      expect(H.w.w.shape).toEqual([2, 2]);
+      expect(arr(H.w.w)).toEqual([6, 0, 0, 6]); // 2b·I
+      expect(arr(H.w.b)).toEqual([2, 4]); // 2w
+      expect(arr(H.b.w)).toEqual([2, 4]);
+      expect(arr(H.b.b)).toEqual([0]);
+      const hv = A.hvp(fTree, point(), { w: t([1, 0]), b: t(1) }) as unknown as { w: Tensor; b: Tensor };
+      expect(arr(hv.w)).toEqual([6 + 2, 4]); // H·v: [6·1 + 2·1, 0 + 4·1]
+      expect(arr(hv.b)).toEqual([2]); // 2w·[1,0] + 0
+      expect(() => A.hvp(fTree, point(), { w: t([1, 0]) } as never)).toThrow(/v has 1 tensors, x has 2/);
+      expect(() => A.hvp(fTree, point(), { w: t([1, 0, 0]), b: t(1) })).toThrow(A.ShapeError);
+    });
+  });
+
+  it('vjp with a trailing { hasAux: true } gives [out, vjpFn, aux]; a record primal is not taken for options', () => {
+    A.tidy(() => {
+      const f = (x: Tensor): [Tensor, { sq: Tensor }] => {
+        const sq = A.square(x);
+        return [A.sum(A.mul(sq, x)), { sq }];
+      };
+      const r = A.vjp(f, t([1, 2]), { hasAux: true });
+      expect(r.length).toBe(3);
+      const [out, back, aux] = r as [Tensor, A.VjpFn, { sq: Tensor }];
+      expect(arr(out)).toEqual([9]);
+      expect(arr(aux.sq)).toEqual([1, 4]);
+      expect(arr(back(t(1))[0])).toEqual([3, 12]);
+      back.release();
+      expect(A.vjp((x: Tensor) => A.sum(x), t([1]), { hasAux: false }).length).toBe(2);
+      expect(() => A.vjp((x: Tensor) => A.sum(x), t([1]), { hasAux: true })).toThrow(/must return \[value, aux\]/);
+      expect(() => A.vjp((x: Tensor) => A.sum(x), t([1]), { hasAux: true, extra: 1 } as never)).toThrow(/unknown option "extra"/);
+      // A record of tensors, even with a key named hasAux, is a primal.
+      const [y2, back2] = A.vjp((p: { hasAux: Tensor }) => A.sum(A.square(p.hasAux)), { hasAux: t([3]) });
+      expect(arr(y2)).toEqual([9]);
+      expect(arr((back2(t(1))[0] as unknown as { hasAux: Tensor }).hasAux)).toEqual([6]);
+      back2.release();
+    });
+  });
 });

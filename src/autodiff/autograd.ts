@@ -5,6 +5,7 @@ import { ArgumentError, GradError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { constantGradients, seedFor } from '../ops/backward.js';
 import { sweep } from '../ops/sweep.js';
+import { tooMany, optionsArg } from '../args.js';
 
 /** Options for {@link grad | autograd.grad} (PyTorch's `torch.autograd.grad` arguments in camelCase). */
 export interface AutogradOptions {
@@ -18,7 +19,7 @@ export interface AutogradOptions {
   allowUnused?: boolean;
 }
 
-const KEYS = new Set(['gradOutputs', 'createGraph', 'retainGraph', 'allowUnused']);
+const KEYS = ['gradOutputs', 'createGraph', 'retainGraph', 'allowUnused'];
 
 function tensors(what: string, v: unknown): Tensor[] {
   const list = v instanceof Tensor ? [v] : v;
@@ -37,8 +38,7 @@ function checkOptions(opts: unknown): AutogradOptions {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
     throw new ArgumentError(`autograd.grad: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts))
-    if (!KEYS.has(k)) throw new ArgumentError(`autograd.grad: unknown option ${JSON.stringify(k)} (expected ${[...KEYS].join(', ')})`);
+  optionsArg('autograd.grad', opts, KEYS);
   const o = opts as AutogradOptions;
   for (const k of ['createGraph', 'retainGraph', 'allowUnused'] as const) {
     if (o[k] !== undefined && typeof o[k] !== 'boolean')
@@ -56,6 +56,7 @@ export function grad(
   inputs: Tensor | readonly Tensor[],
   options?: AutogradOptions,
 ): (Tensor | null)[] {
+  if (arguments.length > 3) throw tooMany('autograd.grad', 3, arguments.length);
   const outs = tensors('outputs', outputs),
     ins = tensors('inputs', inputs);
   const opts = checkOptions(options);
@@ -79,7 +80,9 @@ export function grad(
   });
   const createGraph = opts.createGraph ?? false;
   const seeds = outs.map((o, i) => seedFor('autograd.grad', o, seedsIn[i]));
-  const { grads } = sweep({ roots: outs, seeds, targets: ins, record: createGraph, retain: opts.retainGraph ?? createGraph });
+  // Inside a transform that differentiates through this call, the sweep records even without
+  // createGraph ('nested'): a constant gradient would make the outer derivative silently 0.
+  const { grads } = sweep({ roots: outs, seeds, targets: ins, record: createGraph || 'nested', retain: opts.retainGraph ?? createGraph });
   grads.forEach((g, i) => {
     if (g !== null || opts.allowUnused) return;
     for (const h of grads) h?.dispose();

@@ -16,7 +16,7 @@ import { apply, observingInputs } from '../ops/apply.js';
 import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
 import { sweep } from '../ops/sweep.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
 
@@ -103,6 +103,7 @@ function recompute(
  * flow through it either way. Nested checkpoints are recomputed recursively.
  */
 export function checkpoint<F extends Fn>(fn: F): F {
+  if (arguments.length > 1) throw tooMany('checkpoint', 1, arguments.length);
   if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${describe(fn)}`);
   const name = fn.name || 'anonymous';
   return ((...xs: Tensor[]) => {

@@ -13,9 +13,17 @@ import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap, vmapBroadcasting } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
-import { describe, functionArg } from '../args.js';
+import { describe, functionArg, tooMany } from '../args.js';
+import { flatten, rebuild, type Pytree } from './pytree.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
+type TreeFn = (x: any) => Tensor;
+
+/** A Jacobian (or Hessian) function: a tensor gives a tensor; a pytree gives a pytree of blocks mirroring it, as JAX's. */
+export interface JacobianFn {
+  (x: Tensor): Tensor;
+  (x: Pytree): Pytree;
+}
 
 const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);
 
@@ -48,6 +56,7 @@ let forwardDepth = 0;
  * flow through that.
  */
 export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+  if (arguments.length > 3) throw tooMany('jvp', 3, arguments.length);
   fnArg('jvp', 'f', f);
   if (!Array.isArray(primals) || !Array.isArray(tangents)) throw new ArgumentError('jvp: primals and tangents must be arrays of tensors');
   if (primals.length !== tangents.length) {
@@ -129,9 +138,11 @@ function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
  * one batched pass), each a column. Shape [...out.shape, ...x.shape]. Cheaper than jacrev when
  * x has fewer elements than f(x).
  */
-export function jacfwd(f: Fn): (x: Tensor) => Tensor {
+export function jacfwd(f: TreeFn): JacobianFn {
+  if (arguments.length > 1) throw tooMany('jacfwd', 1, arguments.length);
   functionArg('jacfwd', 'f', f);
-  return (x) => {
+  return ((x: Pytree) => {
+    if (!(x instanceof Tensor)) return jacfwdTree(f, x);
     singleArg('jacfwd', x);
     return runScoped(() => {
       if (x.size === 0) {
@@ -144,7 +155,31 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
       const cols = vmapBroadcasting((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
       return reshape(cols, [...cols.shape.slice(0, -1), ...x.shape]);
     }, isTensor);
-  };
+  }) as JacobianFn;
+}
+
+/** jacfwd at a pytree: per leaf j, the JVPs along its basis (the other leaves' tangents zero), [...out, ...leaf j]. */
+function jacfwdTree(f: TreeFn, x: Pytree): Pytree {
+  const leaves = flatten('jacfwd', 'x', x);
+  const g = (...ls: Tensor[]) => output('jacfwd', f(rebuild(x, ls)));
+  return runScoped(() => {
+    const zeros = leaves.map((l) => zerosLike(l));
+    const blocks = leaves.map((leaf, j) => {
+      if (leaf.size === 0) {
+        const outShape = withMode('record', false, () => g(...leaves)).shape;
+        return filled([...outShape, ...leaf.shape], leaf.dtype, 0);
+      }
+      const along = (t: Tensor) =>
+        jvp(
+          g,
+          leaves,
+          zeros.map((z, k) => (k === j ? t : z)),
+        )[1];
+      const cols = vmap(along, { outAxes: -1 })(basisStack(leaf.shape, leaf.dtype));
+      return reshape(cols, [...cols.shape.slice(0, -1), ...leaf.shape]);
+    });
+    return rebuild(x, blocks) as Pytree;
+  }, isTensor);
 }
 
 /**
@@ -152,9 +187,11 @@ export function jacfwd(f: Fn): (x: Tensor) => Tensor {
  * (vmap of the vjp function, one batched backward pass), each a row. Shape [...out.shape,
  * ...x.shape]. Cheaper than jacfwd when f(x) is smaller than x.
  */
-export function jacrev(f: Fn): (x: Tensor) => Tensor {
+export function jacrev(f: TreeFn): JacobianFn {
+  if (arguments.length > 1) throw tooMany('jacrev', 1, arguments.length);
   functionArg('jacrev', 'f', f);
-  return (x) => {
+  return ((x: Pytree) => {
+    if (!(x instanceof Tensor)) return jacrevTree(f, x);
     singleArg('jacrev', x);
     return runScoped(() => {
       const [y, back] = vjp(f, x);
@@ -166,7 +203,29 @@ export function jacrev(f: Fn): (x: Tensor) => Tensor {
         back.release();
       }
     }, isTensor);
-  };
+  }) as JacobianFn;
+}
+
+/** jacrev at a pytree: one tape, the VJPs of every output basis direction; each leaf's rows [...out, ...leaf]. */
+function jacrevTree(f: TreeFn, x: Pytree): Pytree {
+  const leaves = flatten('jacrev', 'x', x);
+  return runScoped(() => {
+    const [y, back] = vjp(f, x);
+    try {
+      if (y.size === 0)
+        return rebuild(
+          x,
+          leaves.map((l) => filled([...y.shape, ...l.shape], l.dtype, 0)),
+        ) as Pytree;
+      const rows = vmap((ct: Tensor) => flatten('jacrev', 'x', back(ct)[0]))(basisStack(y.shape, y.dtype)) as Tensor[];
+      return rebuild(
+        x,
+        rows.map((r, i) => reshape(r, [...y.shape, ...leaves[i].shape])),
+      ) as Pytree;
+    } finally {
+      back.release();
+    }
+  }, isTensor);
 }
 
 /** f wrapped so that a non-scalar result is a GradError naming the transform. */
@@ -179,15 +238,48 @@ function scalarFn(fname: string, f: Fn): Fn {
 }
 
 /** H·v for scalar f at x: the JVP of grad(f) along v (forward-over-reverse). */
-export function hvp(f: Fn, x: Tensor, v: Tensor): Tensor {
+export function hvp(f: TreeFn, x: Tensor, v: Tensor): Tensor;
+export function hvp(f: TreeFn, x: Pytree, v: Pytree): Pytree;
+export function hvp(f: TreeFn, x: Pytree, v: Pytree): Pytree {
+  if (arguments.length > 3) throw tooMany('hvp', 3, arguments.length);
   functionArg('hvp', 'f', f);
+  if (!(x instanceof Tensor)) return hvpTree(f, x, v);
   checkTangent('hvp', 'x', 'v', x, v);
   const g = grad(scalarFn('hvp', f)) as (x: Tensor) => Tensor;
-  return runScoped(() => jvp(g, [x], [v])[1], isTensor);
+  return runScoped(() => jvp(g, [x], [v as Tensor])[1], isTensor);
 }
 
-/** The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are hvp's). */
-export function hessian(f: Fn): (x: Tensor) => Tensor {
+/**
+ * hvp at a pytree x along a tree v of the same structure: the gradient of ⟨∇f(x), v⟩
+ * (reverse over reverse; the same H·v), mirroring x.
+ */
+function hvpTree(f: TreeFn, x: Pytree, v: Pytree): Pytree {
+  const xs = flatten('hvp', 'x', x),
+    vs = flatten('hvp', 'v', v);
+  if (vs.length !== xs.length) throw new ArgumentError(`hvp: v has ${vs.length} tensors, x has ${xs.length}; give v the structure of x`);
+  xs.forEach((xi, i) => checkTangent('hvp', `x leaf ${i}`, `v leaf ${i}`, xi, vs[i]));
+  const gf = grad(scalarFn('hvp', f));
+  const dot = (z: Pytree) => {
+    const gs = flatten('hvp', 'gradient', gf(z));
+    return gs.map((gi, i) => sum(mul(gi, vs[i]))).reduce((a, b) => add(a, b));
+  };
+  return runScoped(() => grad(dot)(x) as Pytree, isTensor);
+}
+
+/**
+ * The Hessian of scalar f at x, shape [...x.shape, ...x.shape]: jacfwd of grad (columns are
+ * hvp's). At a pytree x, a pytree of blocks: entry i then j is ∂²f/∂xᵢ∂xⱼ, [...xᵢ.shape, ...xⱼ.shape] (JAX's layout).
+ */
+export function hessian(f: TreeFn): JacobianFn {
+  if (arguments.length > 1) throw tooMany('hessian', 1, arguments.length);
   functionArg('hessian', 'f', f);
-  return (x) => jacfwd(grad(scalarFn('hessian', f)) as (x: Tensor) => Tensor)(singleArg('hessian', x));
+  const g = grad(scalarFn('hessian', f));
+  return ((x: Pytree) => {
+    if (x instanceof Tensor) return jacfwd(g as (x: Tensor) => Tensor)(singleArg('hessian', x));
+    const n = flatten('hessian', 'x', x).length;
+    return runScoped(() => {
+      const rows = Array.from({ length: n }, (_, i) => jacfwd((z: Pytree) => flatten('hessian', 'gradient', g(z))[i])(x));
+      return rebuild(x, rows) as Pytree;
+    }, isTensor);
+  }) as JacobianFn;
 }

@@ -5,7 +5,7 @@ import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 /** What {@link gradcheck} found. */
 export interface GradcheckResult {
@@ -38,6 +38,7 @@ export function gradcheck(
   inputs: readonly Tensor[],
   options?: { eps?: number; rtol?: number },
 ): GradcheckResult {
+  if (arguments.length > 3) throw tooMany('gradcheck', 3, arguments.length);
   const { eps = 1e-6, rtol = 1e-7 } = optionsArg('gradcheck', options, ['eps', 'rtol']);
   if (typeof f !== 'function') throw new ArgumentError(`gradcheck: f must be a function, got ${describe(f)}`);
   if (!Array.isArray(inputs) || inputs.length === 0) throw new ArgumentError('gradcheck: inputs must be a non-empty array of tensors');

@@ -11,11 +11,11 @@ import { modes, withMode } from '../ops/modes.js';
 import { nextNodeId } from '../ops/node.js';
 import { apply } from '../ops/apply.js';
 import { constantGradients, seedFor } from '../ops/backward.js';
-import { sweep, linked, reachable, variable } from '../ops/sweep.js';
+import { sweep, linked, reachable, variable, tracing } from '../ops/sweep.js';
 import { flatten, rebuild } from './pytree.js';
 import { filled } from '../ops/launch.js';
 import { zerosLike } from '../ops/api.js';
-import { describe } from '../args.js';
+import { describe, tooMany, optionsArg } from '../args.js';
 
 type Fn = (...args: any[]) => any;
 
@@ -35,9 +35,7 @@ function checkGradOptions(fname: string, opts: unknown): GradOptions {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
     throw new ArgumentError(`${fname}: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts))
-    if (k !== 'argnums' && k !== 'hasAux')
-      throw new ArgumentError(`${fname}: unknown option ${JSON.stringify(k)} (expected argnums or hasAux)`);
+  optionsArg(fname, opts, ['argnums', 'hasAux']);
   const o = opts as GradOptions;
   if (o.hasAux !== undefined && typeof o.hasAux !== 'boolean')
     throw new ArgumentError(`${fname}: hasAux must be true or false, got ${typeof o.hasAux}`);
@@ -130,13 +128,21 @@ function gradsOf(y: Tensor, vars: readonly Tensor[]): { grads: Tensor[]; recorde
  * f run with recording on: a transform asks for a tape explicitly, so it records even inside
  * noGrad or jvp (as torch.func.grad does), which hessian = jacfwd(grad(f)) needs.
  */
-const recorded = <T>(f: () => T): T => withMode('record', true, f);
+const recorded = <T>(f: () => T): T => {
+  tracing.depth++;
+  try {
+    return withMode('record', true, f);
+  } finally {
+    tracing.depth--;
+  }
+};
 
 /**
  * Like {@link grad}, but the function returns `[value, grads]`: `f`'s value and its gradient(s)
  * with respect to the `argnums` arguments, from one forward and one backward pass.
  */
 export function valueAndGrad(f: Fn, opts?: GradOptions) {
+  if (arguments.length > 2) throw tooMany('valueAndGrad', 2, arguments.length);
   return valueAndGradAs('valueAndGrad', f, opts);
 }
 
@@ -179,6 +185,7 @@ function valueAndGradAs(fname: string, f: Fn, options: GradOptions | undefined) 
  * ```
  */
 export function grad(f: Fn, opts?: GradOptions) {
+  if (arguments.length > 2) throw tooMany('grad', 2, arguments.length);
   const vg = valueAndGradAs('grad', f, opts);
   const hasAux = opts?.hasAux ?? false;
   return (...args: unknown[]): any => {
@@ -200,13 +207,33 @@ export type VjpFn = ((cotangent: Tensor) => Tensor[]) & {
 
 const graphs = new FinalizationRegistry<() => void>((release) => release());
 
+/** Options for {@link vjp}, given after the primals: `vjp(f, x, y, { hasAux: true })`. */
+export interface VjpOptions {
+  /** f returns [out, aux]: vjp gives [out, vjpFn, aux] (aux is not differentiated). */
+  hasAux?: boolean;
+}
+
+/**
+ * A trailing `{ hasAux }` after the primals is vjp's options: a pytree cannot hold a boolean,
+ * so it is never mistaken for a record argument.
+ */
+function vjpOptions(primals: unknown[]): boolean {
+  const last = primals[primals.length - 1];
+  if (last === null || typeof last !== 'object' || Object.getPrototypeOf(last) !== Object.prototype) return false;
+  if (!('hasAux' in last) || typeof (last as VjpOptions).hasAux !== 'boolean') return false;
+  primals.pop();
+  return optionsArg('vjp', last as VjpOptions, ['hasAux']).hasAux === true;
+}
+
 /**
  * f's output and a function mapping an output cotangent to the cotangents of every argument
  * (each mirroring its argument's structure). The graph is retained for repeated calls until
- * vjpFn.release() (or garbage collection).
+ * vjpFn.release() (or garbage collection). With a trailing `{ hasAux: true }`, f returns
+ * `[out, aux]` and the result is `[out, vjpFn, aux]` (JAX's `has_aux`).
  */
-export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
+export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] | [Tensor, VjpFn, unknown] {
   fnArg('vjp', 'f', f);
+  const hasAux = vjpOptions(primals);
   const mark = nextNodeId();
   const w = runScoped(() => {
     const v = variables(
@@ -217,7 +244,18 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
     for (const t of v.vars) exempt(t);
     return v;
   }, isTensor);
-  const y = runScoped(() => recorded(() => f(...w.args)), isTensor);
+  let aux: unknown;
+  let y: unknown;
+  try {
+    [y, aux] = splitAux(
+      'vjp',
+      runScoped(() => recorded(() => f(...w.args)), isTensor),
+      hasAux,
+    );
+  } catch (e) {
+    for (const t of w.vars) t.dispose();
+    throw e;
+  }
   if (!(y instanceof Tensor)) {
     for (const t of w.vars) t.dispose();
     throw new GradError(`vjp: the function must return a Tensor, got ${y === null ? 'null' : typeof y}`);
@@ -248,7 +286,7 @@ export function vjp(f: Fn, ...primals: unknown[]): [Tensor, VjpFn] {
   }) as VjpFn;
   fn.release = release;
   graphs.register(fn, release);
-  return [y, fn];
+  return hasAux ? [y, fn, aux] : [y, fn];
 }
 
 /** The cotangent given to a vjp function: a live tensor of the output's shape and dtype. */
@@ -264,6 +302,7 @@ function checkCotangent(ct: unknown, y: Tensor): void {
 
 /** Runs fn without recording anything for reverse mode. */
 export function noGrad<T>(fn: () => T): T {
+  if (arguments.length > 1) throw tooMany('noGrad', 1, arguments.length);
   fnArg('noGrad', 'fn', fn);
   return withMode('record', false, fn);
 }
@@ -276,6 +315,7 @@ export function customVjp(
   forward: (...xs: Tensor[]) => Tensor,
   backwardFn: (g: Tensor, xs: readonly Tensor[], y: Tensor) => readonly (Tensor | null)[],
 ): (...xs: Tensor[]) => Tensor {
+  if (arguments.length > 2) throw tooMany('customVjp', 2, arguments.length);
   fnArg('customVjp', 'forward', forward);
   fnArg('customVjp', 'backward', backwardFn);
   const name = forward.name || 'anonymous';

@@ -10,6 +10,7 @@ import { type Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { batching, unwrap, wrap } from '../ops/batch.js';
 import { reshape, transpose, broadcastTo } from '../ops/api.js';
+import { tooMany, optionsArg } from '../args.js';
 
 /** An axis per leaf: a number (negative counts from the end) or null (not mapped), or a tree matching the arguments' structure. */
 export type AxisSpec = number | null | readonly AxisSpec[] | { readonly [key: string]: AxisSpec };
@@ -80,6 +81,7 @@ function fnArg(f: unknown): void {
 
 /** f mapped over an axis of its arguments (see the file comment). */
 export function vmap<F extends (...args: any[]) => any>(f: F, opts: VmapOptions = {}): (...args: Parameters<F>) => ReturnType<F> {
+  if (arguments.length > 2) throw tooMany('vmap', 2, arguments.length);
   // An explicit outAxes on a result that does not depend on the mapped arguments is an error; the default broadcasts it (as JAX does).
   return mapped(f, opts, opts?.outAxes === undefined);
 }
@@ -95,7 +97,7 @@ export function vmapBroadcasting<F extends (...args: any[]) => any>(f: F, opts: 
 
 function mapped<F extends (...args: any[]) => any>(f: F, opts: VmapOptions, broadcast: boolean): (...args: Parameters<F>) => ReturnType<F> {
   fnArg(f);
-  const { inAxes = 0, outAxes = 0 } = opts;
+  const { inAxes = 0, outAxes = 0 } = optionsArg('vmap', opts, ['inAxes', 'outAxes']);
   return (...args: unknown[]) => {
     if (Array.isArray(inAxes) && inAxes.length !== args.length) {
       throw new ArgumentError(`vmap: inAxes has ${inAxes.length} entries for ${args.length} argument(s)`);

@@ -16,7 +16,7 @@ import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
 import { inspect, quickArgs, quickSig, type Args, type Quick } from './signature.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
@@ -75,6 +75,7 @@ interface Entry {
  * ops tile by tile (src/compile/fuse.ts). See docs/readme-compile.md.
  */
 export function compile<A extends unknown[], R>(fn: (...args: A) => R, options: CompileOptions = {}): Compiled<A, R> {
+  if (arguments.length > 2) throw tooMany('compile', 2, arguments.length);
   checkOptions(fn, options);
   const c = new Compiler(fn, options.fuse);
   const compiled = Object.assign((...args: A): R => c.call(args), { stats: c.stats as Readonly<CompileStats>, reset: () => c.reset() });

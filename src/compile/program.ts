@@ -212,7 +212,19 @@ export class Program {
       return moved.has(at) ? [] : [step(op)];
     });
     const reads = trace.reads.map((r) => r.input);
-    return new Program(base, total, parallelize(steps, poolSize()), patches, binds, slots, outs, trace.template, [...exts], trace.data.length, reads);
+    return new Program(
+      base,
+      total,
+      parallelize(steps, poolSize()),
+      patches,
+      binds,
+      slots,
+      outs,
+      trace.template,
+      [...exts],
+      trace.data.length,
+      reads,
+    );
   }
 
   /** Whether every persistent tensor the schedule touches (and every one it returns) is still alive. */

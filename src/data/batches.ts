@@ -6,7 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import { gather } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { permutation } from './shuffle.js';
-import { describe } from '../args.js';
+import { describe, tooMany, optionsArg } from '../args.js';
 
 /** Options for {@link batches}. */
 export interface BatchOptions {
@@ -32,6 +32,7 @@ export interface Batch {
 
 /** Number of batches batches() yields for n rows. */
 export function batchCount(n: number, batchSize: number, dropLast = false): number {
+  if (arguments.length > 3) throw tooMany('data.batchCount', 3, arguments.length);
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`batchCount: n must be a non-negative integer, got ${describe(n)}`);
   if (!Number.isInteger(batchSize) || batchSize <= 0)
     throw new ArgumentError(`batchCount: batchSize must be a positive integer, got ${describe(batchSize)}`);
@@ -39,7 +40,13 @@ export function batchCount(n: number, batchSize: number, dropLast = false): numb
 }
 
 /** Yields { x, y, indices } batches of rows of x [N, ...] and labels y [N]. */
-export function* batches(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
+export function batches(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
+  if (arguments.length > 3) throw tooMany('data.batches', 3, arguments.length); // here, not in the generator: at the call
+  optionsArg('batches', opts ?? {}, ['batchSize', 'shuffle', 'seed', 'dropLast']);
+  return batchesOf(x, y, opts);
+}
+
+function* batchesOf(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Batch, void, undefined> {
   if (!(x instanceof Tensor) || x.shape.length === 0) throw new ArgumentError('batches: x must be a Tensor with a leading batch axis');
   const { batchSize, shuffle = true, seed = 0, dropLast = false } = opts ?? ({} as BatchOptions);
   if (!Number.isInteger(batchSize) || batchSize <= 0)

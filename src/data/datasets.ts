@@ -8,7 +8,7 @@ import { filled, k } from '../ops/launch.js';
 import { digitsRaw } from './digits.js';
 import { loadIdx } from './idx.js';
 import { integerStream, shuffleInPlace } from './shuffle.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 /** A data set split into training and test parts. */
 export interface Split {
@@ -51,6 +51,7 @@ export interface DigitsOptions {
  * (stratified) with a seeded shuffle: x [N, 64] in [0, 1] (pixel/16), y in 0..9.
  */
 export function digits(options?: DigitsOptions): Split {
+  if (arguments.length > 1) throw tooMany('data.digits', 1, arguments.length);
   const { testFraction = 0.2, seed = 0 } = optionsArg('digits', options, ['testFraction', 'seed']);
   if (typeof testFraction !== 'number' || !(testFraction > 0 && testFraction < 1)) {
     throw new ArgumentError(`digits: testFraction must be in (0, 1), got ${describe(testFraction)}`);
@@ -89,6 +90,7 @@ const FASHION_FILES = {
  * 60 000 / 10 000 split. Node, Deno and Bun only (reads files with node:fs).
  */
 export async function fashionMnist(dir: string): Promise<Split> {
+  if (arguments.length > 1) throw tooMany('data.fashionMnist', 1, arguments.length);
   if (typeof dir !== 'string' || dir === '') throw new ArgumentError(`fashionMnist: dir must be a directory path, got ${describe(dir)}`);
   const fs = await import('node:fs/promises');
   const names = await fs.readdir(dir).catch((e: NodeJS.ErrnoException) => {

@@ -6,6 +6,7 @@
 import { FormatError } from '../errors.js';
 import { gunzip } from '../io/inflate.js';
 import { DIGITS_COUNT, DIGITS_GZIP_BASE64 } from './digits-data.js';
+import { tooMany } from '../args.js';
 
 /** The embedded digits as bytes (see {@link digitsRaw}). */
 export interface DigitsRaw {
@@ -22,6 +23,7 @@ let decoded: Uint8Array | undefined;
 
 /** The digits as raw bytes. Decoded once; each call returns fresh copies the caller may modify. */
 export function digitsRaw(): DigitsRaw {
+  if (arguments.length > 0) throw tooMany('data.digitsRaw', 0, arguments.length);
   decoded ??= decode();
   const split = DIGITS_COUNT * PIXELS;
   return { pixels: decoded.slice(0, split), labels: decoded.slice(split), count: DIGITS_COUNT };

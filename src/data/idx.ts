@@ -5,7 +5,7 @@
  */
 import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** A parsed IDX (MNIST-format) file. */
 export interface IdxData {
@@ -29,6 +29,7 @@ const TYPE_NAMES: Record<number, string> = {
 
 /** Parses an IDX file, gzipped or not; `data` is a fresh copy that does not alias `bytes`. */
 export function loadIdx(bytes: Uint8Array): IdxData {
+  if (arguments.length > 1) throw tooMany('data.loadIdx', 1, arguments.length);
   if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadIdx: expected the file's bytes as a Uint8Array, got ${describe(bytes)}`);
   const gzipped = isGzip(bytes);
   const raw = gzipped ? inflate(bytes) : bytes;

@@ -2,7 +2,7 @@
 // seed gives the same order in every runtime. Fisher–Yates; the modulo bias (< n/2³²) is
 // irrelevant at data-set sizes.
 import { ArgumentError } from '../errors.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 function checkSeed(op: string, seed: number): number {
   if (!Number.isSafeInteger(seed)) throw new ArgumentError(`${op}: seed must be a safe integer, got ${describe(seed)}`);
@@ -35,6 +35,7 @@ export function shuffleInPlace(a: Int32Array, next: () => number): Int32Array {
 
 /** A seeded random permutation of 0..n−1. */
 export function permutation(n: number, seed = 0): Int32Array {
+  if (arguments.length > 2) throw tooMany('data.permutation', 2, arguments.length);
   if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1) {
     throw new ArgumentError(`permutation: n must be a non-negative integer below 2³¹ (indices are int32), got ${describe(n)}`);
   }

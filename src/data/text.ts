@@ -6,7 +6,7 @@
 import { ArgumentError, FormatError } from '../errors.js';
 import { gunzip, isGzip } from '../io/inflate.js';
 import { integerStream } from './shuffle.js';
-import { describe } from '../args.js';
+import { describe, tooMany, optionsArg } from '../args.js';
 import { tensor } from '../ops/create.js';
 import type { Tensor } from '../ops/tensor.js';
 
@@ -29,6 +29,7 @@ export class CharTokenizer {
 
   /** A tokenizer over these characters (e.g. a saved `vocab`, or `vocab.join('')`). */
   constructor(vocab: readonly string[] | string) {
+    if (arguments.length > 1) throw tooMany('data.CharTokenizer', 1, arguments.length);
     if (typeof vocab !== 'string' && !Array.isArray(vocab)) {
       throw new ArgumentError(`CharTokenizer: vocab must be a string or an array of characters, got ${describe(vocab)}`);
     }
@@ -103,6 +104,7 @@ export function splitText<T extends Int32Array | string>(
   /** The rest. */
   val: T;
 } {
+  if (arguments.length > 2) throw tooMany('data.splitText', 2, arguments.length);
   if (typeof ids !== 'string' && !(ids instanceof Int32Array))
     throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
   if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
@@ -148,7 +150,13 @@ function positive(name: string, v: unknown): number {
  * starts uniformly from [0, ids.length − blockSize) with the seeded stream (as the published
  * setup's randint), so a seed gives the same batches everywhere.
  */
-export function* lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
+export function lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
+  if (arguments.length > 2) throw tooMany('data.lmBatches', 2, arguments.length); // here, not in the generator: at the call
+  optionsArg('lmBatches', opts ?? {}, ['batchSize', 'blockSize', 'seed']);
+  return lmBatchesOf(ids, opts);
+}
+
+function* lmBatchesOf(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
   if (!(ids instanceof Int32Array))
     throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${String(ids)}`);
   const { batchSize, blockSize, seed = 0 } = opts ?? ({} as LmBatchOptions);
@@ -190,6 +198,7 @@ function textOf(bytes: Uint8Array, what: string): string {
  * in the repository's data/ folder (Node, Deno, Bun: read with node:fs, imported only here).
  */
 export async function shakespeare(source?: string | Uint8Array): Promise<string> {
+  if (arguments.length > 1) throw tooMany('data.shakespeare', 1, arguments.length);
   if (source instanceof Uint8Array) return textOf(source, 'the given bytes');
   if (source !== undefined && (typeof source !== 'string' || source === ''))
     throw new ArgumentError(`shakespeare: source must be a file path or the file's bytes, got ${String(source)}`);

@@ -4,13 +4,14 @@ import { ArgumentError, FormatError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 const TO_FILE = { float32: 'F32', float64: 'F64', int32: 'I32' } as const;
 const FROM_FILE = { F32: 'float32', F64: 'float64', I32: 'int32' } as const;
 
 /** Serialises the tensors (float32 → F32, float64 → F64, int32 → I32) into a safetensors file, keys sorted. */
 export function saveSafetensors(record: Record<string, Tensor>, metadata?: Record<string, string>): Uint8Array {
+  if (arguments.length > 2) throw tooMany('io.saveSafetensors', 2, arguments.length);
   if (record === null || typeof record !== 'object')
     throw new ArgumentError(`saveSafetensors: expected a record of Tensors, got ${describe(record)}`);
   const entries: SafetensorsEntry[] = Object.entries(record).map(([name, t]) => {
@@ -23,6 +24,7 @@ export function saveSafetensors(record: Record<string, Tensor>, metadata?: Recor
 
 /** Reads a safetensors file into new tensors (F32 → float32, F64 → float64, I32 → int32); throws FormatError on a bad file. */
 export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
+  if (arguments.length > 1) throw tooMany('io.loadSafetensors', 1, arguments.length);
   if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensors: expected a Uint8Array, got ${describe(bytes)}`);
   let entries: SafetensorsEntry[];
   try {

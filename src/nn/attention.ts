@@ -1,7 +1,7 @@
 // nn.MultiheadAttention and nn.TransformerEncoderLayer with PyTorch's parameter names, layouts
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
-import { optionsArg } from '../args.js';
+import { optionsArg, tooMany } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -95,6 +95,7 @@ export class MultiheadAttention extends Module {
     readonly numHeads: number,
     opts: MultiheadAttentionOptions = {},
   ) {
+    if (arguments.length > 3) throw tooMany('nn.MultiheadAttention', 3, arguments.length);
     super();
     opts = optionsArg('MultiheadAttention', opts, ['bias', 'dropout', 'batchFirst', 'dtype', 'seed']);
     count('MultiheadAttention', 'embedDim', embedDim);
@@ -252,6 +253,7 @@ export class TransformerEncoderLayer extends Module {
   readonly activation: 'relu' | 'gelu';
 
   constructor(dModel: number, nhead: number, opts: TransformerEncoderLayerOptions = {}) {
+    if (arguments.length > 3) throw tooMany('nn.TransformerEncoderLayer', 3, arguments.length);
     super();
     opts = optionsArg('TransformerEncoderLayer', opts, [
       'dimFeedforward',

@@ -2,13 +2,14 @@
 // with no forward of its own: the owner decides how to run them.
 import { ArgumentError } from '../errors.js';
 import { Module } from './module.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** An indexable list of submodules registered as `0`, `1`, … (PyTorch's `nn.ModuleList`), with no forward of its own: the owner decides how to run them. */
 export class ModuleList<M extends Module<unknown> = Module<unknown>> extends Module<never> {
   private readonly items: M[] = [];
 
   constructor(modules: Iterable<M> = []) {
+    if (arguments.length > 1) throw tooMany('nn.ModuleList', 1, arguments.length);
     super();
     if (modules === null || typeof (modules as Iterable<M>)[Symbol.iterator] !== 'function' || typeof modules === 'string') {
       throw new ArgumentError(`ModuleList: modules must be an array of Modules, got ${describe(modules)}`);

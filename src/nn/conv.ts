@@ -6,7 +6,7 @@ import type { DType } from '../tensor/dtype.js';
 import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 /** A window extent or step: one number for both axes, or `[height, width]`. */
 export type Size = number | readonly [number, number];
@@ -62,6 +62,7 @@ export class Conv2d extends Module {
     kernelSize: Size,
     options?: Conv2dOptions,
   ) {
+    if (arguments.length > 4) throw tooMany('nn.Conv2d', 4, arguments.length);
     super();
     const opts = optionsArg('Conv2d', options, ['stride', 'padding', 'bias', 'seed', 'dtype']);
     count('Conv2d', 'inChannels', inChannels);
@@ -93,6 +94,7 @@ export class MaxPool2d extends Module {
     readonly kernelSize: Size,
     readonly stride?: Size,
   ) {
+    if (arguments.length > 2) throw tooMany('nn.MaxPool2d', 2, arguments.length);
     super();
   }
   forward(x: Tensor): Tensor {
@@ -110,6 +112,7 @@ export class AvgPool2d extends Module {
     readonly kernelSize: Size,
     readonly stride?: Size,
   ) {
+    if (arguments.length > 2) throw tooMany('nn.AvgPool2d', 2, arguments.length);
     super();
   }
   forward(x: Tensor): Tensor {

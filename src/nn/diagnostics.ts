@@ -12,7 +12,7 @@ import type { Module } from './module.js';
 import { Linear, linearLayers } from './linear.js';
 import { Sequential } from './sequential.js';
 import { withBackprop, moduleArg } from './feedback.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 /** One parameter's line of {@link gradientStats}. */
 export interface GradientStat {
@@ -33,6 +33,7 @@ function norm(t: Tensor): number {
 
 /** Per parameter, after a backward pass: its gradient's norm, its own norm and their ratio. */
 export function gradientStats(model: Module): GradientStat[] {
+  if (arguments.length > 1) throw tooMany('gradientStats', 1, arguments.length);
   return moduleArg('gradientStats', model)
     .namedParameters()
     .map(([name, p]) => {
@@ -54,6 +55,7 @@ const sci = (v: number): string => (Number.isFinite(v) ? v.toExponential(2) : St
 
 /** One line per parameter whose gradient vanishes (relative to the largest) or explodes. */
 export function gradientWarnings(stats: readonly GradientStat[], options?: WarningOptions): string[] {
+  if (arguments.length > 2) throw tooMany('gradientWarnings', 2, arguments.length);
   const opts = optionsArg('gradientWarnings', options, ['vanishing', 'exploding']);
   if (!Array.isArray(stats))
     throw new ArgumentError(`gradientWarnings: stats must be the array gradientStats returns, got ${describe(stats)}`);
@@ -182,6 +184,7 @@ function measure(model: Module, layers: readonly Linear[], x: Tensor, lossOf: (o
  * restored afterwards, so this can run between a training step's backward and its update.
  */
 export function alignmentAngles(model: Module, x: Tensor, lossOf: (out: Tensor) => Tensor): AlignmentAngle[] {
+  if (arguments.length > 3) throw tooMany('alignmentAngles', 3, arguments.length);
   moduleArg('alignmentAngles', model);
   if (!(x instanceof Tensor)) throw new ArgumentError(`alignmentAngles: x must be a Tensor, got ${describe(x)}`);
   x.check('alignmentAngles');

@@ -16,7 +16,7 @@ import { keep } from '../tensor/memory.js';
 import { matmulT, linearFA, mul, sign, detach, composite } from '../ops/api.js';
 import { Module } from './module.js';
 import { Stream, fanInBound } from './init.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** How a Linear layer sends the gradient back to its input: `'bp'` (backpropagation, through Wᵀ), `'alignment'` (a fixed random matrix B, Lillicrap et al. 2016) or `'sign'` (sign(W), scaled). */
 export type Feedback = 'bp' | 'alignment' | 'sign';
@@ -43,6 +43,7 @@ let backpropDepth = 0;
  * reference pass the diagnostics compare feedback alignment against. B is kept.
  */
 export function withBackprop<T>(fn: () => T): T {
+  if (arguments.length > 1) throw tooMany('withBackprop', 1, arguments.length);
   if (typeof fn !== 'function') throw new ArgumentError(`withBackprop: fn must be a function, got ${describe(fn)}`);
   backpropDepth++;
   try {

@@ -18,6 +18,7 @@ import { ModuleList } from './containers.js';
 import { MultiheadAttention, linear } from './attention.js';
 import { count, dtypeOf } from './init.js';
 import { sample, type SampleOptions } from './gpt-sample.js';
+import { tooMany, optionsArg } from '../args.js';
 
 /** A GPT's sizes (the published character-level configuration by default) plus `dtype` and `seed`. */
 export interface GPTConfig {
@@ -54,6 +55,7 @@ export class GPTBlock extends Module {
   readonly ln2: LayerNorm;
   readonly mlp: Sequential;
   constructor(width: number, heads: number, dtype: DType) {
+    if (arguments.length > 3) throw tooMany('nn.GPTBlock', 3, arguments.length);
     super();
     this.ln1 = this.registerModule('ln1', new LayerNorm(width, { dtype }));
     this.attn = this.registerModule('attn', new MultiheadAttention(width, heads, { dtype, batchFirst: true }));
@@ -99,9 +101,11 @@ export class GPT extends Module {
   readonly head: TiedHead;
 
   constructor(config: GPTConfig) {
+    if (arguments.length > 1) throw tooMany('nn.GPT', 1, arguments.length);
     super();
     if (config === null || typeof config !== 'object')
       throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${String(config)}`);
+    optionsArg('nn.GPT', config, ['vocabSize', 'layers', 'heads', 'width', 'context', 'dtype', 'seed'], 'config');
     this.vocabSize = count('GPT', 'vocabSize', config.vocabSize);
     this.layers = count('GPT', 'layers', config.layers ?? 4);
     this.heads = count('GPT', 'heads', config.heads ?? 4);
@@ -201,7 +205,9 @@ export class GPTCache {
   /** Tokens held (their positions are 0 .. length − 1). */
   length = 0;
 
-  constructor(private readonly model: GPT) {}
+  constructor(private readonly model: GPT) {
+    if (arguments.length > 1) throw tooMany('nn.GPTCache', 1, arguments.length);
+  }
 
   /** Appends `ids` at positions length .. length + n − 1 and returns the last token's logits [vocabSize]. */
   append(ids: readonly number[] | Int32Array): Float64Array | Float32Array {

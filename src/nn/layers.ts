@@ -9,7 +9,7 @@ import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 function tensorInput(op: string, x: unknown): Tensor {
   if (!(x instanceof Tensor)) throw new ArgumentError(`${op}: input must be a Tensor, got ${describe(x)}`);
@@ -33,6 +33,7 @@ export class GELU extends Module {
   /** Which form it computes: `'tanh'` (the approximation, default) or `'none'` (exact, with erf). */
   readonly approximate: 'tanh' | 'none';
   constructor(options: GeluOptions = {}) {
+    if (arguments.length > 1) throw tooMany('nn.GELU', 1, arguments.length);
     super();
     this.approximate = geluApproximation('GELU', options);
   }
@@ -51,6 +52,7 @@ export class Flatten extends Module {
     readonly startDim = 1,
     readonly endDim = -1,
   ) {
+    if (arguments.length > 2) throw tooMany('nn.Flatten', 2, arguments.length);
     super();
   }
   forward(x: Tensor): Tensor {
@@ -74,6 +76,7 @@ export class Unflatten extends Module {
     readonly dim: number,
     readonly sizes: readonly number[],
   ) {
+    if (arguments.length > 2) throw tooMany('nn.Unflatten', 2, arguments.length);
     super();
   }
   forward(x: Tensor): Tensor {
@@ -103,6 +106,7 @@ export class Dropout extends Module {
     readonly p = 0.5,
     options?: { seed?: number },
   ) {
+    if (arguments.length > 2) throw tooMany('nn.Dropout', 2, arguments.length);
     super();
     const opts = optionsArg('Dropout', options, ['seed']);
     if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`Dropout: p must be in [0, 1), got ${describe(p)}`);
@@ -142,6 +146,7 @@ export class LayerNorm extends Module {
       dtype?: DType;
     } = {},
   ) {
+    if (arguments.length > 2) throw tooMany('nn.LayerNorm', 2, arguments.length);
     super();
     optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'dtype']);
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
@@ -171,6 +176,7 @@ export class Embedding extends Module {
     readonly embeddingDim: number,
     options?: { seed?: number; dtype?: DType },
   ) {
+    if (arguments.length > 3) throw tooMany('nn.Embedding', 3, arguments.length);
     super();
     const opts = optionsArg('Embedding', options, ['seed', 'dtype']);
     count('Embedding', 'numEmbeddings', numEmbeddings);
@@ -208,6 +214,7 @@ export class Residual extends Module {
   /** The wrapped module. */
   readonly module: Module;
   constructor(module: Module) {
+    if (arguments.length > 1) throw tooMany('nn.Residual', 1, arguments.length);
     super();
     this.module = this.registerModule('module', module);
   }

@@ -11,7 +11,7 @@ import { dense, type Activation } from '../ops/dense.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf, fanInBound } from './init.js';
 import { type Feedback, FEEDBACK_MODES, checkFeedback, feedbackProduct, drawFeedback, feedbackStream, moduleArg } from './feedback.js';
-import { optionsArg } from '../args.js';
+import { optionsArg, tooMany } from '../args.js';
 
 /** How the adjoint flows back to the input: 'bp' (Wᵀ), 'alignment' (fixed random B), 'sign' (sign(W)); see feedback.ts. */
 export type { Feedback } from './feedback.js';
@@ -63,6 +63,7 @@ export class Linear extends Module {
     readonly outFeatures: number,
     options?: LinearOptions,
   ) {
+    if (arguments.length > 3) throw tooMany('nn.Linear', 3, arguments.length);
     super();
     const opts = optionsArg('Linear', options, ['bias', 'seed', 'dtype', 'feedback']);
     count('Linear', 'inFeatures', inFeatures);
@@ -151,6 +152,7 @@ export function linearLayers(model: Module<unknown>, prefix = ''): [string, Line
  * backprop twin. Returns the layers switched.
  */
 export function setFeedback(model: Module, mode: Feedback, seed?: number): [string, Linear][] {
+  if (arguments.length > 3) throw tooMany('setFeedback', 3, arguments.length);
   moduleArg('setFeedback', model);
   if (mode === undefined)
     throw new ArgumentError(`setFeedback: mode must be one of ${FEEDBACK_MODES.map((m) => `'${m}'`).join(', ')}, got undefined`);

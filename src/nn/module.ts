@@ -8,7 +8,7 @@ import { views } from '../wasm/module.js';
 import { BYTES, type DType } from '../tensor/dtype.js';
 import { cast } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
-import { describe } from '../args.js';
+import { describe, tooMany, boolArg } from '../args.js';
 
 /** Checks a module's input: a live Tensor of the module's dtype whose axis `axis` is `size`. */
 export function checkInput(op: string, x: unknown, dtype: DType, axis: number, size: number, what: string): Tensor {
@@ -33,6 +33,11 @@ export abstract class Module<Out = Tensor> {
   training = true;
   private readonly ownParams = new Map<string, Tensor>();
   private readonly children = new Map<string, Module<unknown>>();
+
+  constructor() {
+    // A layer without a constructor of its own (nn.ReLU, nn.Tanh) takes no arguments.
+    if (arguments.length > 0) throw tooMany(`nn.${new.target.name}`, 0, arguments.length);
+  }
 
   /** The module's computation; call it directly: `model.forward(x)`. */
   abstract forward(x: Tensor): Out;
@@ -151,6 +156,7 @@ export abstract class Module<Out = Tensor> {
 
   /** Sets training mode on this module and every submodule; returns this. */
   train(mode = true): this {
+    mode = boolArg('train', 'mode', mode, true);
     this.training = mode;
     for (const c of this.children.values()) c.train(mode);
     return this;

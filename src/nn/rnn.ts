@@ -5,7 +5,7 @@
 // GEMMs (with W_ih and W_hh, biases in their epilogues) and one fused gate primitive
 // (src/ops/rnn.ts): backpropagation through time is many small kernels, so each step is kept to
 // those few launches, and every tensor a step reads is its own (no slices of the whole sequence).
-import { optionsArg } from '../args.js';
+import { optionsArg, tooMany } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -127,6 +127,7 @@ export class LSTMCell extends RecurrentCell<[Tensor, Tensor]> {
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
   constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    if (arguments.length > 3) throw tooMany('nn.LSTMCell', 3, arguments.length);
     super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, Tensor] {
@@ -142,6 +143,7 @@ export class GRUCell extends RecurrentCell<Tensor> {
    * @param opts - `bias` (default true), `dtype`, `seed`.
    */
   constructor(inputSize: number, hiddenSize: number, opts: { bias?: boolean; dtype?: DType; seed?: number } = {}) {
+    if (arguments.length > 3) throw tooMany('nn.GRUCell', 3, arguments.length);
     super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h?: Tensor | null): Tensor {
@@ -277,6 +279,7 @@ abstract class Recurrent<Out> extends RecurrentBase<Out> {
 /** nn.LSTM: forward(x, [h0, c0]?) → [y, [hN, cN]]; x [T, B, in] ([B, T, in] with batchFirst), states [numLayers, B, H]. */
 export class LSTM extends Recurrent<[Tensor, [Tensor, Tensor]]> {
   constructor(inputSize: number, hiddenSize: number, opts: RNNOptions = {}) {
+    if (arguments.length > 3) throw tooMany('nn.LSTM', 3, arguments.length);
     super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, [Tensor, Tensor]] {
@@ -291,6 +294,7 @@ export class LSTM extends Recurrent<[Tensor, [Tensor, Tensor]]> {
 /** nn.GRU: forward(x, h0?) → [y, hN]. */
 export class GRU extends Recurrent<[Tensor, Tensor]> {
   constructor(inputSize: number, hiddenSize: number, opts: RNNOptions = {}) {
+    if (arguments.length > 3) throw tooMany('nn.GRU', 3, arguments.length);
     super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h0?: Tensor | null): [Tensor, Tensor] {

@@ -15,7 +15,7 @@ import { recordDraws, replayDraws } from '../tensor/replay.js';
 import { modes, withMode } from '../ops/modes.js';
 import { checkpoint } from '../autodiff/checkpoint.js';
 import { checkPlan, planSegments, type CheckpointPlan, type SegmentPlan } from '../autodiff/segments.js';
-import { describe } from '../args.js';
+import { describe, optionsArg } from '../args.js';
 
 /** Activation modules a preceding Linear absorbs. Exact classes, the Linear's too: a subclass may change forward. */
 const FUSABLE = new Map<unknown, Activation>([
@@ -73,7 +73,7 @@ export class Sequential extends Module {
       this.registerModule(String(i), m);
     });
     this.layers = mods as Module[];
-    this.options = hasOptions ? { ...(last as SequentialOptions) } : {};
+    this.options = hasOptions ? { ...optionsArg('nn.Sequential', last as SequentialOptions, ['checkpoint']) } : {};
     this.steps = this.options.checkpoint === undefined ? fuse(this.layers) : this.layers;
     if (this.options.checkpoint !== undefined) checkPlan(this.options.checkpoint, 'Sequential');
   }

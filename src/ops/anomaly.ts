@@ -6,7 +6,7 @@ import type { Tensor } from './tensor.js';
 import { k } from './launch.js';
 import type { Node } from './node.js';
 import { modes, withMode } from './modes.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Primitives run since anomaly detection was last switched on (the forward position reported). */
 let opCount = 0;
@@ -17,6 +17,7 @@ let site: { node: Node; step: number; steps: number } | null = null;
 
 /** Turns the NaN/Inf check of every kernel output on or off (off by default: it costs a pass over each output). */
 export function detectAnomaly(on: boolean): void {
+  if (arguments.length > 1) throw tooMany('detectAnomaly', 1, arguments.length);
   if (typeof on !== 'boolean') throw new ArgumentError(`detectAnomaly: on must be true or false, got ${describe(on)}`);
   if (on && !modes.anomaly) opCount = 0;
   modes.anomaly = on;
@@ -24,6 +25,7 @@ export function detectAnomaly(on: boolean): void {
 
 /** Runs fn with anomaly detection on, restoring the previous setting afterwards (even if fn throws). */
 export function withAnomalyDetection<T>(fn: () => T): T {
+  if (arguments.length > 1) throw tooMany('withAnomalyDetection', 1, arguments.length);
   if (typeof fn !== 'function') throw new ArgumentError(`withAnomalyDetection: fn must be a function, got ${describe(fn)}`);
   if (!modes.anomaly) opCount = 0;
   return withMode('anomaly', true, fn);

@@ -12,7 +12,7 @@ import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
 
 import { composite } from './composite.js';
-import { describe, boolArg } from '../args.js';
+import { describe, boolArg, tooMany } from '../args.js';
 
 export * from './composite.js';
 export * from './conv-api.js';
@@ -99,32 +99,71 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike, name: string = op): 
  * Elementwise `a + b`, broadcasting as NumPy; a number operand becomes a scalar of the tensor's dtype.
  * @throws {@link DtypeError} when the two tensors' dtypes differ; {@link ShapeError} when the shapes do not broadcast.
  */
-export const add = (a: TensorLike, b: TensorLike): Tensor => binary('add', a, b);
+export function add(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('add', 2, arguments.length);
+  return binary('add', a, b);
+}
 /** Elementwise `a - b`, broadcasting as NumPy; numbers are accepted for either operand. */
-export const sub = (a: TensorLike, b: TensorLike): Tensor => binary('sub', a, b);
+export function sub(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('sub', 2, arguments.length);
+  return binary('sub', a, b);
+}
 /** Elementwise `a * b`, broadcasting as NumPy; numbers are accepted for either operand. */
-export const mul = (a: TensorLike, b: TensorLike): Tensor => binary('mul', a, b);
+export function mul(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('mul', 2, arguments.length);
+  return binary('mul', a, b);
+}
 /** Elementwise `a / b`, broadcasting as NumPy; numbers are accepted for either operand. */
-export const div = (a: TensorLike, b: TensorLike): Tensor => binary('div', a, b);
+export function div(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('div', 2, arguments.length);
+  return binary('div', a, b);
+}
 /** Elementwise `a ** b`, broadcasting as NumPy; numbers are accepted for either operand. */
-export const pow = (a: TensorLike, b: TensorLike): Tensor => binary('pow', a, b);
+export function pow(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('pow', 2, arguments.length);
+  return binary('pow', a, b);
+}
 /** Elementwise larger of `a` and `b`, broadcasting as NumPy. */
-export const maximum = (a: TensorLike, b: TensorLike): Tensor => binary('maximum', a, b);
+export function maximum(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('maximum', 2, arguments.length);
+  return binary('maximum', a, b);
+}
 /** Elementwise smaller of `a` and `b`, broadcasting as NumPy. */
-export const minimum = (a: TensorLike, b: TensorLike): Tensor => binary('minimum', a, b);
+export function minimum(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('minimum', 2, arguments.length);
+  return binary('minimum', a, b);
+}
 /** Elementwise `a > b` as 0/1 in the operands' dtype, broadcasting; not differentiable (like every comparison). */
-export const gt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', a, b);
+export function gt(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('gt', 2, arguments.length);
+  return binary('gt', a, b);
+}
 /** Elementwise `a ≥ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
-export const ge = (a: TensorLike, b: TensorLike): Tensor => binary('ge', a, b);
+export function ge(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('ge', 2, arguments.length);
+  return binary('ge', a, b);
+}
 /** Elementwise `a = b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
-export const eq = (a: TensorLike, b: TensorLike): Tensor => binary('eq', a, b);
+export function eq(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('eq', 2, arguments.length);
+  return binary('eq', a, b);
+}
 /** Elementwise `a ≠ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
-export const ne = (a: TensorLike, b: TensorLike): Tensor => binary('ne', a, b);
+export function ne(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('ne', 2, arguments.length);
+  return binary('ne', a, b);
+}
 // a < b is b > a, a ≤ b is b ≥ a: no kernels of their own.
 /** Elementwise `a < b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
-export const lt = (a: TensorLike, b: TensorLike): Tensor => binary('gt', b, a, 'lt');
+export function lt(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('lt', 2, arguments.length);
+  return binary('gt', b, a, 'lt');
+}
 /** Elementwise `a ≤ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
-export const le = (a: TensorLike, b: TensorLike): Tensor => binary('ge', b, a, 'le');
+export function le(a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 2) throw tooMany('le', 2, arguments.length);
+  return binary('ge', b, a, 'le');
+}
 
 /** The parameter-free unary primitives (rows in elementwise.ts; a name without a row does not compile). */
 type Unary =
@@ -145,10 +184,11 @@ type Unary =
   | 'erf'
   | 'geluErf'
   | 'geluErfGrad';
-const unary =
-  (op: Unary) =>
-  (x: Tensor): Tensor =>
-    apply(op, [tensorArg(op, x, 'x')], {});
+const unary = (op: Unary) =>
+  function (x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany(op, 1, arguments.length);
+    return apply(op, [tensorArg(op, x, 'x')], {});
+  };
 
 /** Elementwise `-x`. */
 export const neg = unary('neg');
@@ -187,6 +227,7 @@ export const geluErfGrad = unary('geluErfGrad');
  * @throws {@link ArgumentError} when `slope` is not a finite number.
  */
 export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
+  if (arguments.length > 2) throw tooMany('leakyRelu', 2, arguments.length);
   tensorArg('leakyRelu', x, 'x');
   if (typeof slope !== 'number' || !Number.isFinite(slope))
     throw new ArgumentError(`leakyRelu: slope must be a finite number, got ${describe(slope)}`);
@@ -197,6 +238,7 @@ export function leakyRelu(x: Tensor, slope = 0.01): Tensor {
  * @throws {@link ArgumentError} when `lo > hi` or either bound is NaN.
  */
 export function clamp(x: Tensor, lo: number, hi: number): Tensor {
+  if (arguments.length > 3) throw tooMany('clamp', 3, arguments.length);
   tensorArg('clamp', x, 'x');
   for (const [name, v] of [
     ['lo', lo],
@@ -218,6 +260,7 @@ export const inside = (x: Tensor, lo: number, hi: number): Tensor => apply('insi
  * @throws {@link ShapeError} when an axis is out of range.
  */
 export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  if (arguments.length > 3) throw tooMany('sum', 3, arguments.length);
   tensorArg('sum', x, 'x');
   return apply('sum', [x], { axes: normAxes('sum', x.shape, axis), keepdims: boolArg('sum', 'keepdims', keepdims, false) });
 }
@@ -226,6 +269,7 @@ export function sum(x: Tensor, axis?: Axis, keepdims = false): Tensor {
  * @throws {@link ShapeError} when an axis is out of range or a reduced axis is empty.
  */
 export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  if (arguments.length > 3) throw tooMany('max', 3, arguments.length);
   tensorArg('max', x, 'x');
   const axes = normAxes('max', x.shape, axis);
   boolArg('max', 'keepdims', keepdims, false);
@@ -238,6 +282,7 @@ export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
  * @throws {@link ShapeError} when the sizes do not match.
  */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+  if (arguments.length > 2) throw tooMany('reshape', 2, arguments.length);
   tensorArg('reshape', x, 'x');
   shapeArg('reshape', 'shape', shape);
   const known = shape.filter((d) => d !== -1);
@@ -255,6 +300,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
  * @throws {@link ShapeError} when `perm` is not a permutation of the axes.
  */
 export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
+  if (arguments.length > 2) throw tooMany('transpose', 2, arguments.length);
   tensorArg('transpose', x, 'x');
   const r = x.shape.length;
   if (perm !== undefined) shapeArg('transpose', 'perm', perm);
@@ -270,6 +316,7 @@ export function transpose(x: Tensor, perm?: readonly number[]): Tensor {
  * @throws {@link ShapeError} when `x` does not broadcast to `shape`.
  */
 export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
+  if (arguments.length > 2) throw tooMany('broadcastTo', 2, arguments.length);
   tensorArg('broadcastTo', x, 'x');
   shapeArg('broadcastTo', 'shape', shape);
   if (shape.some((d) => !Number.isInteger(d) || d < 0))
@@ -284,6 +331,7 @@ export function broadcastTo(x: Tensor, shape: readonly number[]): Tensor {
  * @throws {@link ShapeError} when the block does not fit in `x`.
  */
 export function slice(x: Tensor, begin: readonly number[], size: readonly number[]): Tensor {
+  if (arguments.length > 3) throw tooMany('slice', 3, arguments.length);
   tensorArg('slice', x, 'x');
   shapeArg('slice', 'begin', begin);
   shapeArg('slice', 'size', size);
@@ -305,6 +353,7 @@ export const pad = (x: Tensor, begin: readonly number[], shape: readonly number[
  * @throws {@link ShapeError} or {@link DtypeError} when the tensors do not fit together.
  */
 export function concat(xs: readonly Tensor[], axis = 0): Tensor {
+  if (arguments.length > 2) throw tooMany('concat', 2, arguments.length);
   if (!Array.isArray(xs as unknown) || xs.length === 0)
     throw new ArgumentError(`concat: expected a non-empty array of tensors, got ${describe(xs)}`);
   xs.forEach((x, i) => tensorArg('concat', x, `tensor ${i}`));
@@ -325,6 +374,7 @@ export function concat(xs: readonly Tensor[], axis = 0): Tensor {
  * @throws {@link ShapeError} when an index is out of range.
  */
 export function gather(x: Tensor, indices: Int32Array | readonly number[] | Tensor, axis = 0): Tensor {
+  if (arguments.length > 3) throw tooMany('gather', 3, arguments.length);
   tensorArg('gather', x, 'x');
   const a = normAxis('gather', x.shape, axis);
   if (indices instanceof Tensor) return gatherTensor(x, indices, a);
@@ -370,6 +420,7 @@ export const scatterAdd = (g: Tensor, indices: Int32Array, axis: number, shape: 
  * @throws {@link DtypeError} when `dtype` is not a supported dtype.
  */
 export function astype(x: Tensor, dtype: DType): Tensor {
+  if (arguments.length > 2) throw tooMany('astype', 2, arguments.length);
   tensorArg('astype', x, 'x');
   return cast(x, checkAnyDtype('astype', dtype));
 }
@@ -385,6 +436,7 @@ export const linearFA = (x: Tensor, w: Tensor, b: Tensor): Tensor => apply('line
  * @throws {@link ShapeError} when the inner dimensions differ; {@link DtypeError} when the dtypes differ.
  */
 export function matmul(a: Tensor, b: Tensor): Tensor {
+  if (arguments.length > 2) throw tooMany('matmul', 2, arguments.length);
   tensorArg('matmul', a, 'first operand');
   tensorArg('matmul', b, 'second operand');
   if (a.dtype !== b.dtype) throw new DtypeError(`matmul: dtypes differ: ${a.dtype} [${a.shape}] and ${b.dtype} [${b.shape}]`);
@@ -413,9 +465,11 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 
 /** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */
 export function detach(x: Tensor): Tensor {
+  if (arguments.length > 1) throw tooMany('detach', 1, arguments.length);
   return tensorArg('detach', x, 'x').share();
 }
 /** The same values with no gradient flowing back (JAX's `stop_gradient`; same as `x.detach()`). */
 export function stopGradient(x: Tensor): Tensor {
+  if (arguments.length > 1) throw tooMany('stopGradient', 1, arguments.length);
   return tensorArg('stopGradient', x, 'x').share();
 }

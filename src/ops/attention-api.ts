@@ -10,6 +10,7 @@ import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
+import { tooMany, optionsArg } from '../args.js';
 
 /** Options for {@link scaledDotProductAttention} (PyTorch's `F.scaled_dot_product_attention` arguments in camelCase). */
 export interface AttentionOptions {
@@ -97,6 +98,7 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
 
 function checkOptions(o: AttentionOptions): void {
   if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${String(o)}`);
+  optionsArg(OP, o, ['causal', 'mask', 'scale', 'dropoutP', 'seed']);
   const p = o.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
   if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))
@@ -109,6 +111,7 @@ function checkOptions(o: AttentionOptions): void {
  * primitive: memory O(T·d) both ways. A query row whose every key is masked gives zeros.
  */
 export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
+  if (arguments.length > 4) throw tooMany('scaledDotProductAttention', 4, arguments.length);
   return attentionDrawn(q, k, v, opts, () => opts.seed);
 }
 

@@ -6,6 +6,7 @@
 import { GradError, ShapeError, DtypeError, ArgumentError } from '../errors.js';
 import { Tensor } from './tensor.js';
 import { filled } from './launch.js';
+import { optionsArg } from '../args.js';
 import { sweep, linked } from './sweep.js';
 
 /** Options for {@link Tensor.backward} (PyTorch's `backward` arguments in camelCase). */
@@ -45,15 +46,13 @@ export function seedFor(fname: string, root: Tensor, seed: unknown, consume = fa
   return consume ? seed : linked(seed); // with its tangent and tape: a seed may itself be differentiated (vjp of vjp)
 }
 
-const OPTION_KEYS = new Set(['retainGraph', 'createGraph', 'inputs', 'consumeSeed']);
+const OPTION_KEYS = ['createGraph', 'retainGraph', 'inputs', 'consumeSeed'];
 
 function checkOptions(opts: unknown): BackwardOptions {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
     throw new ArgumentError(`backward: options must be an object, got ${opts === null ? 'null' : typeof opts}`);
-  for (const k of Object.keys(opts))
-    if (!OPTION_KEYS.has(k))
-      throw new ArgumentError(`backward: unknown option ${JSON.stringify(k)} (expected createGraph, retainGraph or inputs)`);
+  optionsArg('backward', opts, OPTION_KEYS);
   const o = opts as BackwardOptions;
   for (const k of ['retainGraph', 'createGraph'] as const) {
     if (o[k] !== undefined && typeof o[k] !== 'boolean')
@@ -99,7 +98,7 @@ export function backward(root: Tensor, seed?: Tensor | number, options?: Backwar
     roots: [root],
     seeds: [s],
     targets: null,
-    record: createGraph,
+    record: createGraph || 'nested',
     retain: opts.retainGraph ?? createGraph,
     only: opts.inputs === undefined ? undefined : new Set(opts.inputs),
   });

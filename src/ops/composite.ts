@@ -28,7 +28,7 @@ import {
   floatArg,
   type Axis,
 } from './api.js';
-import { describe, boolArg, optionsArg } from '../args.js';
+import { describe, boolArg, optionsArg, tooMany } from '../args.js';
 
 /** Runs fn and frees every tensor it created except its result. */
 export function composite<T>(fn: () => T): T {
@@ -50,6 +50,7 @@ export function sumTo(g: Tensor, shape: readonly number[]): Tensor {
  * @throws {@link ShapeError} when an axis is out of range.
  */
 export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  if (arguments.length > 3) throw tooMany('mean', 3, arguments.length);
   floatArg('mean', x, 'x');
   const axes = normAxes('mean', x.shape, axis);
   boolArg('mean', 'keepdims', keepdims, false);
@@ -59,6 +60,7 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 
 /** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
+  if (arguments.length > 3) throw tooMany('logsumexp', 3, arguments.length);
   floatArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
   boolArg('logsumexp', 'keepdims', keepdims, false);
@@ -91,6 +93,7 @@ function alongLast(x: Tensor, axis: number, f: (x: Tensor) => Tensor): Tensor {
  * @throws {@link ShapeError} when `axis` is out of range.
  */
 export function softmax(x: Tensor, axis = -1): Tensor {
+  if (arguments.length > 2) throw tooMany('softmax', 2, arguments.length);
   tensorArg('softmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('softmax: input must be at least 1-D, got a scalar');
   return alongLast(x, normAxis('softmax', x.shape, axis), (v) => apply('softmax', [v], {}));
@@ -101,6 +104,7 @@ export function softmax(x: Tensor, axis = -1): Tensor {
  * @throws {@link ShapeError} when `axis` is out of range.
  */
 export function logSoftmax(x: Tensor, axis = -1): Tensor {
+  if (arguments.length > 2) throw tooMany('logSoftmax', 2, arguments.length);
   floatArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
   const a = normAxis('logSoftmax', x.shape, axis);
@@ -126,6 +130,7 @@ function checkReduction(op: string, reduction: unknown): void {
  * @throws {@link ShapeError} when the shapes differ; {@link ArgumentError} for an unknown reduction.
  */
 export function mseLoss(pred: Tensor, target: Tensor, options?: { reduction?: Reduction }): Tensor {
+  if (arguments.length > 3) throw tooMany('mseLoss', 3, arguments.length);
   const { reduction = 'mean' } = optionsArg('mseLoss', options, ['reduction']);
   floatArg('mseLoss', pred, 'pred');
   floatArg('mseLoss', target, 'target');
@@ -139,6 +144,7 @@ export function mseLoss(pred: Tensor, target: Tensor, options?: { reduction?: Re
 
 /** (x − mean) / √(var + eps) over the last axis, then · weight + bias (biased variance, as PyTorch). */
 export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5): Tensor {
+  if (arguments.length > 4) throw tooMany('layerNorm', 4, arguments.length);
   floatArg('layerNorm', x, 'x');
   if (weight != null) floatArg('layerNorm', weight, 'weight');
   if (bias != null) floatArg('layerNorm', bias, 'bias');
@@ -171,6 +177,7 @@ export interface GeluOptions {
 
 /** GELU, by default the tanh approximation; `{ approximate: 'none' }` is the exact erf form. */
 export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
+  if (arguments.length > 2) throw tooMany('gelu', 2, arguments.length);
   floatArg('gelu', x, 'x');
   const approximate = geluApproximation('gelu', options);
   return composite(() => {
@@ -186,6 +193,7 @@ export function geluApproximation(op: string, options: GeluOptions): 'tanh' | 'n
     throw new ArgumentError(
       `${op}: options must be an object such as { approximate: 'none' }, got ${options === null ? 'null' : typeof options}`,
     );
+  optionsArg(op, options, ['approximate']);
   const a = options.approximate ?? 'tanh';
   if (a !== 'tanh' && a !== 'none') throw new ArgumentError(`${op}: approximate must be 'tanh' or 'none', got ${JSON.stringify(a)}`);
   return a;

@@ -9,7 +9,7 @@ import { k } from './launch.js';
 import { add, mul, reshape, tensorArg, floatArg } from './api.js';
 import { composite } from './composite.js';
 import { perCall } from '../wasm/hooks.js';
-import { describe, optionsArg, boolArg } from '../args.js';
+import { describe, optionsArg, boolArg, tooMany } from '../args.js';
 
 export type Pair = readonly [number, number];
 export interface ConvParams {
@@ -80,8 +80,10 @@ function checkFits(op: string, x: Tensor, [kh, kw]: Pair, [ph, pw]: Pair): void 
  * third when there is no bias: conv2d(x, w, { stride: 2 }).
  */
 export function conv2d(x: Tensor, w: Tensor, b?: Tensor | null | Conv2dOptions, opts: Conv2dOptions = {}): Tensor {
+  if (arguments.length > 4) throw tooMany('conv2d', 4, arguments.length);
   const isOptions = typeof b === 'object' && b !== null && Object.getPrototypeOf(b) === Object.prototype;
   if (isOptions) opts = b as Conv2dOptions;
+  optionsArg('conv2d', opts, ['stride', 'padding']);
   tensorArg('conv2d', x, 'input');
   tensorArg('conv2d', w, 'weight');
   nchw('conv2d', x, 'input', '[N, C, H, W]');
@@ -119,11 +121,13 @@ function poolArgs(op: string, x: Tensor, kernel: unknown, stride: unknown): Pool
  * window's first maximum in row-major order (a NaN counts as the maximum), as in PyTorch.
  */
 export function maxPool2d(x: Tensor, k: number | readonly number[], stride?: number | readonly number[]): Tensor {
+  if (arguments.length > 3) throw tooMany('maxPool2d', 3, arguments.length);
   return apply('maxPool2d', [x], poolArgs('maxPool2d', x, k, stride));
 }
 
 /** Mean over each k×k window (stride defaults to k; no padding). */
 export function avgPool2d(x: Tensor, k: number | readonly number[], stride?: number | readonly number[]): Tensor {
+  if (arguments.length > 3) throw tooMany('avgPool2d', 3, arguments.length);
   return avgPool2dRaw(x, poolArgs('avgPool2d', x, k, stride));
 }
 
@@ -133,6 +137,7 @@ export function avgPool2d(x: Tensor, k: number | readonly number[], stride?: num
  * With training = false or p = 0 it is the identity (a view of x).
  */
 export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor {
+  if (arguments.length > 3) throw tooMany('dropout', 3, arguments.length);
   floatArg('dropout', x, 'input');
   const { seed, training: t } = optionsArg('dropout', options, ['seed', 'training']);
   const training = boolArg('dropout', 'training', t, true);

@@ -7,7 +7,7 @@ import { checkDtype, checkAnyDtype, SUFFIX, type DType } from '../tensor/dtype.j
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
 import { hooks, perCall } from '../wasm/hooks.js';
-import { describe, optionsArg, boolArg } from '../args.js';
+import { describe, optionsArg, boolArg, tooMany } from '../args.js';
 
 /** Options for {@link tensor}, {@link zeros}, {@link ones}, {@link full} and {@link arange}. */
 export interface TensorOptions {
@@ -107,6 +107,7 @@ function checkInt32(op: string, v: number, where: string): void {
  * ```
  */
 export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('tensor', 2, arguments.length);
   const opts = optionsArg('tensor', options, ['shape', 'dtype', 'requiresGrad']);
   boolArg('tensor', 'requiresGrad', opts.requiresGrad, false);
   const dtype = checkAnyDtype('tensor', opts.dtype ?? 'float32');
@@ -148,17 +149,27 @@ function fullAs(op: string, shape: readonly number[], value: number, options: Te
   );
 }
 /** A tensor of `shape` filled with `value` (dtype default `'float32'`). */
-export const full = (shape: readonly number[], value: number, opts?: TensorOptions): Tensor => fullAs('full', shape, value, opts);
+export function full(shape: readonly number[], value: number, opts?: TensorOptions): Tensor {
+  if (arguments.length > 3) throw tooMany('full', 3, arguments.length);
+  return fullAs('full', shape, value, opts);
+}
 /** A tensor of `shape` filled with zeros (dtype default `'float32'`). */
-export const zeros = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('zeros', shape, 0, opts);
+export function zeros(shape: readonly number[], opts?: TensorOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('zeros', 2, arguments.length);
+  return fullAs('zeros', shape, 0, opts);
+}
 /** A tensor of `shape` filled with ones (dtype default `'float32'`). */
-export const ones = (shape: readonly number[], opts?: TensorOptions): Tensor => fullAs('ones', shape, 1, opts);
+export function ones(shape: readonly number[], opts?: TensorOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('ones', 2, arguments.length);
+  return fullAs('ones', shape, 1, opts);
+}
 
 /**
  * The 1-D tensor `[0, 1, …, n-1]` (dtype default `'float32'`).
  * @throws {@link ArgumentError} when `n` is not a non-negative integer.
  */
 export function arange(n: number, options?: TensorOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('arange', 2, arguments.length);
   const opts = optionsArg('arange', options, ['dtype', 'requiresGrad']);
   boolArg('arange', 'requiresGrad', opts.requiresGrad, false);
   if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`arange: n must be a non-negative integer, got ${describe(n)}`);
@@ -197,6 +208,12 @@ function random(
   return finish(t, opts.requiresGrad);
 }
 /** Standard normal samples. */
-export const randn = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_normal', shape, opts, 0, 1);
+export function randn(shape: readonly number[], opts?: RandomOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('randn', 2, arguments.length);
+  return random('rand_normal', shape, opts, 0, 1);
+}
 /** Uniform samples in [0, 1). */
-export const rand = (shape: readonly number[], opts?: RandomOptions): Tensor => random('rand_uniform', shape, opts, 0, 1);
+export function rand(shape: readonly number[], opts?: RandomOptions): Tensor {
+  if (arguments.length > 2) throw tooMany('rand', 2, arguments.length);
+  return random('rand_uniform', shape, opts, 0, 1);
+}

@@ -16,6 +16,7 @@ import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';
 import { where } from './select-api.js';
 
 import type { Reduction } from './composite.js';
+import { tooMany, optionsArg } from '../args.js';
 /** Options for {@link crossEntropy} (PyTorch's arguments in camelCase). */
 export interface CrossEntropyOptions {
   /** `'mean'` (default: over the counted rows), `'sum'`, or `'none'` (one loss per row). */
@@ -36,6 +37,7 @@ const same = (a: readonly number[], b: readonly number[]): boolean => a.length =
 function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: number | undefined; eps: number } {
   if (o === null || typeof o !== 'object')
     throw new ArgumentError(`crossEntropy: options must be an object, got ${o === null ? 'null' : typeof o}`);
+  optionsArg('crossEntropy', o, ['reduction', 'ignoreIndex', 'labelSmoothing']);
   const { reduction = 'mean', ignoreIndex, labelSmoothing = 0 } = o;
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
     throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
@@ -145,6 +147,7 @@ function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | reado
 
 /** Softmax cross-entropy of logits [..., C] (class axis last) against class indices [...] or probabilities [..., C]. */
 export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: CrossEntropyOptions = {}): Tensor {
+  if (arguments.length > 3) throw tooMany('crossEntropy', 3, arguments.length);
   tensorArg('crossEntropy', logits, 'logits');
   const { reduction, ignore, eps } = checkOptions(opts);
   if (logits.shape.length === 0) throw new ShapeError('crossEntropy: logits must be [..., C] (at least 1-D), got a scalar []');

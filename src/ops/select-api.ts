@@ -7,6 +7,7 @@ import { apply } from './apply.js';
 import { broadcastShapes, filled } from './launch.js';
 import { composite } from './composite.js';
 import { ne, cast, reshape, tensorArg, normAxis } from './api.js';
+import { tooMany, boolArg } from '../args.js';
 
 /** A number operand as a scalar of `dtype` (an int32 one must be an integer). */
 function scalarOf(op: string, name: string, v: unknown, dtype: DType): Tensor {
@@ -23,6 +24,7 @@ function scalarOf(op: string, name: string, v: unknown, dtype: DType): Tensor {
  * takes the other's (float32 when both are numbers). Differentiable in a and b.
  */
 export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
+  if (arguments.length > 3) throw tooMany('where', 3, arguments.length);
   tensorArg('where', cond, 'cond');
   const ta = a instanceof Tensor ? tensorArg('where', a, 'a') : null;
   const tb = b instanceof Tensor ? tensorArg('where', b, 'b') : null;
@@ -47,6 +49,7 @@ export function where(cond: Tensor, a: TensorLike, b: TensorLike): Tensor {
 
 /** x with `value` wherever mask ≠ 0 (torch.masked_fill); the mask broadcasts to x's shape. Differentiable in x. */
 export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
+  if (arguments.length > 3) throw tooMany('maskedFill', 3, arguments.length);
   tensorArg('maskedFill', x, 'x');
   tensorArg('maskedFill', mask, 'mask');
   let ok = mask.shape.length <= x.shape.length;
@@ -67,16 +70,24 @@ function tri(op: 'tril' | 'triu', x: Tensor, k: number): Tensor {
   return apply('tri', [x], { k, upper: op === 'triu' });
 }
 /** The lower triangle of each trailing matrix: x[..., i, j] where j − i ≤ k, else 0 (torch.tril). */
-export const tril = (x: Tensor, k = 0): Tensor => tri('tril', x, k);
+export function tril(x: Tensor, k = 0): Tensor {
+  if (arguments.length > 2) throw tooMany('tril', 2, arguments.length);
+  return tri('tril', x, k);
+}
 /** The upper triangle of each trailing matrix: x[..., i, j] where j − i ≥ k, else 0 (torch.triu). */
-export const triu = (x: Tensor, k = 0): Tensor => tri('triu', x, k);
+export function triu(x: Tensor, k = 0): Tensor {
+  if (arguments.length > 2) throw tooMany('triu', 2, arguments.length);
+  return tri('triu', x, k);
+}
 
 /**
  * Index of the largest value along `axis` as an int32 tensor (the first one on ties; NaN counts
  * as largest, as PyTorch). Without an axis, the index into the flattened tensor.
  */
 export function argmax(x: Tensor, axis?: number, keepdims = false): Tensor {
+  if (arguments.length > 3) throw tooMany('argmax', 3, arguments.length);
   tensorArg('argmax', x, 'x');
+  keepdims = boolArg('argmax', 'keepdims', keepdims, false);
   if (axis === undefined) {
     if (x.size === 0) throw new ShapeError(`argmax: cannot take the argmax of an empty tensor [${x.shape}]`);
     return composite(() => {

@@ -5,6 +5,7 @@
 import { ShapeError, ArgumentError } from '../errors.js';
 import type { Tensor } from './tensor.js';
 import { reshape, transpose, slice, tensorArg } from './api.js';
+import { tooMany } from '../args.js';
 
 function intArg(op: string, name: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isInteger(v))
@@ -34,6 +35,7 @@ export function permute(x: Tensor, ...dims: (number | readonly number[])[]): Ten
 
 /** x with a new axis of length 1 at `dim` (−rank−1 ≤ dim ≤ rank). */
 export function unsqueeze(x: Tensor, dim: number): Tensor {
+  if (arguments.length > 2) throw tooMany('unsqueeze', 2, arguments.length);
   tensorArg('unsqueeze', x, 'x');
   const d = dimArg('unsqueeze', x, dim, x.shape.length + 1);
   return reshape(x, [...x.shape.slice(0, d), 1, ...x.shape.slice(d)]);
@@ -41,6 +43,7 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
 
 /** x without axes of length 1: all of them, or those of `dim` (a listed axis of another length stays, as in PyTorch). */
 export function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
+  if (arguments.length > 2) throw tooMany('squeeze', 2, arguments.length);
   tensorArg('squeeze', x, 'x');
   const drop = dim === undefined ? x.shape.map((_, i) => i) : (Array.isArray(dim) ? dim : [dim]).map((d) => dimArg('squeeze', x, d));
   return reshape(
@@ -51,6 +54,7 @@ export function squeeze(x: Tensor, dim?: number | readonly number[]): Tensor {
 
 /** Axes start..end (inclusive) merged into one (torch.flatten); a scalar becomes [1]. */
 export function flatten(x: Tensor, start = 0, end = -1): Tensor {
+  if (arguments.length > 3) throw tooMany('flatten', 3, arguments.length);
   tensorArg('flatten', x, 'x');
   if (x.shape.length === 0) return reshape(x, [1]);
   const s = dimArg('flatten', x, start, x.shape.length, 'start'),
@@ -82,6 +86,7 @@ function pieces(x: Tensor, sizes: readonly number[], a: number): Tensor[] {
  * array gives pieces of those lengths, which must add up to the axis.
  */
 export function split(x: Tensor, sizeOrSizes: number | readonly number[], axis = 0): Tensor[] {
+  if (arguments.length > 3) throw tooMany('split', 3, arguments.length);
   tensorArg('split', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('split: cannot split a scalar');
   const a = dimArg('split', x, axis, x.shape.length, 'axis'),
@@ -102,6 +107,7 @@ export function split(x: Tensor, sizeOrSizes: number | readonly number[], axis =
 
 /** torch.chunk: pieces of length ⌈len/n⌉ along `axis` (fewer than n when they run out, the last may be shorter). */
 export function chunk(x: Tensor, n: number, axis = 0): Tensor[] {
+  if (arguments.length > 3) throw tooMany('chunk', 3, arguments.length);
   tensorArg('chunk', x, 'x');
   if (intArg('chunk', 'n', n) <= 0) throw new ArgumentError(`chunk: n must be positive, got ${n}`);
   if (x.shape.length === 0) throw new ShapeError('chunk: cannot chunk a scalar');

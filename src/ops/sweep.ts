@@ -24,8 +24,13 @@ export interface Sweep {
   readonly seeds: readonly Tensor[];
   /** The tensors whose gradients are returned; null: accumulate into every reachable leaf's .grad. */
   readonly targets: readonly Tensor[] | null;
-  /** Record the VJPs (differentiable gradients); 'auto': when an outer tape owns part of the graph. */
-  readonly record: boolean | 'auto';
+  /**
+   * Record the VJPs (differentiable gradients); 'auto': when an outer tape owns part of the
+   * graph; 'nested': when a transform's function is running and the graph reaches one of its
+   * variables (backward() or autograd.grad without createGraph inside grad/vjp/jacrev: the outer
+   * transform differentiates through them, and a constant would make its derivative silently 0).
+   */
+  readonly record: boolean | 'auto' | 'nested';
   /** Keep the graph's saved tensors after the sweep (implied when recording). */
   readonly retain: boolean;
   /** With targets null: write only these leaves' .grad (backward's `inputs`). */
@@ -49,6 +54,17 @@ export function linked(t: Tensor): Tensor {
 
 /** Leaves created by transforms for the tensors they differentiate (grad of grad nests on them). */
 const transformVariables = new WeakSet<Tensor>();
+
+/** How many transforms are running their function now (0 at top level: 'nested' costs nothing there). */
+export const tracing = { depth: 0 };
+
+/** Whether the graph reaches a transform's variable while a transform is running (see Sweep.record). */
+function insideTransform(order: readonly Node[], roots: readonly Tensor[]): boolean {
+  if (tracing.depth === 0 || !modes.record) return false;
+  if (roots.some((r) => transformVariables.has(r))) return true;
+  for (const n of order) for (const t of n.inputs) if (t.node === null && transformVariables.has(t)) return true;
+  return false;
+}
 
 /**
  * The handle a transform's f sees for a differentiated tensor x: an identity node on x when an
@@ -132,7 +148,8 @@ function leadingTo(order: readonly Node[], targets: Targets): Set<Node> {
 export function sweep(s: Sweep): { grads: (Tensor | null)[]; recorded: boolean } {
   const targets = s.targets === null ? null : new Targets(s.targets);
   const order = reachable(s.roots);
-  const record = s.record === 'auto' ? ownedOutside(order, targets, s.seeds) : s.record;
+  const record =
+    s.record === 'auto' ? ownedOutside(order, targets, s.seeds) : s.record === 'nested' ? insideTransform(order, s.roots) : s.record;
   const retain = s.retain || record;
   const results: (Tensor | null)[] = s.targets === null ? [] : s.targets.map(() => null);
   const leaves = new Map<Tensor, Tensor>();

@@ -8,7 +8,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Options for {@link Adam} and {@link AdamW}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface AdamOptions {
@@ -110,6 +110,7 @@ abstract class AdamFamily extends Optimizer<AdamGroup> {
  */
 export class Adam extends AdamFamily {
   constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
+    if (arguments.length > 2) throw tooMany('optim.Adam', 2, arguments.length);
     super('Adam', params, opts, 0);
   }
 }
@@ -137,6 +138,7 @@ export class Adam extends AdamFamily {
  */
 export class AdamW extends AdamFamily {
   constructor(params: Params<AdamGroup>, opts: AdamOptions = {}) {
+    if (arguments.length > 2) throw tooMany('optim.AdamW', 2, arguments.length);
     super('AdamW', params, opts, 0.01);
   }
 }

@@ -6,7 +6,7 @@ import { Tensor } from '../ops/tensor.js';
 import { type Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 import { hooks } from '../wasm/hooks.js';
 import { zeros } from '../ops/create.js';
 
@@ -38,6 +38,7 @@ function distinctBuffers(grads: readonly Tensor[]): Tensor[] {
  * (`compile()`), the norm stays in wasm memory so the step can replay, and the return value is NaN.
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
+  if (arguments.length > 2) throw tooMany('clipGradNorm', 2, arguments.length);
   if (typeof maxNorm !== 'number' || !(maxNorm >= 0))
     throw new ArgumentError(`clipGradNorm: maxNorm must be a number ≥ 0, got ${describe(maxNorm)}`);
   const grads = gradients('clipGradNorm', params);
@@ -67,6 +68,7 @@ function clipInMemory(grads: readonly Tensor[], maxNorm: number): void {
 
 /** Clamps every gradient element to [−clipValue, clipValue]. */
 export function clipGradValue(params: Iterable<Tensor>, clipValue: number): void {
+  if (arguments.length > 2) throw tooMany('clipGradValue', 2, arguments.length);
   if (typeof clipValue !== 'number' || !(clipValue >= 0))
     throw new ArgumentError(`clipGradValue: clipValue must be a number ≥ 0, got ${describe(clipValue)}`);
   for (const g of distinctBuffers(gradients('clipGradValue', params))) k('clamp', g.dtype)(g.ptr, g.ptr, g.size, -clipValue, clipValue);

@@ -16,6 +16,7 @@ import { vmap } from '../autodiff/vmap.js';
 import { functionalCall } from '../nn/functional.js';
 import { Module } from '../nn/module.js';
 import { ghostLayers, ghostNorms, ghostWeightedSum } from './ghost.js';
+import { tooMany } from '../args.js';
 
 /** DP-SGD settings: per-example clipping norm C, Gaussian noise multiplier σ and the noise seed. */
 export interface DpOptions {
@@ -100,6 +101,7 @@ function vmapClipped(model: Module, x: Tensor, onehot: Tensor, clip: number): [T
  * per-example gradients"). Equal to the norms of `vmap(grad(loss))` to rounding.
  */
 export function perExampleGradNorms(model: Module, x: Tensor, labels: Int32Array, classes: number): Tensor {
+  if (arguments.length > 4) throw tooMany('optim.perExampleGradNorms', 4, arguments.length);
   checkBatch('perExampleGradNorms', model, x, labels, classes);
   const onehot = oneHot(labels, classes, x.dtype);
   return sqrt(ghostNorms('perExampleGradNorms', model, x, reshape(onehot, [x.shape[0], classes])).sq);
@@ -117,6 +119,7 @@ function oneHot(labels: Int32Array, classes: number, dtype: Tensor['dtype']): Te
  * batch (x [N, ...], integer labels); returns the batch's mean loss (before clipping).
  */
 export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classes: number, opts: DpOptions): number {
+  if (arguments.length > 5) throw tooMany('optim.dpGradients', 5, arguments.length);
   checkBatch('dpGradients', model, x, labels, classes);
   if (opts === null || typeof opts !== 'object') throw new ArgumentError('dpGradients: options { clip, noise, seed } are required');
   const { clip, noise, seed } = opts;

@@ -8,7 +8,7 @@ import { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
 import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from './state-dict.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** The hyper-parameters every group has; subclasses add theirs. */
 export interface ParamGroup {
@@ -112,6 +112,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     private readonly checkGroup: (o: Partial<Omit<G, 'params'>>, where: string) => Omit<G, 'params'>,
     private readonly codec: StateCodec,
   ) {
+    if (arguments.length > 5) throw tooMany('optim.Optimizer', 5, arguments.length);
     if (new.target === Optimizer || typeof name !== 'string')
       throw new ArgumentError('optim.Optimizer is the abstract base class: construct optim.SGD, optim.Adam or optim.AdamW');
     this.defaults = defaults;

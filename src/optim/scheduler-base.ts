@@ -8,6 +8,7 @@
 import { AdjointError, ArgumentError } from '../errors.js';
 import { kernel } from '../wasm/module.js';
 import { Optimizer } from './optimizer.js';
+import { tooMany } from '../args.js';
 
 /** cos(x) in wasm (never the engine's Math.cos). */
 export const cos = (x: number): number => kernel('cos_scalar')(x);
@@ -75,6 +76,7 @@ export abstract class LRScheduler {
     readonly name: string,
     optimizer: Optimizer,
   ) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.LRScheduler', 2, arguments.length);
     if (new.target === LRScheduler || typeof name !== 'string')
       throw new ArgumentError('optim.lrScheduler.LRScheduler is the abstract base class: construct StepLR, LinearLR, CosineAnnealingLR, …');
     if (!(optimizer instanceof Optimizer))

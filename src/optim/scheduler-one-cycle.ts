@@ -5,6 +5,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, between, cos, integer, options } from './scheduler-base.js';
+import { tooMany } from '../args.js';
 
 /** Options for {@link OneCycleLR}: PyTorch's arguments in camelCase (`maxLr`, `totalSteps`, `pctStart`, …). */
 export interface OneCycleLROptions {
@@ -95,6 +96,7 @@ export class OneCycleLR extends LRScheduler {
   private readonly useBeta1: boolean;
 
   constructor(optimizer: Optimizer, opts: OneCycleLROptions) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.OneCycleLR', 2, arguments.length);
     super('OneCycleLR', optimizer);
     const o = options('OneCycleLR', opts, KEYS);
     if (o.totalSteps !== undefined) this.totalSteps = integer('OneCycleLR', 'totalSteps', o.totalSteps, 1);

@@ -4,6 +4,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, integer, options, type SchedulerState } from './scheduler-base.js';
+import { tooMany } from '../args.js';
 
 /** Options for {@link SequentialLR}. */
 export interface SequentialLROptions {
@@ -28,6 +29,7 @@ export class SequentialLR extends LRScheduler {
   readonly milestones: readonly number[];
 
   constructor(optimizer: Optimizer, opts: SequentialLROptions) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.SequentialLR', 2, arguments.length);
     super('SequentialLR', optimizer);
     const o = options('SequentialLR', opts, ['schedulers', 'milestones']);
     const { schedulers, milestones } = o;

@@ -5,6 +5,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, between, cos, integer, options, pow } from './scheduler-base.js';
+import { tooMany } from '../args.js';
 
 const lrs = (opt: Optimizer) => opt.paramGroups.map((g) => g.lr);
 
@@ -24,6 +25,7 @@ export class StepLR extends LRScheduler {
   readonly gamma: number;
 
   constructor(optimizer: Optimizer, opts: StepLROptions) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.StepLR', 2, arguments.length);
     super('StepLR', optimizer);
     const o = options('StepLR', opts, ['stepSize', 'gamma']);
     this.stepSize = integer('StepLR', 'stepSize', o.stepSize, 1);
@@ -61,6 +63,7 @@ export class LinearLR extends LRScheduler {
   readonly totalIters: number;
 
   constructor(optimizer: Optimizer, opts: LinearLROptions = {}) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.LinearLR', 2, arguments.length);
     super('LinearLR', optimizer);
     const o = options('LinearLR', opts, ['startFactor', 'endFactor', 'totalIters']);
     this.startFactor = between('LinearLR', 'startFactor', o.startFactor ?? 1 / 3, 0, 1, true);
@@ -98,6 +101,7 @@ export class CosineAnnealingLR extends LRScheduler {
   readonly etaMin: number;
 
   constructor(optimizer: Optimizer, opts: CosineAnnealingLROptions) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.CosineAnnealingLR', 2, arguments.length);
     super('CosineAnnealingLR', optimizer);
     const o = options('CosineAnnealingLR', opts, ['tMax', 'etaMin']);
     this.tMax = integer('CosineAnnealingLR', 'tMax', o.tMax, 1);
@@ -138,6 +142,7 @@ export class LambdaLR extends LRScheduler {
   readonly lrLambdas: readonly LrLambda[];
 
   constructor(optimizer: Optimizer, opts: LambdaLROptions) {
+    if (arguments.length > 2) throw tooMany('optim.lrScheduler.LambdaLR', 2, arguments.length);
     super('LambdaLR', optimizer);
     const o = options('LambdaLR', opts, ['lrLambda']);
     const n = optimizer.paramGroups.length;

@@ -8,6 +8,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
 import { perCall } from '../wasm/hooks.js';
+import { tooMany } from '../args.js';
 
 /** Options for {@link SGD}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface SGDOptions {
@@ -77,6 +78,7 @@ function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGD
  */
 export class SGD extends Optimizer<SGDGroup> {
   constructor(params: Params<SGDGroup>, opts: SGDOptions) {
+    if (arguments.length > 2) throw tooMany('optim.SGD', 2, arguments.length);
     if (opts === null || typeof opts !== 'object')
       throw new ArgumentError('SGD: options.lr is required, e.g. new optim.SGD(params, { lr: 0.1 })');
     knownKeys('SGD', 'options', opts, KEYS);

@@ -26,9 +26,17 @@ interface Block {
 
 const FLUSH_AT = 1024;
 
+/**
+ * Live handles registered with the registry (owned by no tidy scope). The unreachable ones are
+ * freed only when finalizers run, between event-loop tasks: a synchronous loop that never
+ * yields keeps them all, which the OutOfMemoryError message says.
+ */
+let awaitingGc = 0;
+
 const registry =
   typeof FinalizationRegistry === 'function'
     ? new FinalizationRegistry<Block>((storage) => {
+        awaitingGc--;
         dropped();
         storage.release();
       })
@@ -63,13 +71,14 @@ function flush(): void {
     fresh[i] = undefined;
     if (t.disposed || t.registered || inScope(t)) continue;
     t.registered = true;
+    awaitingGc++;
     registry!.register(t, t.storage, t);
   }
 }
 
 /** Called by dispose() of a registered handle: its reference is returned there, not here. */
 export function forget(t: Handle): void {
-  registry?.unregister(t);
+  if (registry?.unregister(t)) awaitingGc--;
 }
 
 // ---------------------------------------------------------------- live bytes per op
@@ -101,8 +110,13 @@ function liveReport(): string {
     .sort((a, b) => b.bytes - a.bytes)
     .slice(0, 3);
   const ops = top.length === 0 ? '' : `; most live bytes were created by ${top.map((o) => `${o.op} (${mb(o.bytes)})`).join(', ')}`;
+  const unowned =
+    awaitingGc === 0
+      ? ''
+      : `; ${awaitingGc} of them are in no tidy() scope and wait for the garbage collector, which frees the unreachable ones only ` +
+        'between event-loop tasks: a synchronous loop that never awaits keeps every one of them until it yields';
   return (
-    `. ${liveTensors()} tensors are live${ops}. Free tensors you no longer need: run each step in tidy(() => …), ` +
+    `. ${liveTensors()} tensors are live${ops}${unowned}. Free tensors you no longer need: run each step in tidy(() => …), ` +
     'declare them with `using`, or call dispose() (unreachable tensors are also reclaimed by the garbage collector, between event-loop tasks)'
   );
 }

@@ -3,10 +3,11 @@ import { ArgumentError } from '../errors.js';
 import { runtime } from '../wasm/module.js';
 import { runScoped, exempt, liveTensors } from './scope.js';
 import { isTensorHandle, type TensorBase, type TapeNode } from './tensor.js';
-import { describe } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Runs fn and disposes every tensor created inside it except those it returns (or keep()s). */
 export function tidy<T>(fn: () => T): T {
+  if (arguments.length > 1) throw tooMany('tidy', 1, arguments.length);
   if (typeof fn !== 'function') throw new ArgumentError(`tidy: fn must be a function, got ${describe(fn)}`);
   const result = runScoped(fn, isTensorHandle);
   if (result instanceof Promise) {
@@ -18,6 +19,7 @@ export function tidy<T>(fn: () => T): T {
 /** Exempts t from every enclosing tidy(); returns t. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any tensor class built on the base
 export function keep<T extends TensorBase<any, TapeNode>>(t: T): T {
+  if (arguments.length > 1) throw tooMany('keep', 1, arguments.length);
   if (!isTensorHandle(t)) throw new ArgumentError(`keep: expected a Tensor, got ${describe(t)}`);
   exempt(t.check('keep'));
   return t;
@@ -51,6 +53,7 @@ export interface MemoryInfo {
  * @throws {@link AdjointError} before `await init()`.
  */
 export function memory(): MemoryInfo {
+  if (arguments.length > 0) throw tooMany('memory', 0, arguments.length);
   const r = runtime();
   const a = r.arena;
   a.sampleOther();
@@ -66,5 +69,6 @@ export function memory(): MemoryInfo {
 
 /** Starts a new peak: `peakBytes` and `activationPeakBytes` of {@link memory} count from now. */
 export function resetPeak(): void {
+  if (arguments.length > 0) throw tooMany('resetPeak', 0, arguments.length);
   runtime().arena.resetPeak();
 }

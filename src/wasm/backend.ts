@@ -2,6 +2,7 @@
 import { runtime } from './module.js';
 import { hasRelaxedSimd } from './relaxed.js';
 import { poolSize } from './pool.js';
+import { tooMany } from '../args.js';
 
 /** What {@link backend} reports: the kernel build in use, whether relaxed SIMD is available, and the thread count. */
 export interface BackendInfo {
@@ -15,6 +16,7 @@ export interface BackendInfo {
 
 /** Which kernels and how many threads the initialised engine uses; throws before init(). */
 export function backend(): BackendInfo {
+  if (arguments.length > 0) throw tooMany('backend', 0, arguments.length);
   const r = runtime();
   return { kernels: r.relaxed ? 'relaxed' : 'default', relaxedSimdAvailable: hasRelaxedSimd(), threads: poolSize() };
 }

@@ -4,7 +4,7 @@ import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
 import { ARGS_BYTES, compileKernels, isInitialised, setRuntime, type InitOptions, type Kernel } from './module.js';
 import { prepareThreads, reinitThreads, startThreads } from './pool.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 import { kernelSource } from './relaxed.js';
 
 const PAGE = 65536;
@@ -28,6 +28,7 @@ let pending: Promise<void> | null = null;
 export function init(opts?: InitOptions): Promise<void> {
   let options: InitOptions;
   try {
+    if (arguments.length > 1) throw tooMany('init', 1, arguments.length); // rejects, like every other init error
     options = optionsArg('init', opts, ['module', 'memory', 'threads', 'relaxedSimd']);
     if (options.memory !== undefined) optionsArg('init', options.memory, ['initialBytes', 'maximumBytes'], 'memory');
   } catch (e) {
