@@ -156,7 +156,8 @@ export function relaxedTable(res: RelaxedResult): string {
   return [head, ...lines].join('\n');
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+// Run alone (build/run/relaxed.mjs), not when bundled into bench/run.ts, whose bundle also sees its own URL as argv[1].
+if (path.basename(process.argv[1] ?? '') === 'relaxed.mjs') {
   const argv = process.argv.slice(2);
   const res = await relaxedComparison({
     quick: argv.includes('--quick'),
