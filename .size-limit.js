@@ -9,10 +9,11 @@ const stub = (filter, contents) => ({
 /** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
 const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
 
-// Budgets as measured with attention, LSTM/GRU, int32, vmap and higher-order AD in (kernels
-// 39.4 kB, JS without kernels 83.4 kB, one op 93 kB), with ~8 % headroom. The earlier 30 kB / 60 kB
-// budgets predate those; getting back under them (a smaller Tensor method surface, -Os kernels)
-// is open work.
+// Budgets at the sizes measured after this round's kernels (fused attention fast path, direct
+// convolution, whole-sequence LSTM/GRU, exact-GELU primitives) and argument checks landed, with
+// ~5 % headroom, so CI catches growth: kernels 42.9 kB (shrinkLevel 1; the same code at shrinkLevel 0
+// would be about 54 kB), JS without kernels 93.0 kB, one op 103 kB. The 30 kB / 60 kB
+// budgets predate those features and are not met; see docs/packaging.md.
 export default [
   {
     name: 'kernels: dist/adjoint.wasm',
@@ -20,7 +21,7 @@ export default [
     // Measured as the file itself: esbuild copies it unchanged.
     modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
     gzip: true,
-    limit: '42 KB',
+    limit: '45 KB',
   },
   {
     // The kernels ride along as base64 (src/wasm/bytes.generated.ts, about 37 KB of it gzipped),
@@ -30,7 +31,7 @@ export default [
     import: '*',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '150 KB',
+    limit: '164 KB',
   },
   {
     name: 'core JS without the digits data and without the embedded kernels (src/index.ts)',
@@ -45,7 +46,7 @@ export default [
         stub(/digits-data\.ts$/, "export const DIGITS_COUNT = 0; export const DIGITS_GZIP_BASE64 = '';"),
       ],
     }),
-    limit: '90 KB',
+    limit: '98 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
@@ -53,6 +54,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '100 KB',
+    limit: '108 KB',
   },
 ];

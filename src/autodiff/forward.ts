@@ -175,7 +175,7 @@ function jacfwdTree(f: TreeFn, x: Pytree): Pytree {
           leaves,
           zeros.map((z, k) => (k === j ? t : z)),
         )[1];
-      const cols = vmap(along, { outAxes: -1 })(basisStack(leaf.shape, leaf.dtype));
+      const cols = vmapBroadcasting(along, { outAxes: -1 })(basisStack(leaf.shape, leaf.dtype));
       return reshape(cols, [...cols.shape.slice(0, -1), ...leaf.shape]);
     });
     return rebuild(x, blocks) as Pytree;
