@@ -258,6 +258,35 @@ describe('junk arguments', () => {
     x.dispose();
   });
 
+  it('Module, Optimizer and scheduler methods refuse one argument too many', async () => {
+    await A.init();
+    const m = new A.nn.Linear(2, 2, { seed: 0 });
+    const opt = new A.optim.SGD(m.parameters(), { lr: 0.1 });
+    const sched = new A.optim.lrScheduler.StepLR(opt, { stepSize: 1 });
+    const calls: [string, () => unknown][] = [
+      ['Module.parameters: takes at most 0 arguments, got 1', () => (m.parameters as (...a: unknown[]) => unknown)(1)],
+      ['Module.namedParameters: takes at most 2 arguments, got 3', () => (m.namedParameters as (...a: unknown[]) => unknown)('', true, 1)],
+      ['Module.zeroGrad: takes at most 0 arguments, got 1', () => (m.zeroGrad as (...a: unknown[]) => unknown)(1)],
+      ['Module.train: takes at most 1 argument, got 2', () => (m.train as (...a: unknown[]) => unknown)(true, 1)],
+      ['Module.loadStateDict: takes at most 1 argument, got 2', () => (m.loadStateDict as (...a: unknown[]) => unknown)(m.stateDict(), 1)],
+      ['Optimizer.step: takes at most 0 arguments, got 1', () => (opt.step as (...a: unknown[]) => unknown)(1)],
+      ['Optimizer.zeroGrad: takes at most 0 arguments, got 1', () => (opt.zeroGrad as (...a: unknown[]) => unknown)(true)],
+      ['LRScheduler.step: takes at most 0 arguments, got 1', () => (sched.step as (...a: unknown[]) => unknown)(3)],
+      ['LRScheduler.getLastLr: takes at most 0 arguments, got 1', () => (sched.getLastLr as (...a: unknown[]) => unknown)(0)],
+    ];
+    for (const [message, call] of calls) {
+      expect(call).toThrow(A.ArgumentError);
+      expect(call).toThrow(message);
+    }
+    // The same calls at their arity still work.
+    expect(m.parameters()).toHaveLength(2);
+    m.train(false);
+    opt.zeroGrad();
+    expect(sched.getLastLr()).toEqual([0.1]);
+    opt.dispose();
+    m.dispose();
+  });
+
   it('every public options object refuses an unknown key, naming it and the accepted ones', async () => {
     await A.init();
     const bad: string[] = [];

@@ -75,6 +75,7 @@ export abstract class Module<Out = Tensor> {
 
   /** [name, submodule] pairs of the direct children, in registration order. */
   namedChildren(): [string, Module<unknown>][] {
+    if (arguments.length > 0) throw tooMany('Module.namedChildren', 0, arguments.length);
     return [...this.children];
   }
 
@@ -84,6 +85,7 @@ export abstract class Module<Out = Tensor> {
    * `removeDuplicate` is false (PyTorch's named_parameters(remove_duplicate=False)).
    */
   namedParameters(prefix = '', removeDuplicate = true): [string, Tensor][] {
+    if (arguments.length > 2) throw tooMany('Module.namedParameters', 2, arguments.length);
     const out: [string, Tensor][] = [];
     const seen = new Set<Tensor>();
     const walk = (m: Module<unknown>, pre: string): void => {
@@ -96,6 +98,7 @@ export abstract class Module<Out = Tensor> {
 
   /** Every parameter tensor, in {@link Module.namedParameters} order (a tensor shared by two modules appears once). */
   parameters(): Tensor[] {
+    if (arguments.length > 0) throw tooMany('Module.parameters', 0, arguments.length);
     return this.namedParameters().map(([, t]) => t);
   }
 
@@ -104,6 +107,7 @@ export abstract class Module<Out = Tensor> {
    * As in PyTorch, a tied parameter appears under each of its names, every one the same tensor.
    */
   stateDict(): Record<string, Tensor> {
+    if (arguments.length > 0) throw tooMany('Module.stateDict', 0, arguments.length);
     return Object.fromEntries(this.namedParameters('', false));
   }
 
@@ -113,6 +117,7 @@ export abstract class Module<Out = Tensor> {
    * mis-shaped keys are all named in one error.
    */
   loadStateDict(record: Record<string, Tensor>): void {
+    if (arguments.length > 1) throw tooMany('Module.loadStateDict', 1, arguments.length);
     if (record === null || typeof record !== 'object')
       throw new ArgumentError(`loadStateDict: expected a record of Tensors, got ${describe(record)}`);
     const params = new Map(this.namedParameters('', false));
@@ -146,6 +151,7 @@ export abstract class Module<Out = Tensor> {
    * returns the tensor it replaced: functionalCall's swap, undone by a second call.
    */
   replaceParameter(name: string, t: Tensor): Tensor {
+    if (arguments.length > 2) throw tooMany('Module.replaceParameter', 2, arguments.length);
     const old = this.ownParams.get(name);
     if (old === undefined) throw new ArgumentError(`${this.constructor.name}: no parameter ${JSON.stringify(name)}`);
     this.ownParams.set(name, t);
@@ -156,6 +162,7 @@ export abstract class Module<Out = Tensor> {
 
   /** Sets training mode on this module and every submodule; returns this. */
   train(mode = true): this {
+    if (arguments.length > 1) throw tooMany('Module.train', 1, arguments.length);
     mode = boolArg('train', 'mode', mode, true);
     this.training = mode;
     for (const c of this.children.values()) c.train(mode);
@@ -164,11 +171,13 @@ export abstract class Module<Out = Tensor> {
 
   /** Evaluation mode (Dropout off); returns this. */
   eval(): this {
+    if (arguments.length > 0) throw tooMany('Module.eval', 0, arguments.length);
     return this.train(false);
   }
 
   /** Disposes every parameter's gradient (PyTorch's zero_grad()). */
   zeroGrad(): void {
+    if (arguments.length > 0) throw tooMany('Module.zeroGrad', 0, arguments.length);
     for (const p of this.parameters()) {
       p.grad?.dispose();
       p.grad = null;
@@ -180,6 +189,7 @@ export abstract class Module<Out = Tensor> {
    * a submodule owns besides (a Linear's feedback matrix inside a Residual, say).
    */
   dispose(): void {
+    if (arguments.length > 0) throw tooMany('Module.dispose', 0, arguments.length);
     for (const c of this.children.values()) c.dispose();
     for (const p of this.ownParams.values()) p.dispose();
   }

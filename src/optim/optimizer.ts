@@ -122,6 +122,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
 
   /** Appends a group (PyTorch's add_param_group); its missing hyper-parameters come from the defaults. */
   addParamGroup(input: ParamGroupInput<G>, where = `paramGroups[${this.paramGroups.length}]`): void {
+    if (arguments.length > 2) throw tooMany('Optimizer.addParamGroup', 2, arguments.length);
     if (input === null || typeof input !== 'object' || !('params' in input))
       throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${String(input)}`);
     const { params, ...own } = input;
@@ -157,6 +158,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
 
   /** Applies one update to every parameter that has a gradient (the others are skipped, as in PyTorch). */
   step(): void {
+    if (arguments.length > 0) throw tooMany('Optimizer.step', 0, arguments.length);
     this.calls++;
     for (const group of this.paramGroups) {
       for (const p of group.params) {
@@ -173,6 +175,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
 
   /** Disposes every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). */
   zeroGrad(): void {
+    if (arguments.length > 0) throw tooMany('Optimizer.zeroGrad', 0, arguments.length);
     for (const p of this.params) {
       p.grad?.dispose();
       p.grad = null;
@@ -185,11 +188,13 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
    * (`param_groups.<g>.lr`, …) as float64 tensors. See docs/optim.md for the layout.
    */
   stateDict(): Record<string, Tensor> {
+    if (arguments.length > 0) throw tooMany('Optimizer.stateDict', 0, arguments.length);
     return writeStateDict(this.codec, this.paramGroups, (p) => ({ bufs: this.state.get(p), step: this.steps.get(p) }));
   }
 
   /** Restores a stateDict() of an optimizer of the same kind over the same parameter layout. */
   loadStateDict(record: Record<string, Tensor>): void {
+    if (arguments.length > 1) throw tooMany('Optimizer.loadStateDict', 1, arguments.length);
     const loaded = readStateDict(this.name, this.codec, this.paramGroups, record);
     let hypers: Omit<G, 'params'>[];
     try {
@@ -219,6 +224,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
 
   /** Frees the optimizer's state buffers (the parameters are the caller's). */
   dispose(): void {
+    if (arguments.length > 0) throw tooMany('Optimizer.dispose', 0, arguments.length);
     for (const bufs of this.state.values()) for (const b of bufs) b.dispose();
     this.state.clear();
     this.steps.clear();

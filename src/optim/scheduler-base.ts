@@ -105,6 +105,7 @@ export abstract class LRScheduler {
 
   /** Advances the schedule by one and sets every group's lr. */
   step(): void {
+    if (arguments.length > 0) throw tooMany('LRScheduler.step', 0, arguments.length);
     this.checkOrder();
     this.stepCount++;
     this.updateLr(null);
@@ -136,6 +137,7 @@ export abstract class LRScheduler {
 
   /** The learning rate of each group after the last step. */
   getLastLr(): number[] {
+    if (arguments.length > 0) throw tooMany('LRScheduler.getLastLr', 0, arguments.length);
     return [...this.lastLr];
   }
 
@@ -149,6 +151,7 @@ export abstract class LRScheduler {
 
   /** The resumable state: load it into a scheduler built with the same options on an optimizer whose own state is loaded. */
   stateDict(): SchedulerState {
+    if (arguments.length > 0) throw tooMany('LRScheduler.stateDict', 0, arguments.length);
     return { lastEpoch: this.lastEpoch, stepCount: this.stepCount, baseLrs: [...this.baseLrs], lastLr: [...this.lastLr] };
   }
 
@@ -157,6 +160,7 @@ export abstract class LRScheduler {
    * @throws {@link ArgumentError} when `state` does not match the optimizer's parameter groups.
    */
   loadStateDict(state: SchedulerState): void {
+    if (arguments.length > 1) throw tooMany('LRScheduler.loadStateDict', 1, arguments.length);
     if (state === null || typeof state !== 'object')
       throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${String(state)}`);
     const n = this.optimizer.paramGroups.length;
