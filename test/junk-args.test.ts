@@ -278,6 +278,15 @@ describe('junk arguments', () => {
       expect(call).toThrow(A.ArgumentError);
       expect(call).toThrow(message);
     }
+    // Module forwards count their inputs too.
+    const x = A.ones([1, 2]);
+    expect(() => (m.forward as (...a: unknown[]) => unknown)(x, 1)).toThrow('nn.Linear.forward: takes at most 1 argument, got 2');
+    const lstm = new A.nn.LSTM(2, 3, { seed: 0 });
+    expect(() => (lstm.forward as (...a: unknown[]) => unknown)(A.ones([1, 1, 2]), null, 1)).toThrow(
+      'nn.LSTM.forward: takes at most 2 arguments, got 3',
+    );
+    lstm.dispose();
+    x.dispose();
     // The same calls at their arity still work.
     expect(m.parameters()).toHaveLength(2);
     m.train(false);

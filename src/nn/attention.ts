@@ -128,6 +128,7 @@ export class MultiheadAttention extends Module {
     value?: Tensor | AttentionForwardOptions,
     options?: AttentionForwardOptions,
   ): Tensor {
+    if (arguments.length > 4) throw tooMany('nn.MultiheadAttention.forward', 4, arguments.length);
     const opts = (isOptions(key) ? key : isOptions(value) ? value : (options ?? {})) as AttentionForwardOptions;
     const k = key instanceof Tensor ? key : query;
     const v = value instanceof Tensor ? value : k;
@@ -291,6 +292,7 @@ export class TransformerEncoderLayer extends Module {
   }
 
   forward(src: Tensor, opts: EncoderForwardOptions = {}): Tensor {
+    if (arguments.length > 2) throw tooMany('nn.TransformerEncoderLayer.forward', 2, arguments.length);
     return composite(() => {
       const sa = (x: Tensor) => this.drop1.forward(this.self_attn.forward(x, x, x, { attnMask: opts.mask, isCausal: opts.isCausal }));
       const ffn = (x: Tensor) => {

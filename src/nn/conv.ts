@@ -79,6 +79,7 @@ export class Conv2d extends Module {
   }
 
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Conv2d.forward', 1, arguments.length);
     checkInput('Conv2d', x, this.dtype, 1, this.inChannels, 'channels (axis 1 of NCHW)');
     return conv2d(x, this.weight, this.bias ?? undefined, { stride: this.stride, padding: this.padding });
   }
@@ -98,6 +99,7 @@ export class MaxPool2d extends Module {
     super();
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.MaxPool2d.forward', 1, arguments.length);
     return maxPool2d(x, this.kernelSize, this.stride);
   }
 }
@@ -116,6 +118,7 @@ export class AvgPool2d extends Module {
     super();
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.AvgPool2d.forward', 1, arguments.length);
     return avgPool2d(x, this.kernelSize, this.stride);
   }
 }

@@ -44,6 +44,7 @@ class TiedHead extends Module {
     this.weight = this.registerParameter('weight', weight);
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('TiedHead.forward', 1, arguments.length);
     return linear(x, this.weight, null);
   }
 }
@@ -70,6 +71,7 @@ export class GPTBlock extends Module {
     );
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.GPTBlock.forward', 1, arguments.length);
     return composite(() => {
       const h = this.ln1.forward(x);
       const y = add(x, this.attn.forward(h, h, h, { isCausal: true }));
@@ -153,6 +155,7 @@ export class GPT extends Module {
 
   /** ids [B, T] (T ≤ context) → logits [B, T, vocabSize]. */
   forward(ids: TokenIds): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.GPT.forward', 1, arguments.length);
     const { flat, B, T } = this.checkIds(ids);
     return composite(() => {
       let x = add(reshape(this.tokEmb.forward(flat), [B, T, this.width]), this.posEmb.forward(positions(0, T)));

@@ -19,12 +19,14 @@ function tensorInput(op: string, x: unknown): Tensor {
 /** `max(x, 0)` elementwise, as a module (no parameters). */
 export class ReLU extends Module {
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.ReLU.forward', 1, arguments.length);
     return relu(tensorInput('ReLU', x));
   }
 }
 /** `tanh(x)` elementwise, as a module (no parameters). */
 export class Tanh extends Module {
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Tanh.forward', 1, arguments.length);
     return tanh(tensorInput('Tanh', x));
   }
 }
@@ -38,6 +40,7 @@ export class GELU extends Module {
     this.approximate = geluApproximation('GELU', options);
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.GELU.forward', 1, arguments.length);
     return gelu(tensorInput('GELU', x), { approximate: this.approximate });
   }
 }
@@ -56,6 +59,7 @@ export class Flatten extends Module {
     super();
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Flatten.forward', 1, arguments.length);
     const r = tensorInput('Flatten', x).shape.length;
     const s = this.startDim < 0 ? this.startDim + r : this.startDim,
       e = this.endDim < 0 ? this.endDim + r : this.endDim;
@@ -80,6 +84,7 @@ export class Unflatten extends Module {
     super();
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Unflatten.forward', 1, arguments.length);
     const r = tensorInput('Unflatten', x).shape.length;
     const d = this.dim < 0 ? this.dim + r : this.dim;
     if (!(0 <= d && d < r)) throw new ShapeError(`Unflatten: dim ${this.dim} is out of range for input shape [${x.shape}]`);
@@ -114,6 +119,7 @@ export class Dropout extends Module {
     this.seed = hi * 2 ** 32 + lo;
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Dropout.forward', 1, arguments.length);
     tensorInput('Dropout', x);
     if (!this.training || this.p === 0) return x;
     // replayable: a checkpointed segment's recompute must draw this call's mask again, not the next one.
@@ -157,6 +163,7 @@ export class LayerNorm extends Module {
     this.bias = affine ? this.registerParameter('bias', zeros([this.dim], { dtype: this.dtype })) : null;
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.LayerNorm.forward', 1, arguments.length);
     checkInput('LayerNorm', x, this.dtype, -1, this.dim, 'last axis');
     return layerNorm(x, this.weight, this.bias, this.opts.eps ?? 1e-5);
   }
@@ -187,6 +194,7 @@ export class Embedding extends Module {
     );
   }
   forward(indices: Tensor | Int32Array | readonly number[]): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Embedding.forward', 1, arguments.length);
     if (!(indices instanceof Tensor) && !(indices instanceof Int32Array) && !Array.isArray(indices)) {
       throw new ArgumentError(`Embedding: indices must be a Tensor, an Int32Array or an array of integers, got ${describe(indices)}`);
     }
@@ -219,6 +227,7 @@ export class Residual extends Module {
     this.module = this.registerModule('module', module);
   }
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Residual.forward', 1, arguments.length);
     return composite(() => add(tensorInput('Residual', x), this.module.forward(x)));
   }
 }

@@ -112,6 +112,7 @@ export class Linear extends Module {
 
   /** `x·Wᵀ + b` for `x [..., inFeatures]` (a 1-D input gives a 1-D output). */
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Linear.forward', 1, arguments.length);
     return this.forwardAct(x, 'none');
   }
 

@@ -131,6 +131,7 @@ export class LSTMCell extends RecurrentCell<[Tensor, Tensor]> {
     super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, Tensor] {
+    if (arguments.length > 2) throw tooMany('nn.LSTMCell.forward', 2, arguments.length);
     return cellForward('LSTMCell', 'LSTM', this, this.p, x, hx ?? null) as [Tensor, Tensor];
   }
 }
@@ -147,6 +148,7 @@ export class GRUCell extends RecurrentCell<Tensor> {
     super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h?: Tensor | null): Tensor {
+    if (arguments.length > 2) throw tooMany('nn.GRUCell.forward', 2, arguments.length);
     return cellForward('GRUCell', 'GRU', this, this.p, x, h == null ? null : [h]) as Tensor;
   }
 }
@@ -283,6 +285,7 @@ export class LSTM extends Recurrent<[Tensor, [Tensor, Tensor]]> {
     super('LSTM', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, [Tensor, Tensor]] {
+    if (arguments.length > 2) throw tooMany('nn.LSTM.forward', 2, arguments.length);
     if (hx != null && !Array.isArray(hx)) throw new ArgumentError('LSTM: the initial state must be an array [h0, c0]');
     return composite(() => {
       const [y, h, c] = this.run(x, hx ?? []);
@@ -298,6 +301,7 @@ export class GRU extends Recurrent<[Tensor, Tensor]> {
     super('GRU', inputSize, hiddenSize, opts);
   }
   forward(x: Tensor, h0?: Tensor | null): [Tensor, Tensor] {
+    if (arguments.length > 2) throw tooMany('nn.GRU.forward', 2, arguments.length);
     return composite(() => {
       const [y, h] = this.run(x, [h0]);
       return [y, h] as [Tensor, Tensor];

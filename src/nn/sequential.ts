@@ -15,7 +15,7 @@ import { recordDraws, replayDraws } from '../tensor/replay.js';
 import { modes, withMode } from '../ops/modes.js';
 import { checkpoint } from '../autodiff/checkpoint.js';
 import { checkPlan, planSegments, type CheckpointPlan, type SegmentPlan } from '../autodiff/segments.js';
-import { describe, optionsArg } from '../args.js';
+import { describe, optionsArg, tooMany } from '../args.js';
 
 /** Activation modules a preceding Linear absorbs. Exact classes, the Linear's too: a subclass may change forward. */
 const FUSABLE = new Map<unknown, Activation>([
@@ -84,6 +84,7 @@ export class Sequential extends Module {
   }
 
   forward(x: Tensor): Tensor {
+    if (arguments.length > 1) throw tooMany('nn.Sequential.forward', 1, arguments.length);
     // Frees each intermediate once consumed; with the checkpoint option, runs segments through checkpoint().
     return sequentialForward(this.steps, x, this.options.checkpoint);
   }
