@@ -2,6 +2,7 @@
 // numeric work happens in the worker (gpt-worker.ts); this thread only draws and sends messages.
 import type { FromGptWorker, GptInfo, GptSize, ToGptWorker } from './gpt-protocol.js';
 import { TrainingPlot } from './plot.js';
+import { showMessageIn } from './message-box.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const el = {
@@ -58,14 +59,7 @@ let msPerStep = 0;
 /** A one-off line for the status while paused ("Saved …", "Loaded …"); cleared by the next action. */
 let note: string | null = null;
 
-function showMessage(context: string | null, detail = ''): void {
-  el.message.hidden = context === null;
-  el.message.replaceChildren();
-  if (context === null) return;
-  const b = document.createElement('b');
-  b.textContent = context;
-  el.message.append(b, document.createTextNode(detail));
-}
+const showMessage = (context: string | null, detail = '') => showMessageIn(el.message, context, detail);
 
 function syncButtons(): void {
   el.train.disabled = !ready || running;

@@ -4,9 +4,10 @@
 // `adjoint train --dataset shakespeare --model gpt` take the same steps from the same seed. The
 // run owns the batches, so this file never touches data.lmBatches' batch type. Steps run in
 // chunks of ~CHUNK_MS; messages (pause, generate, save) are handled between chunks.
-import { init, backend, memory, data, io, AdjointError } from '../../src/index.js';
+import { init, backend, memory, data, io } from '../../src/index.js';
 import { GptRun } from '../../src/cli/gpt-run.js';
 import type { FromGptWorker, GptInfo, GptSize, ToGptWorker } from './gpt-protocol.js';
+import { errorText } from './errors.js';
 
 /** Training time per chunk; one step of the published model takes longer, so a chunk is one step there. */
 const CHUNK_MS = 60;
@@ -35,11 +36,6 @@ interface State {
   running: boolean;
 }
 let st: State | null = null;
-
-function message(e: unknown): string {
-  if (e instanceof AdjointError) return `${e.name}: ${e.message}`;
-  return e instanceof Error ? e.message : String(e);
-}
 
 function newRun(text: string, size: GptSize, tokenizer?: data.CharTokenizer): GptRun {
   return new GptRun(text, { ...size, steps: STEPS, seed: SEED }, tokenizer);
@@ -130,7 +126,7 @@ tick.port1.onmessage = () => {
     trainChunk(s);
   } catch (e) {
     pause(s);
-    post({ type: 'error', context: 'Training failed', detail: message(e) });
+    post({ type: 'error', context: 'Training failed', detail: errorText(e) });
   }
   if (s.running) schedule();
 };
@@ -249,7 +245,7 @@ function dispatch(s: State, m: ToGptWorker): void {
   try {
     handle(s, m);
   } catch (e) {
-    post({ type: 'error', context: contexts[m.type], detail: message(e) });
+    post({ type: 'error', context: contexts[m.type], detail: errorText(e) });
   }
 }
 
@@ -278,4 +274,4 @@ async function boot(): Promise<void> {
   for (const m of queue.splice(0)) dispatch(st, m);
 }
 
-boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: message(e) }));
+boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: errorText(e) }));

@@ -4,6 +4,7 @@ import type { FromWorker, ModelConfig, ModelInfo, OptimizerKind, ToWorker, Train
 import { TrainingPlot } from './plot.js';
 import { Sketch, toDigit } from './sketch.js';
 import { DigitGrid } from './digits-grid.js';
+import { showMessageIn } from './message-box.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const el = {
@@ -79,14 +80,7 @@ const modelConfig = (): ModelConfig => ({
 const runLabel = () =>
   `${el.model.value.toUpperCase()} · ${el.optimizer.value} lr ${fmtLr(lrOf())}${el.feedback.checked ? ' · feedback alignment' : ''}`;
 
-function showMessage(context: string | null, detail = ''): void {
-  el.message.hidden = context === null;
-  el.message.replaceChildren();
-  if (context === null) return;
-  const b = document.createElement('b');
-  b.textContent = context;
-  el.message.append(b, document.createTextNode(detail));
-}
+const showMessage = (context: string | null, detail = '') => showMessageIn(el.message, context, detail);
 
 function syncButtons(): void {
   el.train.disabled = !ready || running;

@@ -2,24 +2,10 @@
 // model and the optimizer. Training runs in chunks of ~CHUNK_MS so that messages from the page
 // (pause, a new learning rate, "predict this drawing") are handled between chunks; the page's
 // thread never runs a kernel, so it stays responsive whatever the model costs.
-import {
-  init,
-  tidy,
-  noGrad,
-  crossEntropy,
-  softmax,
-  slice,
-  tensor,
-  memory,
-  alignmentAngles,
-  nn,
-  optim,
-  data,
-  io,
-  AdjointError,
-} from '../../src/index.js';
+import { init, tidy, noGrad, crossEntropy, softmax, slice, tensor, memory, alignmentAngles, nn, optim, data, io } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { FromWorker, ModelConfig, ModelInfo, ModelKind, ToWorker, TrainConfig } from './protocol.js';
+import { errorText } from './errors.js';
 
 /** Training time per chunk: long enough to amortise the message round trip, short enough to feel live. */
 const CHUNK_MS = 40;
@@ -88,11 +74,6 @@ function describe(model: nn.Sequential, config: ModelConfig): ModelInfo {
     layers: model.layers.map((m) => m.constructor.name).join(' → '),
     parameters: model.parameters().reduce((a, p) => a + p.size, 0),
   };
-}
-
-function message(e: unknown): string {
-  if (e instanceof AdjointError) return `${e.name}: ${e.message}`;
-  return e instanceof Error ? e.message : String(e);
 }
 
 /** Replaces the model and optimizer with fresh ones; keeps the old pair if construction throws. */
@@ -248,7 +229,7 @@ tick.port1.onmessage = () => {
     if (s.running && performance.now() - s.lastEval >= EVAL_MS) evaluate(s);
   } catch (e) {
     pause(s);
-    post({ type: 'error', context: 'Training failed', detail: message(e) });
+    post({ type: 'error', context: 'Training failed', detail: errorText(e) });
   }
   if (s.running) schedule();
 };
@@ -367,7 +348,7 @@ function dispatch(s: State, m: ToWorker): void {
   try {
     handle(s, m);
   } catch (e) {
-    post({ type: 'error', context: contexts[m.type], detail: message(e) });
+    post({ type: 'error', context: contexts[m.type], detail: errorText(e) });
   }
 }
 
@@ -383,7 +364,7 @@ async function boot(): Promise<void> {
     model = buildModel(modelConfig);
   } catch (e) {
     // e.g. feedback alignment where this build of the library lacks it: start with backprop.
-    post({ type: 'error', context: 'Could not build the model', detail: message(e) });
+    post({ type: 'error', context: 'Could not build the model', detail: errorText(e) });
     modelConfig = { ...modelConfig, feedback: 'bp' };
     model = buildModel(modelConfig);
   }
@@ -411,4 +392,4 @@ async function boot(): Promise<void> {
   for (const m of queue.splice(0)) dispatch(st, m);
 }
 
-boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: message(e) }));
+boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: errorText(e) }));
