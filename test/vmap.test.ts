@@ -196,6 +196,24 @@ describe('vmap: the primitives with rows in other tables', () => {
       expect(count(6)).toBe(count(2));
     });
   });
+  it('nn.LSTM and nn.GRU with shared weights fold the examples into the sequence batch: launches do not grow with it, results equal the loop', () => {
+    A.tidy(() => {
+      for (const layer of [new A.nn.LSTM(3, 4, { seed: 1 }), new A.nn.GRU(3, 4, { seed: 2 })]) {
+        const f = (x: Tensor) => layer.forward(x)[0];
+        const count = (n: number) => {
+          const x = A.randn([n, 5, 2, 3], { seed: 3 });
+          let k = 0;
+          observingInputs(
+            () => k++,
+            () => A.vmap(f)(x),
+          );
+          return k;
+        };
+        expect(count(6)).toBe(count(2));
+        checkAgainstLoop(f, exs([[5, 2, 3]], 'float32'), 'float32');
+      }
+    });
+  });
   it.each(['float32', 'float64'] as const)('max and average pooling (%s)', (dtype) => {
     A.tidy(() => {
       checkAgainstLoop((x) => A.maxPool2d(x, 2), exs([[2, 3, 4, 4]], dtype), dtype);

@@ -20,9 +20,9 @@ import type { Rule } from './rule.js';
 import { kernel } from '../wasm/module.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { apply } from './apply.js';
-import { loopBatch } from './batch.js';
+import { front, loopBatch, type Dim, type Self } from './batch.js';
 import { filled } from './launch.js';
-import { add, sum, slice, concat, reshape, broadcastTo, zerosLike, matmulT } from './api.js';
+import { add, sum, slice, concat, reshape, broadcastTo, zerosLike, matmulT, transpose } from './api.js';
 import { CELLS, slots, tsum, dAdd, type D } from './rnn.js';
 
 type Kind = 'lstm' | 'gru';
@@ -185,6 +185,28 @@ function dualBackward(kind: Kind, xs: readonly Tensor[], g: Tensor, ts: readonly
   return concat(parts.map((p, i) => flat(p, xs[i])));
 }
 
+/**
+ * vmap of a layer whose W_hh and b_hh are shared (unmapped): the n examples fold into the
+ * sequence's batch axis, xg [T, n·B, G·H] and the states [n·B, H], whose rows the kernel runs
+ * independently, so one launch serves every example; y comes back as [T, n, B, W], mapped on
+ * axis 1. Per-example weights still run a layer per example.
+ */
+function seqBatch<P>(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number] {
+  if (dims[1] !== null || dims[2] !== null) return loopBatch(xs, dims, self, p);
+  const at = dims.findIndex((d) => d !== null),
+    n = xs[at].shape[dims[at]!];
+  const stacked = (i: number) =>
+    dims[i] === null ? broadcastTo(reshape(xs[i], [1, ...xs[i].shape]), [n, ...xs[i].shape]) : front(xs[i], dims[i]);
+  const xg = transpose(stacked(0), [1, 0, 2, 3]),
+    [T, , B, G] = xg.shape;
+  const states = xs.slice(3).map((_, k) => {
+    const h = stacked(3 + k);
+    return reshape(h, [n * B, h.shape[2]]);
+  });
+  const y = self([reshape(xg, [T, n * B, G]), xs[1], xs[2], ...states], p);
+  return [reshape(y, [T, n, B, y.shape[2]]), 1];
+}
+
 function seqRule(kind: Kind): Rule<Record<string, never>> {
   return {
     saves: { inputs: 'all', output: true },
@@ -194,7 +216,7 @@ function seqRule(kind: Kind): Rule<Record<string, never>> {
       return unpack(apply(GRAD[kind], [...xs, s.y!, g], {}), s.shapes, needs);
     },
     jvp: (ts, xs) => dualForward(kind, xs, ts).ty,
-    batch: (xs, dims, p, self) => loopBatch(xs, dims, self, p), // a layer per example
+    batch: (xs, dims, p, self) => seqBatch(xs, dims, p, self),
   };
 }
 
