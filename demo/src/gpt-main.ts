@@ -2,7 +2,7 @@
 // numeric work happens in the worker (gpt-worker.ts); this thread only draws and sends messages.
 import type { FromGptWorker, GptInfo, GptSize, ToGptWorker } from './gpt-protocol.js';
 import { TrainingPlot } from './plot.js';
-import { showMessageIn } from './message-box.js';
+import { download, showMessageIn } from './page.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const el = {
@@ -186,12 +186,7 @@ function onMessage(m: FromGptWorker): void {
       syncButtons();
       return;
     case 'weights': {
-      const url = URL.createObjectURL(new Blob([m.bytes], { type: 'application/octet-stream' }));
-      const a = Object.assign(document.createElement('a'), { href: url, download: m.fileName });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      download(m.bytes, m.fileName);
       note = `Saved ${m.fileName}`;
       syncButtons();
       return;

@@ -7,7 +7,7 @@
 import { init, backend, memory, data, io } from '../../src/index.js';
 import { GptRun } from '../../src/cli/gpt-run.js';
 import type { FromGptWorker, GptInfo, GptSize, ToGptWorker } from './gpt-protocol.js';
-import { errorText } from './errors.js';
+import { errorText, inbox } from './worker-inbox.js';
 
 /** Training time per chunk; one step of the published model takes longer, so a chunk is one step there. */
 const CHUNK_MS = 60;
@@ -234,20 +234,8 @@ const contexts: Record<ToGptWorker['type'], string> = {
   load: 'Could not load the weights',
 };
 
-/** Messages that arrive while the text loads and the engine starts are handled in order once both are up. */
-const queue: ToGptWorker[] = [];
-scope.onmessage = (e) => {
-  if (st === null) queue.push(e.data);
-  else dispatch(st, e.data);
-};
-
-function dispatch(s: State, m: ToGptWorker): void {
-  try {
-    handle(s, m);
-  } catch (e) {
-    post({ type: 'error', context: contexts[m.type], detail: errorText(e) });
-  }
-}
+const messages = inbox<ToGptWorker, State>(handle, contexts, (context, detail) => post({ type: 'error', context, detail }));
+scope.onmessage = (e) => messages.receive(e.data);
 
 /** The vendored text, gunzipped by data.shakespeare (fflate), fetched next to this script. */
 async function fetchText(): Promise<string> {
@@ -264,14 +252,13 @@ async function boot(): Promise<void> {
   const threads =
     scope.crossOriginIsolated === true ? (asked >= 1 ? Math.floor(asked) : Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
   const [text] = await Promise.all([fetchText(), init(threads > 1 ? { threads } : {})]);
-  const first = queue.findIndex((m) => m.type === 'build');
-  const build = first >= 0 ? (queue.splice(first, 1)[0] as Extract<ToGptWorker, { type: 'build' }>) : null;
+  const build = messages.take('build');
   const run = newRun(text, build?.size ?? { layers: 4, heads: 4, width: 128, context: 64, batch: 12 });
   st = { text, run, running: false };
   post({ type: 'model', info: info(run), step: 0, label: 'fresh model' });
   evaluate(st);
   liveSample(st);
-  for (const m of queue.splice(0)) dispatch(st, m);
+  messages.open(st);
 }
 
 boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: errorText(e) }));

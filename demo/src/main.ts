@@ -4,7 +4,7 @@ import type { FromWorker, ModelConfig, ModelInfo, OptimizerKind, ToWorker, Train
 import { TrainingPlot } from './plot.js';
 import { Sketch, toDigit } from './sketch.js';
 import { DigitGrid } from './digits-grid.js';
-import { showMessageIn } from './message-box.js';
+import { download, showMessageIn } from './page.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const el = {
@@ -281,12 +281,7 @@ function onMessage(m: FromWorker): void {
       if (dirty) schedulePredict();
       return;
     case 'weights': {
-      const url = URL.createObjectURL(new Blob([m.bytes], { type: 'application/octet-stream' }));
-      const a = Object.assign(document.createElement('a'), { href: url, download: m.fileName });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      download(m.bytes, m.fileName);
       note = `Saved ${m.fileName}`;
       syncButtons();
       return;

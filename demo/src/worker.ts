@@ -5,7 +5,7 @@
 import { init, tidy, noGrad, crossEntropy, softmax, slice, tensor, memory, alignmentAngles, nn, optim, data, io } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { FromWorker, ModelConfig, ModelInfo, ModelKind, ToWorker, TrainConfig } from './protocol.js';
-import { errorText } from './errors.js';
+import { errorText, inbox } from './worker-inbox.js';
 
 /** Training time per chunk: long enough to amortise the message round trip, short enough to feel live. */
 const CHUNK_MS = 40;
@@ -337,26 +337,13 @@ const contexts: Record<ToWorker['type'], string> = {
   load: 'Could not load the weights',
 };
 
-/** Messages that arrive while the engine starts are queued and handled in order once it is up. */
-const queue: ToWorker[] = [];
-scope.onmessage = (e) => {
-  if (st === null) queue.push(e.data);
-  else dispatch(st, e.data);
-};
-
-function dispatch(s: State, m: ToWorker): void {
-  try {
-    handle(s, m);
-  } catch (e) {
-    post({ type: 'error', context: contexts[m.type], detail: errorText(e) });
-  }
-}
+const messages = inbox<ToWorker, State>(handle, contexts, (context, detail) => post({ type: 'error', context, detail }));
+scope.onmessage = (e) => messages.receive(e.data);
 
 async function boot(): Promise<void> {
   await init();
   const split = data.digits({ testFraction: 0.2, seed: SEED });
-  const first = queue.findIndex((m) => m.type === 'build');
-  const build = first >= 0 ? (queue.splice(first, 1)[0] as Extract<ToWorker, { type: 'build' }>) : null;
+  const build = messages.take('build');
   const train: TrainConfig = build?.train ?? { optimizer: 'sgd', lr: 0.1, batch: 32 };
   let modelConfig: ModelConfig = build?.model ?? { model: 'mlp', feedback: 'bp' };
   let model: nn.Sequential;
@@ -389,7 +376,7 @@ async function boot(): Promise<void> {
   };
   post({ type: 'model', info: describe(model, modelConfig), fresh: true });
   evaluate(st);
-  for (const m of queue.splice(0)) dispatch(st, m);
+  messages.open(st);
 }
 
 boot().catch((e) => post({ type: 'error', context: 'The engine did not start', detail: errorText(e) }));
