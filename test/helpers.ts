@@ -1,4 +1,10 @@
-// Small assertions shared by the nn, feedback, diagnostics and io tests.
+// Small assertions shared by the nn, feedback, diagnostics and io tests, and the child-process
+// bundle the threads and relaxed-SIMD tests run.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { expect } from 'vitest';
 import type { Tensor } from '../src/index.js';
 
@@ -10,3 +16,24 @@ export const close = (got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-
   expect(got.length).toBe(want.length);
   for (let i = 0; i < want.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThanOrEqual(tol * Math.max(1, Math.abs(want[i])));
 };
+
+/**
+ * test/NAME.ts bundled (dependencies external) into a scratch file for `node FILE …` child
+ * processes: `file` is its path, `build()` writes it (in a beforeAll).
+ */
+export function childBundle(name: string): { file: string; build: () => Promise<unknown> } {
+  const file = join(mkdtempSync(join(tmpdir(), `adjoint-${name}-`)), `${name}.mjs`);
+  const entry = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
+  const write = () =>
+    build({
+      entryPoints: [entry],
+      outfile: file,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      logLevel: 'error',
+    });
+  return { file, build: write };
+}

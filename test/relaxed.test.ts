@@ -5,15 +5,14 @@
 // stays close to the default kernels'. Node 20 has relaxed SIMD behind a V8 flag, which this
 // file sets for itself; child processes get it (or its negation) on the command line.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import { hasRelaxedSimd, relaxedKernelBytes } from '../src/wasm/relaxed.js';
+import { childBundle } from './helpers.js';
 
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd'); // default from Node 22 (V8 11.4) on
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -204,20 +203,8 @@ describe('init({ relaxedSimd })', () => {
 });
 
 describe('relaxed kernels in child processes', () => {
-  const scratch = mkdtempSync(join(tmpdir(), 'adjoint-relaxed-'));
-  const bundle = join(scratch, 'relaxed-child.mjs');
-  beforeAll(async () => {
-    await build({
-      entryPoints: [join(root, 'test/relaxed-child.ts')],
-      outfile: bundle,
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      packages: 'external',
-      logLevel: 'error',
-    });
-  }, 60_000);
+  const { file: bundle, build: buildBundle } = childBundle('relaxed-child');
+  beforeAll(buildBundle, 60_000);
   function child(nodeFlag: string, ...args: string[]): Record<string, unknown> & { weights: Record<string, number[]> } {
     const p = spawnSync(process.execPath, [nodeFlag, bundle, ...args], { encoding: 'utf8', timeout: 120_000, cwd: root });
     const line = p.stdout.trim().split('\n').pop() ?? '';

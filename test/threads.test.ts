@@ -8,27 +8,16 @@ import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ranges } from '../src/wasm/split.js';
 import { sharedMemoryVariant } from '../src/wasm/shared-module.js';
+import { childBundle } from './helpers.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'adjoint-threads-'));
-const bundle = join(scratch, 'threads-child.mjs');
+const { file: bundle, build: buildBundle } = childBundle('threads-child');
 
-beforeAll(async () => {
-  await build({
-    entryPoints: [join(root, 'test/threads-child.ts')],
-    outfile: bundle,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'error',
-  });
-}, 60_000);
+beforeAll(buildBundle, 60_000);
 
 /** Runs the child with `args` and returns its JSON line; a child still running after `timeout` ms is killed (a hang fails). */
 function child(...args: string[]): Record<string, unknown> {
