@@ -18,7 +18,7 @@ import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
-import { parallelize, runPhase, type Extent, type PhaseStep } from './parallel.js';
+import { parallelize, runPhase, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -27,18 +27,8 @@ const ABS = 0,
   OUT = 2;
 type Base = typeof ABS | typeof IN | typeof OUT;
 
-interface LaunchStep {
-  readonly w: false;
-  readonly name: string;
-  readonly f: Kernel;
-  readonly pooled: boolean;
-  readonly argv: number[][];
-  readonly dyn: number;
-  readonly compute: (() => readonly number[]) | null;
-  readonly tiled?: false;
-  /** The memory each pointer argument of each piece touches (for the parallel schedule, src/compile/parallel.ts). */
-  readonly touches: readonly (readonly (Extent | null)[])[];
-}
+/** One replayed kernel launch, with the memory each piece touches (the planner's view, src/compile/parallel.ts). */
+type LaunchStep = PlannedLaunch;
 /** A run of elementwise launches replayed tile-major (src/compile/fuse.ts). */
 interface TiledStep {
   readonly w: false;
