@@ -9,6 +9,7 @@
 //                     index.js also carries the relaxed-SIMD kernels, as a delta of under 1 KB against those.
 //   dist/adjoint-relaxed.wasm  the relaxed-SIMD kernels as a file (workerd, own loaders).
 //   dist/cli.js       the `adjoint` command (only when src/cli/main.ts exists), self-contained.
+// Both carry the worker programs of the thread pool minified (scripts/rollup-worker-source.mjs).
 // Type declarations are written by scripts/build-types.mjs.
 //
 // No wasm plugin is needed: the bundle carries the bytes as a string, and @rollup/plugin-wasm's
@@ -17,6 +18,7 @@ import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import esbuild from 'rollup-plugin-esbuild';
 import { bundleFflate } from './scripts/rollup-fflate.mjs';
+import { minifyWorkerSource } from './scripts/rollup-worker-source.mjs';
 
 const target = 'es2022';
 
@@ -71,7 +73,7 @@ const library = {
   // data.fashionMnist() reads files with a dynamic import('node:fs/promises') (Node, Deno, Bun).
   external: (id) => id.startsWith('node:'),
   onwarn,
-  plugins: [requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
+  plugins: [requireKernels(), bundleFflate(), minifyWorkerSource(), esbuild({ target, tsconfig: 'tsconfig.build.json' }), emitWasm()],
   // No source map: the bundle is unminified ES2022 that reads like the sources, and a map would
   // mostly repeat the inlined kernels and digits.
   output: { dir: 'dist', format: 'esm', entryFileNames: '[name].js', sourcemap: false },
@@ -88,7 +90,7 @@ if (existsSync('src/cli/main.ts')) {
     input: 'src/cli/main.ts',
     external: (id) => nodeBuiltins.has(id) || id.startsWith('node:'),
     onwarn,
-    plugins: [executable(), requireKernels(), bundleFflate(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
+    plugins: [executable(), requireKernels(), bundleFflate(), minifyWorkerSource(), esbuild({ target, tsconfig: 'tsconfig.build.json' })],
     output: { dir: 'dist', format: 'esm', entryFileNames: 'cli.js', sourcemap: false },
   });
 }

@@ -62,7 +62,15 @@ const workloads = {
     const d = alloc((T * B * GH + GH * H + GH + 2 * B * H) * S);
     const dhg = alloc(T * B * GH * S);
     const ws = alloc(k.rnn_seq_scratch_bytes(B, H, 4, S));
-    for (const [p, n, s] of [[xg, T * B * GH, 1], [whh, GH * H, 2], [bhh, GH, 3], [h0, B * H, 4], [c0, B * H, 5], [gy, T * B * 6 * H, 6]]) fill(m, p, n, S, s);
+    for (const [p, n, s] of [
+      [xg, T * B * GH, 1],
+      [whh, GH * H, 2],
+      [bhh, GH, 3],
+      [h0, B * H, 4],
+      [c0, B * H, 5],
+      [gy, T * B * 6 * H, 6],
+    ])
+      fill(m, p, n, S, s);
     for (let i = 0; i < GH * H; i++) new Float32Array(m.memory.buffer, whh, GH * H)[i] *= 0.05;
     const f = S === 4 ? [k.lstm_seq_f32, k.lstm_seq_vjp_f32] : [k.lstm_seq_f64, k.lstm_seq_vjp_f64];
     return {
@@ -85,7 +93,14 @@ const workloads = {
     const d = alloc((T * B * GH + GH * H + GH + B * H) * S);
     const dhg = alloc(T * B * GH * S);
     const ws = alloc(k.rnn_seq_scratch_bytes(B, H, 3, S));
-    for (const [p, n, s] of [[xg, T * B * GH, 1], [whh, GH * H, 2], [bhh, GH, 3], [h0, B * H, 4], [gy, T * B * 4 * H, 6]]) fill(m, p, n, S, s);
+    for (const [p, n, s] of [
+      [xg, T * B * GH, 1],
+      [whh, GH * H, 2],
+      [bhh, GH, 3],
+      [h0, B * H, 4],
+      [gy, T * B * 4 * H, 6],
+    ])
+      fill(m, p, n, S, s);
     for (let i = 0; i < GH * H; i++) new Float32Array(m.memory.buffer, whh, GH * H)[i] *= 0.05;
     return {
       run: () => {
@@ -104,7 +119,13 @@ const workloads = {
     const out = alloc(b * 2 * h * 4);
     const g = alloc(b * 2 * h * 4);
     const d = alloc(b * 5 * h * 4);
-    for (const [p, n, s] of [[xg, b * 4 * h, 1], [hg, b * 4 * h, 2], [c, b * h, 3], [g, b * 2 * h, 4]]) fill(m, p, n, 4, s);
+    for (const [p, n, s] of [
+      [xg, b * 4 * h, 1],
+      [hg, b * 4 * h, 2],
+      [c, b * h, 3],
+      [g, b * 2 * h, 4],
+    ])
+      fill(m, p, n, 4, s);
     return {
       run: () => {
         for (let r = 0; r < 20; r++) {
@@ -153,12 +174,17 @@ const time = (fn) => {
   fn();
   return cpu() - t0;
 };
-console.log(`A = ${fileA}\nB = ${fileB}\n${rounds} rounds, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `A = ${fileA}\nB = ${fileB}\n${rounds} rounds, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 for (const [name, make] of Object.entries(workloads)) {
   if (only.length && !only.some((o) => name.includes(o))) continue;
   const [a, b] = mods.map((m) => make(m));
   // Warm up both, then check they agree bit for bit.
-  for (let i = 0; i < 3; i++) (a.run(), b.run());
+  for (let i = 0; i < 3; i++) a.run(), b.run();
   const bytes = (m, [p, n]) => new Uint8Array(m.memory.buffer, p, n);
   const same = Buffer.compare(Buffer.from(bytes(mods[0], a.out)), Buffer.from(bytes(mods[1], b.out))) === 0;
   const ratios = [];
@@ -167,12 +193,14 @@ for (const [name, make] of Object.entries(workloads)) {
     let ta = 0;
     let tb = 0;
     for (let i = 0; i < reps; i++) {
-      if ((r + i) % 2 === 0) (ta += time(a.run), tb += time(b.run));
-      else (tb += time(b.run), ta += time(a.run));
+      if ((r + i) % 2 === 0) (ta += time(a.run)), (tb += time(b.run));
+      else (tb += time(b.run)), (ta += time(a.run));
     }
     ratios.push(tb / ta);
   }
   ratios.sort((x, y) => x - y);
   const med = ratios[Math.floor(ratios.length / 2)];
-  console.log(`${name.padEnd(40)} B/A median ${med.toFixed(3)}  range ${ratios[0].toFixed(3)}–${ratios.at(-1).toFixed(3)}  ${same ? 'outputs identical' : 'OUTPUTS DIFFER'}`);
+  console.log(
+    `${name.padEnd(40)} B/A median ${med.toFixed(3)}  range ${ratios[0].toFixed(3)}–${ratios.at(-1).toFixed(3)}  ${same ? 'outputs identical' : 'OUTPUTS DIFFER'}`,
+  );
 }

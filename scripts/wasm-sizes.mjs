@@ -49,8 +49,8 @@ while (pos < bytes.length) {
       str();
       str();
       const kind = bytes[pos++];
-      if (kind === 0) (leb(), importedFuncs++);
-      else if (kind === 1) (pos++, leb() & 1 ? (leb(), leb()) : leb());
+      if (kind === 0) leb(), importedFuncs++;
+      else if (kind === 1) pos++, leb() & 1 ? (leb(), leb()) : leb();
       else if (kind === 2) leb() & 1 ? (leb(), leb()) : leb();
       else if (kind === 3) pos += 2;
     }
@@ -102,7 +102,9 @@ const rows = bodies.map((b, i) => {
 });
 
 const kb = (n) => (n / 1000).toFixed(1).padStart(6);
-console.log(`${file}: ${kb(bytes.length)} kB raw, ${kb(whole)} kB gzip -9; code section ${kb(codeSection.end - codeSection.start)} kB, ${bodies.length} functions`);
+console.log(
+  `${file}: ${kb(bytes.length)} kB raw, ${kb(whole)} kB gzip -9; code section ${kb(codeSection.end - codeSection.start)} kB, ${bodies.length} functions`,
+);
 console.log(`\nlargest ${top} functions (raw bytes, gzip bytes lost when removed, exports):`);
 for (const r of [...rows].sort((a, b) => b.raw - a.raw).slice(0, top)) {
   console.log(`${String(r.raw).padStart(7)} ${String(r.gzip).padStart(6)}  ${r.name}${r.exports ? '' : '  (internal)'}`);
