@@ -1,19 +1,25 @@
 // Size budgets, checked by `npm run check:package` (after `npm run build`). Sizes are
 // minified (esbuild, like a consumer's bundler) and gzipped.
-const stub = (filter, contents) => ({
-  name: `stub ${filter}`,
+import { readFileSync } from 'node:fs';
+
+/** Empties the embedded kernels (the base64 string constants) of dist/index.js. */
+const withoutKernels = {
+  name: 'dist/index.js without the kernels',
   setup(build) {
-    build.onLoad({ filter }, () => ({ contents, loader: 'ts' }));
+    build.onLoad({ filter: /dist[\\/]index\.js$/ }, ({ path }) => ({
+      contents: readFileSync(path, 'utf8').replace(/\b((?:WASM_DEFLATE|RELAXED_DELTA)_BASE64 = )(["'`])[A-Za-z0-9+/=]*\2/g, "$1''"),
+      loader: 'js',
+    }));
   },
-});
+};
 /** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
 const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
 
-// Budgets at the sizes measured after this round's kernels (fused attention fast path, direct
-// convolution, whole-sequence LSTM/GRU, exact-GELU primitives) and argument checks landed, with
-// ~5 % headroom, so CI catches growth: kernels 42.9 kB (shrinkLevel 1; the same code at shrinkLevel 0
-// would be about 54 kB), JS without kernels 93.0 kB, one op 103 kB. The issue's 30 kB / 60 kB
-// budgets predate those features and are not met; see docs/packaging.md.
+// Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 38.6 kB
+// (shrinkLevel 1; the LSTM/GRU cells shared by the cell and sequence kernels), the whole bundle
+// 150.5 kB, its JS without kernels 91.5 kB, one op 97.1 kB. The issue's 30 kB / 60 kB goals
+// predate this round's kernels and features and are not met; docs/packaging.md says what the
+// remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
   {
     name: 'kernels: dist/adjoint.wasm',
@@ -21,32 +27,30 @@ export default [
     // Measured as the file itself: esbuild copies it unchanged.
     modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
     gzip: true,
-    limit: '45 KB',
+    limit: '40.5 KB',
   },
   {
-    // The kernels ride along as base64 (src/wasm/bytes.generated.ts, about 37 KB of it gzipped),
+    // The kernels ride along as base64 (src/wasm/bytes.generated.ts, about 59 kB of it gzipped),
     // so the whole file cannot fit 60 KB; the 60 KB budget is on the JS without them (below).
     name: 'core JS without the digits data (dist/index.js, kernels embedded)',
     path: 'dist/index.js',
     import: '*',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '164 KB',
+    limit: '158 KB',
   },
   {
-    name: 'core JS without the digits data and without the embedded kernels (src/index.ts)',
-    path: 'src/index.ts',
+    // What users download, the shipped bundle, with the kernels' base64 (WASM_DEFLATE_BASE64 and the
+    // relaxed-SIMD delta) emptied: the JS alone.
+    name: 'core JS without the digits data and without the embedded kernels (dist/index.js)',
+    path: 'dist/index.js',
     import: '*',
     gzip: true,
     modifyEsbuildConfig: (config) => ({
       ...withoutDigits(config),
-      plugins: [
-        ...(config.plugins ?? []),
-        stub(/bytes\.generated\.ts$/, "export const WASM_BASE64 = '';"),
-        stub(/digits-data\.ts$/, "export const DIGITS_COUNT = 0; export const DIGITS_GZIP_BASE64 = '';"),
-      ],
+      plugins: [...(config.plugins ?? []), withoutKernels],
     }),
-    limit: '98 KB',
+    limit: '96 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
@@ -54,6 +58,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '108 KB',
+    limit: '102 KB',
   },
 ];

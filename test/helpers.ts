@@ -18,8 +18,9 @@ export const close = (got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-
 };
 
 /**
- * test/NAME.ts bundled (dependencies external) into a scratch file for `node FILE …` child
- * processes: `file` is its path, `build()` writes it (in a beforeAll).
+ * test/NAME.ts bundled (with fflate, which inflates the embedded kernels, since the scratch
+ * file's folder has no node_modules) into a scratch file for `node FILE …` child processes:
+ * `file` is its path, `build()` writes it (in a beforeAll).
  */
 export function childBundle(name: string): { file: string; build: () => Promise<unknown> } {
   const file = join(mkdtempSync(join(tmpdir(), `adjoint-${name}-`)), `${name}.mjs`);
@@ -32,7 +33,6 @@ export function childBundle(name: string): { file: string; build: () => Promise<
       format: 'esm',
       platform: 'node',
       target: 'node20',
-      packages: 'external',
       logLevel: 'error',
     });
   return { file, build: write };

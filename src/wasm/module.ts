@@ -3,7 +3,8 @@
 // has detached the old ones.
 import { ArgumentError, AdjointError } from '../errors.js';
 import { Arena } from './arena.js';
-import { WASM_BASE64 } from './bytes.generated.js';
+import { inflateSync } from 'fflate';
+import { WASM_DEFLATE_BASE64, WASM_LENGTH } from './bytes.generated.js';
 import { hooks } from './hooks.js';
 
 /** Options for {@link init}: where the kernels come from, the memory's size, and threads. */
@@ -72,7 +73,7 @@ export async function compileKernels(source: InitOptions['module']): Promise<Web
     );
   }
   try {
-    if (source === undefined) return await WebAssembly.compile(decodeBase64(WASM_BASE64));
+    if (source === undefined) return await WebAssembly.compile(embeddedKernelBytes());
     if (typeof source === 'string' || source instanceof URL) {
       const res = await fetch(source);
       if (!res.ok) throw new ArgumentError(`init: fetching ${String(source)} gave HTTP ${res.status}`);
@@ -88,6 +89,14 @@ export async function compileKernels(source: InitOptions['module']): Promise<Web
         'await init({ module: wasm })',
     );
   }
+}
+
+/** The embedded kernels' bytes (build/adjoint.wasm), inflated from the bundle's compressed copy. */
+export function embeddedKernelBytes(): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(WASM_LENGTH);
+  if (inflateSync(decodeBase64(WASM_DEFLATE_BASE64), { out }).length !== WASM_LENGTH)
+    throw new AdjointError('internal: the embedded kernels did not inflate to their length (run npm run asbuild)');
+  return out;
 }
 
 export function decodeBase64(s: string): Uint8Array<ArrayBuffer> {

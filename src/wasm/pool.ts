@@ -8,8 +8,7 @@
 // notice. The workers are started by a supervisor thread whose only job is to see them die: a
 // caller blocked in Atomics.wait runs no events, so it learns of a death through the slot (GONE).
 import { ArgumentError, AdjointError } from '../errors.js';
-import { compileKernels, decodeBase64, runtime, type InitOptions } from './module.js';
-import { WASM_BASE64 } from './bytes.generated.js';
+import { compileKernels, embeddedKernelBytes, runtime, type InitOptions } from './module.js';
 import { sharedMemoryVariant } from './shared-module.js';
 import { SLOT, OK, DEAD, QUIT } from './worker-source.js';
 import { supervisorStarter, type Supervisor } from './supervisor.js';
@@ -94,7 +93,7 @@ function unsupported(source: InitOptions['module']): string | null {
 }
 
 async function sourceBytes(source: InitOptions['module']): Promise<Uint8Array> {
-  if (source === undefined) return decodeBase64(WASM_BASE64);
+  if (source === undefined) return embeddedKernelBytes();
   if (typeof source === 'string' || source instanceof URL) {
     const res = await fetch(source);
     if (!res.ok) throw new ArgumentError(`init: fetching ${String(source)} gave HTTP ${res.status}`);

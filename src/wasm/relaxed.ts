@@ -3,8 +3,7 @@
 // engine validates relaxed-SIMD code, and the default build elsewhere. Its bytes are embedded as
 // a small delta against the default kernels' (src/wasm/delta.ts), rebuilt only when asked for.
 import { AdjointError, ArgumentError } from '../errors.js';
-import { decodeBase64, type InitOptions } from './module.js';
-import { WASM_BASE64 } from './bytes.generated.js';
+import { decodeBase64, embeddedKernelBytes, type InitOptions } from './module.js';
 import { RELAXED_DELTA_BASE64, RELAXED_FNV1A, RELAXED_LENGTH } from './bytes-relaxed.generated.js';
 import { applyDelta, fnv1a } from './delta.js';
 
@@ -38,7 +37,7 @@ export function relaxedKernelBytes(): Uint8Array<ArrayBuffer> {
     throw new AdjointError(
       'init: this build of adjoint has no relaxed-SIMD kernels (build/adjoint-relaxed.wasm was missing when it was bundled)',
     );
-  const bytes = applyDelta(decodeBase64(WASM_BASE64), decodeBase64(RELAXED_DELTA_BASE64), RELAXED_LENGTH);
+  const bytes = applyDelta(embeddedKernelBytes(), decodeBase64(RELAXED_DELTA_BASE64), RELAXED_LENGTH);
   if (fnv1a(bytes) !== RELAXED_FNV1A)
     throw new AdjointError(
       'internal: the relaxed-SIMD kernels do not match their checksum (src/wasm/*.generated.ts from different builds: run npm run asbuild)',
