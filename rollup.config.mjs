@@ -1,5 +1,5 @@
 // `npm run build` (after `npm run asbuild`): the published files in dist/.
-//   dist/index.js     the library as one ESM file, the kernels inlined as base64 (src/wasm/bytes.generated.ts)
+//   dist/index.js     the library as one ESM file, the kernels inlined compressed, as base64 (src/wasm/bytes.generated.ts)
 //                     and fflate bundled in, so it runs with no configuration in Node, Deno, Bun,
 //                     browsers and bundlers.
 //   dist/data/digits.js the embedded digits (about 60 KB of base64), its own module so bundles
