@@ -71,7 +71,8 @@ const workloads = {
       [gy, T * B * 6 * H, 6],
     ])
       fill(m, p, n, S, s);
-    for (let i = 0; i < GH * H; i++) new Float32Array(m.memory.buffer, whh, GH * H)[i] *= 0.05;
+    for (let i = 0; i < GH * H; i++)
+      (S === 4 ? new Float32Array(m.memory.buffer, whh, GH * H) : new Float64Array(m.memory.buffer, whh, GH * H))[i] *= 0.05;
     const f = S === 4 ? [k.lstm_seq_f32, k.lstm_seq_vjp_f32] : [k.lstm_seq_f64, k.lstm_seq_vjp_f64];
     return {
       run: () => {
@@ -101,7 +102,8 @@ const workloads = {
       [gy, T * B * 4 * H, 6],
     ])
       fill(m, p, n, S, s);
-    for (let i = 0; i < GH * H; i++) new Float32Array(m.memory.buffer, whh, GH * H)[i] *= 0.05;
+    for (let i = 0; i < GH * H; i++)
+      (S === 4 ? new Float32Array(m.memory.buffer, whh, GH * H) : new Float64Array(m.memory.buffer, whh, GH * H))[i] *= 0.05;
     return {
       run: () => {
         k.gru_seq_f32(xg, whh, bhh, h0, y, ws, T, B, H);
