@@ -4,8 +4,8 @@
 // kernel exports here (this file is not re-exported by index.ts).
 import { madd } from './madd';
 
-/** Rows of C per micro-tile. */
-export const MR: i32 = 4;
+/** Rows of C per micro-tile: 4 (kernel_4x2v) in the default build, 6 (kernel_6x2v) in the relaxed one. */
+export const MR: i32 = ASC_FEATURE_RELAXED_SIMD ? 6 : 4;
 /** v128 vectors of C per micro-tile row; NR = NRV * lanes (8 f32 or 4 f64 columns). */
 export const NRV: i32 = 2;
 /** Depth of one packed block. Fixes the summation order, so it never adapts to the scratch size. */
@@ -32,13 +32,24 @@ export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, 
       const as = ap + <usize>(ir * kc * 16);
       const ct = c + off<T>(ir, jr, ldc, 1);
       if (mm == MR && nn == nr) {
-        kernel_4x2v<T>(kc, as, bs, ct, ldcB, overwrite);
+        if (ASC_FEATURE_RELAXED_SIMD && !overwrite) {
+          kernel_6x2v<T>(kc, as, bs, tile, <usize>(nr * S));
+          add_tile<T>(tile, ct, ldcB);
+        } else {
+          micro_kernel<T>(kc, as, bs, ct, ldcB, overwrite);
+        }
       } else {
-        kernel_4x2v<T>(kc, as, bs, tile, <usize>(nr * S), true);
+        micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
         merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
       }
     }
   }
+}
+
+/** The build's MR×NR micro-kernel (one branch per build: ASC_FEATURE_RELAXED_SIMD is a compile-time constant). */
+@inline function micro_kernel<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize, overwrite: bool): void {
+  if (ASC_FEATURE_RELAXED_SIMD) kernel_6x2v<T>(kc, ap, bp, c, ldcB);
+  else kernel_4x2v<T>(kc, ap, bp, c, ldcB, overwrite);
 }
 
 /** Micro-kernel, 4 rows × 2 vectors (4×8 f32 / 4×4 f64): C tile = acc or C + acc, acc[r] = Σ_k Ap[k][r] · Bp[k], Ap pre-broadcast. ldcB in bytes. */
@@ -69,6 +80,58 @@ export function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: us
   store_row<T>(c + ldcB, c10, c11, overwrite);
   store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
   store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
+}
+
+/** Relaxed build's micro-kernel, 6 rows × 2 vectors (6×8 f32 / 6×4 f64): C tile = acc (overwrite only: macro_tile adds to C with add_tile), acc as in kernel_4x2v. */
+// A fused multiply-add needs no product register, so 12 accumulators + 2 B + 1 A fill V8's 15 xmm,
+// and 12 independent chains hide the 4-cycle FMA latency on 2 FMA pipes (8 chains are just enough,
+// and any stall costs). V8 keeps this loop's loads next to their uses, without spills, only while
+// the function loads nothing after the loop (C + acc here made it hoist all 8 loads and spill 4
+// accumulators: half speed, seen with --print-wasm-code); hence no accumulate mode. Only the
+// relaxed build compiles it: with mul+add, 12 accumulators + a product register spill.
+export function kernel_6x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize): void {
+  const z = v128.splat<T>(<T>0);
+  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+  const bEnd = bp + <usize>kc * 32;
+  while (bp < bEnd) {
+    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+    let a = v128.load(ap);
+    c00 = madd<T>(a, b0, c00);
+    c01 = madd<T>(a, b1, c01);
+    a = v128.load(ap, 16);
+    c10 = madd<T>(a, b0, c10);
+    c11 = madd<T>(a, b1, c11);
+    a = v128.load(ap, 32);
+    c20 = madd<T>(a, b0, c20);
+    c21 = madd<T>(a, b1, c21);
+    a = v128.load(ap, 48);
+    c30 = madd<T>(a, b0, c30);
+    c31 = madd<T>(a, b1, c31);
+    a = v128.load(ap, 64);
+    c40 = madd<T>(a, b0, c40);
+    c41 = madd<T>(a, b1, c41);
+    a = v128.load(ap, 80);
+    c50 = madd<T>(a, b0, c50);
+    c51 = madd<T>(a, b1, c51);
+    ap += 96;
+    bp += 32;
+  }
+  store_row<T>(c, c00, c01, true);
+  store_row<T>(c + ldcB, c10, c11, true);
+  store_row<T>(c + 2 * ldcB, c20, c21, true);
+  store_row<T>(c + 3 * ldcB, c30, c31, true);
+  store_row<T>(c + 4 * ldcB, c40, c41, true);
+  store_row<T>(c + 5 * ldcB, c50, c51, true);
+}
+
+/** C[0:MR, 0:NR] = C + t (t an MR×NR tile, row stride NR): kernel_6x2v's accumulate mode, the same sums as store_row's. */
+function add_tile<T>(t: usize, c: usize, ldcB: usize): void {
+  for (let r = 0; r < MR; r++) {
+    v128.store(c, v128.add<T>(v128.load(c), v128.load(t)));
+    v128.store(c, v128.add<T>(v128.load(c, 16), v128.load(t, 16)), 16);
+    t += 32;
+    c += ldcB;
+  }
 }
 
 /** Writes two accumulator vectors to a C row: overwrite, or add to what is there (C + acc). */
@@ -105,7 +168,11 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
         v128.store(dst, v128.splat<T>(load<T>(p + rsB)), 16);
         v128.store(dst, v128.splat<T>(load<T>(p + 2 * rsB)), 32);
         v128.store(dst, v128.splat<T>(load<T>(p + 3 * rsB)), 48);
-        dst += 64;
+        if (MR == 6) {
+          v128.store(dst, v128.splat<T>(load<T>(p + 4 * rsB)), 64);
+          v128.store(dst, v128.splat<T>(load<T>(p + 5 * rsB)), 80);
+        }
+        dst += <usize>(MR * 16);
         p += csB;
       }
     } else {
@@ -114,7 +181,7 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
           const v = r < rows ? load<T>(p + <usize>r * rsB) : <T>0;
           v128.store(dst + <usize>r * 16, v128.splat<T>(v));
         }
-        dst += 64;
+        dst += <usize>(MR * 16);
         p += csB;
       }
     }

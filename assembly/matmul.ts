@@ -26,8 +26,8 @@ import { biasAct } from './epilogue';
 import { maddScalar } from './madd';
 import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, pack_a, pack_b } from './gemmtile';
 
-/** Rows of op(A) packed at once (multiple of MR): the pre-broadcast MC×KC block (256 KB) stays L2-resident while every B sliver streams past it. */
-const MC: i32 = 64;
+/** Rows of op(A) packed at once (multiple of MR: 64 default, 72 relaxed): the pre-broadcast MC×KC block (256 or 288 KB) stays L2-resident while every B sliver streams past it. */
+const MC: i32 = ASC_FEATURE_RELAXED_SIMD ? 72 : 64;
 /** Max columns of op(B) packed at once (multiple of NR); shrinks when the scratch region is smaller. */
 const NC: i32 = 512;
 

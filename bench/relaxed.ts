@@ -7,6 +7,8 @@
 //   node scripts/run-ts.mjs bench/relaxed.ts [--quick]      (npm run bench runs it too)
 // Node 20 and 21 have relaxed SIMD behind a V8 flag; it is set here before any wasm compiles.
 import v8 from 'node:v8';
+import os from 'node:os';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -27,7 +29,7 @@ export interface RelaxedResult {
   note?: string;
 }
 
-const ROWS: { name: string; w: Workload; flops?: number }[] = [
+const ROWS: { name: string; w: Workload | 'gpt'; flops?: number }[] = [
   {
     name: 'gemm f32 512³ A·B (kernel)',
     w: { kind: 'gemm', n: 512, dtype: 'float32', ta: false, tb: false, level: 'kernel' },
@@ -47,19 +49,28 @@ const ROWS: { name: string; w: Workload; flops?: number }[] = [
   { name: 'deep MLP 32×256 tanh b64 train step', w: { kind: 'deep', mode: 'step' } },
   { name: 'CNN 2×conv3×3/2 + fc, b32 28×28 train step', w: { kind: 'cnn', mode: 'step' } },
   { name: 'CNN 2×conv3×3/2 + fc, b32 28×28 forward+loss', w: { kind: 'cnn', mode: 'forward' } },
+  // bench/gpt.ts's step (tiny-Shakespeare GPT, 4 layers, width 128, context 64, batch 12; AdamW, clip).
+  { name: 'GPT 4×128 ctx64 b12 train step', w: 'gpt' },
 ];
 
 type SuiteModule = typeof import('./adjoint-suite.js');
+type GptModule = { A: typeof import('../src/index.js'); GptRun: typeof import('../src/cli/gpt-run.js').GptRun };
 
-/** Two independent copies of the adjoint suite: the default kernels and (where the engine has relaxed SIMD) the relaxed ones. */
-async function copies(): Promise<[SuiteModule, SuiteModule]> {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  let root = here;
+/** The repository root (this runs from an esbuild bundle in build/run/). */
+function repoRoot(): string {
+  let root = path.dirname(fileURLToPath(import.meta.url));
   while (!root.endsWith('build') && path.dirname(root) !== root) root = path.dirname(root);
-  const src = path.join(path.dirname(root), 'bench', 'adjoint-suite.ts');
-  const out = path.join(root, 'run', 'adjoint-suite-lib.mjs');
+  return path.dirname(root);
+}
+
+/** Bundles `entry` (a file, or module source with imports relative to the repository) to build/run/<name>.mjs and imports it twice: two independent copies. */
+async function twice<M>(name: string, entry: string | { contents: string }): Promise<[M, M]> {
+  const repo = repoRoot();
+  const out = path.join(repo, 'build', 'run', `${name}.mjs`);
   await build({
-    entryPoints: [src],
+    ...(typeof entry === 'string'
+      ? { entryPoints: [path.join(repo, entry)] }
+      : { stdin: { contents: entry.contents, resolveDir: repo, loader: 'ts' as const } }),
     outfile: out,
     bundle: true,
     format: 'esm',
@@ -70,6 +81,32 @@ async function copies(): Promise<[SuiteModule, SuiteModule]> {
   });
   const url = pathToFileURL(out).href;
   return [await import(`${url}?kernels=default`), await import(`${url}?kernels=relaxed`)];
+}
+
+/** Two independent copies of the adjoint suite: the default kernels and (where the engine has relaxed SIMD) the relaxed ones. */
+const copies = () => twice<SuiteModule>('adjoint-suite-lib', 'bench/adjoint-suite.ts');
+
+/** The GPT step on two library copies (default and relaxed kernels), the same text and seed. */
+async function gptRunners(): Promise<[Runner, Runner]> {
+  const [d, r] = await twice<GptModule>('relaxed-gpt-lib', {
+    contents: "export * as A from './src/index.ts'; export { GptRun } from './src/cli/gpt-run.ts';",
+  });
+  await d.A.init();
+  await r.A.init({ relaxedSimd: true });
+  const data = path.join(repoRoot(), 'data', 'tinyshakespeare.txt.gz');
+  const runner = async (m: GptModule): Promise<Runner> => {
+    const run = new m.GptRun(await m.A.data.shakespeare(data), {
+      layers: 4,
+      heads: 4,
+      width: 128,
+      context: 64,
+      batch: 12,
+      steps: 2000,
+      seed: 0,
+    });
+    return { run: () => void run.trainStep(), dispose: () => run.dispose() };
+  };
+  return [await runner(d), await runner(r)];
 }
 
 const cpuSec = (): number => {
@@ -88,7 +125,8 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length
 
 /** Interleaved rounds of one workload on both copies; null when a copy cannot run it. */
 async function pair(suites: [Suite, Suite], row: (typeof ROWS)[number], quick: boolean, clock: 'cpu' | 'wall'): Promise<RelaxedRow | null> {
-  const made = await Promise.all(suites.map((s) => s.make(row.w)));
+  const w = row.w;
+  const made = w === 'gpt' ? await gptRunners() : await Promise.all(suites.map((s) => s.make(w)));
   if (made.some((m) => m === null || typeof m === 'string')) return null;
   const [d, r] = made as [Runner, Runner];
   try {
@@ -159,10 +197,20 @@ export function relaxedTable(res: RelaxedResult): string {
 // Run alone (build/run/relaxed.mjs), not when bundled into bench/run.ts, whose bundle also sees its own URL as argv[1].
 if (path.basename(process.argv[1] ?? '') === 'relaxed.mjs') {
   const argv = process.argv.slice(2);
+  // Pinned to the last core as bench/run.ts pins itself (ADJOINT_PIN=off: unpinned).
+  const core = String(os.cpus().length - 1);
+  const pinned =
+    process.env.ADJOINT_PIN !== 'off' &&
+    process.platform === 'linux' &&
+    spawnSync('taskset', ['-p', '-c', core, String(process.pid)], { stdio: 'ignore' }).status === 0;
+  const load0 = os.loadavg()[0];
   const res = await relaxedComparison({
     quick: argv.includes('--quick'),
     clock: argv.includes('--cpu') ? 'cpu' : 'wall',
     only: argv.filter((a) => !a.startsWith('--')),
   });
   console.log(relaxedTable(res));
+  console.log(
+    `\nload ${load0.toFixed(1)} → ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores; ${pinned ? `pinned to core ${core}` : 'not pinned'}; ${argv.includes('--cpu') ? 'process CPU time' : 'wall time'}`,
+  );
 }

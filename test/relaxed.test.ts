@@ -39,6 +39,21 @@ interface Kernels {
   gemm_set_scratch(p: number, b: number): void;
   gemm_f32: Gemm;
   gemm_f64: Gemm;
+  gemm_bias_act_f32(
+    a: number,
+    b: number,
+    c: number,
+    bias: number,
+    M: number,
+    N: number,
+    K: number,
+    lda: number,
+    ldb: number,
+    ldc: number,
+    ta: number,
+    tb: number,
+    act: number,
+  ): void;
   kernels_relaxed(): number;
 }
 
@@ -66,12 +81,32 @@ function gemm(
   K: number,
   ta: boolean,
   tb: boolean,
+  acc = false,
 ): Float32Array | Float64Array {
   const Arr = f64 ? Float64Array : Float32Array;
   new Arr(m.memory.buffer, m.pa, a.length).set(a);
   new Arr(m.memory.buffer, m.pb, b.length).set(b);
-  (f64 ? m.k.gemm_f64 : m.k.gemm_f32)(m.pa, m.pb, m.pc, M, N, K, ta ? M : K, tb ? K : N, N, ta ? 1 : 0, tb ? 1 : 0, 0);
+  (f64 ? m.k.gemm_f64 : m.k.gemm_f32)(m.pa, m.pb, m.pc, M, N, K, ta ? M : K, tb ? K : N, N, ta ? 1 : 0, tb ? 1 : 0, acc ? 1 : 0);
   return new Arr(m.memory.buffer, m.pc, M * N).slice();
+}
+
+/** C (+)= op(A)·op(B) on `m` with C starting as c0 (accumulate) or overwritten; returns C. */
+function gemmInto(
+  m: Loaded,
+  f64: boolean,
+  a: number[],
+  b: number[],
+  c0: number[],
+  M: number,
+  N: number,
+  K: number,
+  ta: boolean,
+  tb: boolean,
+  acc: boolean,
+) {
+  const Arr = f64 ? Float64Array : Float32Array;
+  new Arr(m.memory.buffer, m.pc, M * N).set(c0);
+  return gemm(m, f64, a, b, M, N, K, ta, tb, acc);
 }
 
 /** Deterministic values in [-1, 1) (mulberry32). */
@@ -131,6 +166,8 @@ describe('relaxed kernels: GEMM', () => {
         [37, 29, 300],
         [4, 8, 1],
         [65, 130, 513],
+        [73, 17, 257], // the relaxed build's 6×8 tiles: 12 full row tiles + a 1-row edge, across its 72-row A block
+        [6, 8, 256],
       ]) {
         for (const [ta, tb] of [
           [false, false],
@@ -167,6 +204,52 @@ describe('relaxed kernels: GEMM', () => {
       const unpacked = gemm(rel, f64, a, b, M, N, K, false, true);
       rel.k.gemm_set_scratch(rel.scratch, rel.bytes);
       expect(unpacked).toEqual(packed);
+    }
+  });
+});
+
+describe('relaxed kernels: the 6×8 micro-kernel (relaxed build only)', () => {
+  // The packed path runs kernel_6x2v on full tiles and on a scratch tile for the edges, and adds
+  // to C after it (K blocks past the first, accumulate); the unpacked path (no scratch) is a
+  // scalar loop with the same per-element order, so any tiling or edge error shows as other bits.
+  const Ms = [1, 5, 6, 7, 13, 72, 73, 150],
+    Ns = [1, 7, 8, 9, 17],
+    Ks = [1, 3, 256, 257, 520];
+  it('gives the unpacked path’s bits for M, N, K around its tiles, both transposes, overwrite and accumulate, f32 and f64', () => {
+    let n = 0;
+    for (const f64 of [false, true])
+      for (const M of Ms)
+        for (const N of Ns)
+          for (const K of Ks) {
+            n++;
+            const ta = n % 2 === 1,
+              tb = n % 4 >= 2,
+              acc = n % 3 === 0;
+            const a = rand(M * K, n),
+              b = rand(K * N, n + 1000),
+              c0 = rand(M * N, n + 2000);
+            const packed = gemmInto(rel, f64, a, b, c0, M, N, K, ta, tb, acc);
+            rel.k.gemm_set_scratch(0, 0);
+            const unpacked = gemmInto(rel, f64, a, b, c0, M, N, K, ta, tb, acc);
+            rel.k.gemm_set_scratch(rel.scratch, rel.bytes);
+            expect(packed, `${f64 ? 'f64' : 'f32'} ${M}×${N}×${K} ta=${ta} tb=${tb} acc=${acc}`).toEqual(unpacked);
+          }
+  });
+
+  it('adds the bias and applies relu after the finished sum (gemm_bias_act), as a separate add would', () => {
+    for (const [M, N, K] of [
+      [13, 17, 257],
+      [72, 9, 3],
+    ]) {
+      const a = rand(M * K, 7),
+        b = rand(K * N, 8),
+        bias = rand(N, 9);
+      const sum = gemm(rel, false, a, b, M, N, K, false, true);
+      new Float32Array(rel.memory.buffer, rel.pb + (2 << 20), N).set(bias);
+      rel.k.gemm_bias_act_f32(rel.pa, rel.pb, rel.pc, rel.pb + (2 << 20), M, N, K, K, K, N, 0, 1, 1);
+      const got = new Float32Array(rel.memory.buffer, rel.pc, M * N);
+      const want = Array.from(sum, (v, i) => Math.max(0, Math.fround(v + Math.fround(bias[i % N]))));
+      expect(Array.from(got), `${M}×${N}×${K}`).toEqual(want);
     }
   });
 });
