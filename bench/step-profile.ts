@@ -5,12 +5,12 @@
 // method), GEMMs keyed by shape with their GFLOP/s; the sum of the kernels against the step's CPU
 // time gives the JS share (dispatch, or the replay loop).
 //
-//   node scripts/run-ts.mjs bench/step-profile.ts [deep|deepc|digits ...]
+//   node scripts/run-ts.mjs bench/step-profile.ts [gemm|deep|deepc|deeps|digits ...]
 import * as A from '../src/index.js';
 import { buildModel } from '../src/cli/models.js';
 import { runtime } from '../src/wasm/module.js';
 import { adjointSuite } from './adjoint-suite.js';
-import { DEEP } from './workloads.js';
+import { DEEP, deepData } from './workloads.js';
 
 await A.init({ threads: 1 });
 const rt = runtime() as any;
@@ -86,6 +86,28 @@ if (want('deep')) {
 }
 
 if (want('deepc')) {
+  const d = deepData();
+  const x = A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] }),
+    target = A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] });
+  const ps = d.layers.flatMap((l) => [
+    A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }),
+    A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
+  ]);
+  const opt = new A.optim.SGD(ps, { lr: DEEP.lr });
+  const step = A.compile((x: A.Tensor, t: A.Tensor) => {
+    let h = x;
+    for (let i = 0; i < ps.length; i += 2) h = A.tanh(A.add(A.matmul(h, ps[i]), ps[i + 1]));
+    const loss = A.mseLoss(h, t);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  profile('deep step, compiled (the bounds row: bench ops + optim.SGD)', () => step(x, target).dispose(), 20);
+  console.log('  stats', JSON.stringify(step.stats));
+}
+
+if (want('deeps')) {
   const layers = Array.from({ length: DEEP.depth }, (_, i) => [
     new A.nn.Linear(DEEP.width, DEEP.width, { seed: 10 + i }),
     new A.nn.Tanh(),
