@@ -7,6 +7,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { runtime } from '../src/wasm/module.js';
+import { epilogues } from '../src/compile/epilogues.js';
 
 type DT = 'float32' | 'float64';
 beforeAll(async () => {
@@ -32,6 +33,7 @@ function countFused(): void {
   rt.exports = wrapped;
 }
 afterEach(() => {
+  epilogues.enabled = true;
   if (saved !== null) (runtime() as unknown as Rt).exports = saved;
   saved = null;
   fusedCalls = 0;
@@ -111,6 +113,10 @@ describe('compiled matmul → bias add → activation as one GEMM', () => {
       compare([70, 33, 9], 'sigmoid', dtype, true, 2);
     });
   }
+  it('switched off: three launches per layer, the same bytes', () => {
+    epilogues.enabled = false;
+    compare([40, 24, 8], 'tanh', 'float32', false, 0);
+  });
   it('a pre-activation read again by another op stays three launches (same bytes)', () => {
     compare([20, 16, 8], 'tanh', 'float32', false, 1, (pre) => A.square(pre));
   });

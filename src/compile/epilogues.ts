@@ -8,6 +8,9 @@
 // used by nothing and keep no room in the plan.
 import type { Trace, Launch, Ref, Block } from './trace.js';
 
+/** Switch for benchmarks and tests: programs built while it is false keep the three launches. */
+export const epilogues = { enabled: true };
+
 /** Activation codes of gemm_bias_act (assembly/epilogue.ts ACT_*), by unary kernel family. */
 const ACT: Readonly<Record<string, number>> = { tanh: 2, sigmoid: 3 };
 
@@ -75,6 +78,7 @@ function match(trace: Trace, i: number): { launch: Launch; dead: number[] } | nu
  * matches.
  */
 export function withEpilogues(trace: Trace): Trace {
+  if (!epilogues.enabled) return trace;
   const ops: Trace['ops'][number][] = [];
   const dead = new Set<number>();
   for (let i = 0; i < trace.ops.length; i++) {
