@@ -203,6 +203,9 @@ export function pack_b<T>(dst: usize, b: usize, rs: i32, cs: i32, kc: i32, n: i3
         dst += 32;
         p += rsB;
       }
+    } else if (cols == nr && sizeof<T>() == 4 && rs == 1) {
+      packColsT4(dst, p, csB, kc);
+      dst += <usize>(nr * kc) * S;
     } else if (cols == nr) {
       // transB: each column is contiguous along k; walk columns outer so reads stream.
       for (let jj = 0; jj < nr; jj++) {
@@ -223,5 +226,33 @@ export function pack_b<T>(dst: usize, b: usize, rs: i32, cs: i32, kc: i32, n: i3
         p += rsB;
       }
     }
+  }
+}
+
+/**
+ * One full f32 sliver of a transposed op(B) (each column contiguous along k, columns csB bytes
+ * apart): 4×4 blocks (four columns × four k) loaded as vectors and transposed with shuffles,
+ * instead of one scalar store per element (dX = dY·Wᵀ packs a whole weight matrix this way).
+ * A copy: the packed values are the same as the scalar path's.
+ */
+function packColsT4(dst: usize, p: usize, csB: usize, kc: i32): void {
+  const row = <usize>nrOf<f32>() * 4; // bytes per k in the sliver
+  let k = 0;
+  for (; k + 4 <= kc; k += 4) {
+    const d = dst + <usize>k * row, q = p + <usize>k * 4;
+    for (let g = 0; g < 2; g++) {
+      const c = q + <usize>(4 * g) * csB;
+      const r0 = v128.load(c), r1 = v128.load(c + csB), r2 = v128.load(c + 2 * csB), r3 = v128.load(c + 3 * csB);
+      const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5), t1 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+      const t2 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5), t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+      const o = d + <usize>(16 * g);
+      v128.store(o, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+      v128.store(o + row, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7));
+      v128.store(o + 2 * row, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5));
+      v128.store(o + 3 * row, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7));
+    }
+  }
+  for (; k < kc; k++) {
+    for (let jj = 0; jj < nrOf<f32>(); jj++) store<f32>(dst + <usize>k * row + <usize>jj * 4, load<f32>(p + <usize>jj * csB + <usize>k * 4));
   }
 }

@@ -145,8 +145,12 @@ const T4 = memory.data<f32>([-0.005717043299227953]);
   p = add(mul(p, z), k(T1));
   p = add(mul(p, z), k(T0));
   const small = add(a, mul(mul(a, z), p));
+  const isSmall = f32x4.lt(a, k(TANH_SMALL));
+  // All four lanes small (the usual case for a hidden layer's pre-activations): the select below
+  // would pick `small` in every lane, so skip exp4 and the division (the same bits, ~2× faster).
+  if (v128.all_true<i32>(isSmall)) return v128.or(small, v128.and(x, k(SIGN)));
   const big = sub(k(ONE), div(k(TWO), add(exp4(mul(k(TWO), f32x4.pmin(a, k(TEN)))), k(ONE))));
-  const y = v128.bitselect(small, big, f32x4.lt(a, k(TANH_SMALL)));
+  const y = v128.bitselect(small, big, isSmall);
   return v128.or(y, v128.and(x, k(SIGN)));
 }
 

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
 import { loadPeers } from './peers.js';
 import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
-import { boundTable, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
+import { boundTable, deepCompiledRow, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
 import { vmapComparison, vmapTable, type VmapResult } from './vmap.js';
 import { time, type TimeOptions, type Timing } from './timing.js';
 import { GEMM_SIZES, type Made, type Suite, type Workload } from './workloads.js';
@@ -501,6 +501,7 @@ async function main(): Promise<void> {
   if ((only === undefined || only.includes('bounds')) && gemmRate !== undefined) {
     const deepStep = rows.find((r) => r.name === 'deep MLP 32×256 tanh b64 train step')?.cells.adjoint?.value;
     bounds = [await digitsRow(gemmRate, clock, budget)];
+    bounds.push(await deepCompiledRow(gemmRate, clock, budget));
     if (deepStep !== undefined) bounds.push(deepRow(deepStep, gemmRate));
     bounds.push(await fashionRow(repoRoot(), clock, budget, pinned));
     const text = boundTable(bounds, gemmRate);

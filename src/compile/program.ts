@@ -18,6 +18,7 @@ import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
+import { withEpilogues } from './epilogues.js';
 import { parallelize, runPhase, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
@@ -92,8 +93,9 @@ export class Program {
     this.fused = steps.reduce((k, s) => k + (s.w === false && s.tiled === true ? s.ops.length : 0), 0);
   }
 
-  /** Plans memory for a (checked, untainted) trace and allocates the plan block; `fuse`: tile-major elementwise runs. */
-  static build(trace: Trace, fuse = fusion.enabled): Program {
+  /** Plans memory for a (checked, untainted) trace and allocates the plan block; `fuse`: tile-major elementwise runs and GEMM epilogues. */
+  static build(traced: Trace, fuse = fusion.enabled): Program {
+    const trace = fuse ? withEpilogues(traced) : traced; // matmul → bias add → tanh/sigmoid as one GEMM (src/compile/epilogues.ts)
     const slotOf = new Map<number, number>();
     const slots: { shape: readonly number[]; dtype: DType }[] = [];
     const outs = trace.outputs.map((o): Out => {

@@ -1,0 +1,155 @@
+// Per-kernel profile of the two steps bench/step-bounds.ts holds against the GEMM rate, one
+// thread: the deep 32×256 tanh step (as the training table runs it: eager ops and optim.SGD, and
+// compiled with nn.Sequential's fused dense layers) and the digits MLP's compiled step. Every
+// kernel export is wrapped to add its process-CPU time per launch (bench/gpt-profile.ts's
+// method), GEMMs keyed by shape with their GFLOP/s; the sum of the kernels against the step's CPU
+// time gives the JS share (dispatch, or the replay loop).
+//
+//   node scripts/run-ts.mjs bench/step-profile.ts [gemm|deep|deepc|deeps|digits ...]
+import * as A from '../src/index.js';
+import { buildModel } from '../src/cli/models.js';
+import { runtime } from '../src/wasm/module.js';
+import { adjointSuite } from './adjoint-suite.js';
+import { DEEP, deepData } from './workloads.js';
+
+await A.init({ threads: 1 });
+const rt = runtime() as any;
+const flops = new Map<string, number>();
+const acc = new Map<string, { ms: number; n: number }>();
+let on = false;
+const orig = rt.exports;
+const wrapped: Record<string, unknown> = {};
+const gemmKey = (n: string, a: number[]): [string, number] | null => {
+  if (n === 'gemm_f32') return [`gemm M${a[3]} N${a[4]} K${a[5]} tA${a[9]} tB${a[10]} acc${a[11]}`, 2 * a[3] * a[4] * a[5]];
+  if (n === 'gemm_bias_act_f32') return [`gba M${a[4]} N${a[5]} K${a[6]} tA${a[10]} tB${a[11]} act${a[12]}`, 2 * a[4] * a[5] * a[6]];
+  return null;
+};
+for (const [n, f] of Object.entries(orig)) {
+  if (typeof f !== 'function') {
+    wrapped[n] = f;
+    continue;
+  }
+  wrapped[n] = (...a: number[]) => {
+    if (!on) return (f as any)(...a);
+    const t = process.cpuUsage();
+    const r = (f as any)(...a);
+    const u = process.cpuUsage(t);
+    const g = gemmKey(n, a);
+    const key = g ? g[0] : n;
+    if (g) flops.set(key, g[1]);
+    const e = acc.get(key) ?? { ms: 0, n: 0 };
+    e.ms += (u.user + u.system) / 1000;
+    e.n++;
+    acc.set(key, e);
+    return r;
+  };
+}
+rt.exports = wrapped;
+
+function profile(name: string, run: () => void, N: number): void {
+  for (let i = 0; i < 5; i++) run();
+  acc.clear();
+  // Unwrapped-timing pass first (the wrapper's own cost excluded), then the profiled pass.
+  const c0 = process.cpuUsage();
+  for (let i = 0; i < N; i++) run();
+  const c1 = process.cpuUsage(c0);
+  on = true;
+  for (let i = 0; i < N; i++) run();
+  on = false;
+  const rows = [...acc].sort((a, b) => b[1].ms - a[1].ms);
+  const ksum = rows.reduce((s, [, e]) => s + e.ms, 0);
+  const launches = rows.reduce((s, [, e]) => s + e.n, 0);
+  console.log(
+    `\n${name}: step cpu ${((c1.user + c1.system) / 1000 / N).toFixed(3)} ms (unwrapped), kernels ${(ksum / N).toFixed(3)} ms, ${(launches / N).toFixed(0)} launches`,
+  );
+  for (const [n, e] of rows.slice(0, 24))
+    console.log(
+      `  ${n.padEnd(40)} ${(e.ms / N).toFixed(3).padStart(8)} ms ${(e.n / N).toFixed(0).padStart(5)} calls  ${((100 * e.ms) / ksum).toFixed(1).padStart(5)}%  ${flops.has(n) ? `${((flops.get(n)! * e.n) / e.ms / 1e6).toFixed(1)} GFLOP/s` : ''}`,
+    );
+}
+
+const which = process.argv.slice(2);
+const want = (k: string) => which.length === 0 || which.includes(k);
+
+if (want('gemm')) {
+  const a = A.randn([512, 512], { seed: 1 }),
+    b = A.randn([512, 512], { seed: 2 });
+  profile('gemm 512³ matmul', () => A.tidy(() => void A.matmul(a, b)), 30);
+  a.dispose(), b.dispose();
+}
+
+if (want('deep')) {
+  const suite = await adjointSuite('dev');
+  const r = (await suite.make({ kind: 'deep', mode: 'step' })) as { run: () => void; dispose?: () => void };
+  profile('deep step, bench (eager ops + optim.SGD)', r.run, 20);
+  r.dispose?.();
+}
+
+if (want('deepc')) {
+  const d = deepData();
+  const x = A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] }),
+    target = A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] });
+  const ps = d.layers.flatMap((l) => [
+    A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }),
+    A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
+  ]);
+  const opt = new A.optim.SGD(ps, { lr: DEEP.lr });
+  const step = A.compile((x: A.Tensor, t: A.Tensor) => {
+    let h = x;
+    for (let i = 0; i < ps.length; i += 2) h = A.tanh(A.add(A.matmul(h, ps[i]), ps[i + 1]));
+    const loss = A.mseLoss(h, t);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  profile('deep step, compiled (the bounds row: bench ops + optim.SGD)', () => step(x, target).dispose(), 20);
+  console.log('  stats', JSON.stringify(step.stats));
+}
+
+if (want('deeps')) {
+  const layers = Array.from({ length: DEEP.depth }, (_, i) => [
+    new A.nn.Linear(DEEP.width, DEEP.width, { seed: 10 + i }),
+    new A.nn.Tanh(),
+  ]).flat();
+  const model = new A.nn.Sequential(...layers);
+  const x = A.rand([DEEP.batch, DEEP.width], { seed: 3 }),
+    target = A.rand([DEEP.batch, DEEP.width], { seed: 4 });
+  const opt = new A.optim.SGD(model.parameters(), { lr: DEEP.lr });
+  const step = A.compile((x: A.Tensor, t: A.Tensor) => {
+    const loss = A.mseLoss(model.forward(x), t);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  profile('deep step, compiled nn.Sequential + SGD', () => step(x, target).dispose(), 20);
+  console.log('  stats', JSON.stringify(step.stats));
+}
+
+if (want('digits')) {
+  const B = 32;
+  const model = buildModel('digits', 'mlp', 0);
+  const opt = new A.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true });
+  const step = A.compile((x: A.Tensor, y: Int32Array) => {
+    const loss = A.crossEntropy(model.forward(x), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  const xs = [0, 1, 2, 3].map((s) => A.rand([B, 64], { seed: 700 + s })),
+    ys = [0, 1, 2, 3].map((s) => Int32Array.from({ length: B }, (_, i) => (i * 7 + s) % 10));
+  let i = 0;
+  profile(
+    'digits compiled step',
+    () => {
+      const loss = step(xs[i & 3], ys[i & 3]);
+      i++;
+      loss.item();
+      loss.dispose();
+    },
+    400,
+  );
+  console.log('  stats', JSON.stringify(step.stats));
+}
