@@ -22,7 +22,8 @@
 import type { Kernel } from '../wasm/hooks.js';
 import { runLists, type Call } from '../wasm/threads.js';
 import { scratchOf } from '../wasm/scratch.js';
-import { thresholds } from '../wasm/split.js';
+import { ranges, thresholds } from '../wasm/split.js';
+import { runtime } from '../wasm/module.js';
 
 /** Internal switch (the bench compares with and without the schedule): off, programs replay launch by launch as before. */
 export const schedule = { enabled: true };
@@ -64,8 +65,8 @@ export interface PhaseStep {
 }
 
 interface Role {
-  /** Pointer arguments the kernel writes (the others it reads). */
-  readonly writes: readonly number[];
+  /** Pointer arguments the kernel writes (the others it reads), or which ones for a call's arguments. */
+  readonly writes: readonly number[] | ((a: readonly number[]) => readonly number[]);
   /** Work of a call (≈ multiply-adds or element visits), for balancing threads. */
   readonly cost: (a: readonly number[]) => number;
   /** Elements pointer argument i reaches from where it points (undefined: the whole buffer, conservatively). */
@@ -90,7 +91,12 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
   [f('gemm_bias_act'), { writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
   [f('sgd'), { writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
   [f('adam'), { writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
-  [f('bias_act_vjp'), { writes: [2, 3], cost: (a) => a[4] * a[5] }],
+  // (y, g, gz, db, M, N, rs, act): gz is not written without an activation (act 0).
+  [
+    f('bias_act_vjp'),
+    { writes: (a) => (a[7] === 0 ? [3] : [2, 3]), cost: (a) => a[4] * a[5], span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]) },
+  ],
+  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
   [f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'), { writes: [2], cost: (a) => a[3] * a[4] }],
   [f('sum', 'max'), { writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
   [f('fill'), { writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
@@ -124,18 +130,86 @@ function accesses(s: PlannedLaunch, j: number): Access[] {
   const role = roleOf(s.name)!,
     bytes = s.name.endsWith('64') ? 8 : 4;
   const out: Access[] = [];
+  const writes = typeof role.writes === 'function' ? role.writes(s.argv[j]) : role.writes;
   s.touches[j].forEach((x, i) => {
     if (x === null) return;
     const n = role.span?.(s.argv[j], i);
     const exact = n !== undefined && n > 0 && x.at >= x.lo;
     const lo = exact ? x.at : x.lo,
       hi = exact ? Math.min(x.hi, x.at + n * bytes) : x.hi;
-    out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: role.writes.includes(i) });
+    out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: writes.includes(i) });
   });
   return out;
 }
 const conflict = (a: readonly Access[], b: readonly Access[]): boolean =>
   a.some((p) => b.some((q) => (p.write || q.write) && p.key === q.key && p.lo < q.hi && q.lo < p.hi));
+
+/**
+ * Lifetimes for the memory plan of a program that will be scheduled: a block freed inside a run
+ * of plannable launches stays alive until the next launch that ends the run. Otherwise the plan
+ * gives its bytes to a block allocated later in the run, and a write to that block must wait for
+ * every read of the old one (a false dependency): the backward pass of a layer would wait for
+ * the weight gradient of the layer above, which reads the buffer its input gradient reuses. Costs
+ * memory only while the pool has threads (at most the run's intermediates alive together).
+ */
+export function stretch<B extends { alloc: number; free: number }>(
+  blocks: readonly B[],
+  launches: readonly { readonly name: string; readonly at: number }[],
+  threads: number,
+): B[] {
+  if (threads < 2 || !schedule.enabled) return blocks.slice();
+  const ends = launches.filter((l) => l.name !== 'gemm_set_scratch' && roleOf(l.name) === null).map((l) => l.at);
+  const last = launches.reduce((m, l) => Math.max(m, l.at), 0) + 1;
+  return blocks.map((b) => {
+    if (b.free < 0) return b;
+    const end = ends.find((at) => at > b.free) ?? last;
+    return { ...b, free: end };
+  });
+}
+
+/** The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the formulas are the same). */
+const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
+
+/**
+ * A dense layer's backward pass (bias_act_vjp: gz = g·act'(y) and db = column sums of gz) as two
+ * launches: gz by row pieces of the batch (the activation's own VJP kernel, the same arithmetic),
+ * then db from the stored gz (bias_act_vjp without an activation: sums gz's rows from 0 in the
+ * same order, the same bits). The row pieces chain behind the row pieces of the GEMM that made g
+ * and before those of the next gz·W, so a deep network's backward pass needs a barrier only for
+ * the GEMMs and sums that read every row (the weight and bias gradients), not one per layer.
+ * Only for contiguous rows whose pointers are fixed addresses (an argument's or result's are
+ * patched per call into the traced launch's own argument arrays).
+ */
+function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
+  const m = /^bias_act_vjp_(f32|f64)$/.exec(s.name);
+  const a = s.argv[0];
+  if (m === null || a[7] === 0 || !(a[7] in VJP)) return [s];
+  const M = a[4],
+    N = s.argv.reduce((n, p) => n + p[5], 0);
+  const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && x.key === ''));
+  if (a[6] !== N || M < 8 * threads || !fixed) return [s];
+  const bytes = m[1] === 'f64' ? 8 : 4,
+    name = `${VJP[a[7]]}_${m[1]}`;
+  const [ty, tg, tz] = s.touches[0];
+  const shift = (x: Extent | null, by: number): Extent => ({ ...x!, at: x!.at + by });
+  const pieces = ranges(M, threads, 8);
+  const gz: PlannedLaunch = {
+    w: false,
+    name,
+    f: runtime().exports[name] as Kernel,
+    pooled: pieces.length > 1,
+    argv: pieces.map(([r0, r1]) => [a[0], a[1], a[2]].map((p) => p + r0 * N * bytes).concat((r1 - r0) * N)),
+    dyn: 0,
+    compute: null,
+    touches: pieces.map(([r0]): (Extent | null)[] => [...[ty, tg, tz].map((x) => shift(x, r0 * N * bytes)), null]),
+  };
+  const db: PlannedLaunch = {
+    ...s,
+    argv: s.argv.map((p) => [p[2], p[2], p[2], p[3], p[4], p[5], p[6], 0]),
+    touches: s.touches.map((t) => [t[2], t[2], t[2], ...t.slice(3)]),
+  };
+  return [gz, db];
+}
 
 /**
  * The program's steps with runs of plannable launches grouped into phases for `threads`
@@ -150,7 +224,7 @@ export function parallelize<S extends { w: boolean; tiled?: boolean }>(steps: re
     run = [];
   };
   for (const s of steps) {
-    if (plannable(s)) run.push(s);
+    if (plannable(s)) run.push(...byRows(s, threads));
     else if (ownScratch(s as never)) out.push(s);
     else {
       flush();

@@ -18,7 +18,7 @@ import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
-import { parallelize, runPhase, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { parallelize, runPhase, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -104,10 +104,15 @@ export class Program {
       return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
     });
     const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
+    const launches = trace.ops.filter((o) => o.kind === 'launch');
     const { offsets, total } = assign(
-      fusedBlocks(
-        trace.blocks.filter((b) => b.free >= 0),
-        runs,
+      stretch(
+        fusedBlocks(
+          trace.blocks.filter((b) => b.free >= 0),
+          runs,
+        ),
+        launches,
+        poolSize(),
       ),
     );
     const base = total > 0 ? runtime().arena.alloc(total) : 0;
