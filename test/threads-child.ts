@@ -12,7 +12,8 @@
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
 //   compiled  compile()d training steps (nn.Linear MLPs, ReLU and tanh; SGD with momentum, Adam;
 //             f32 and f64), replayed with the parallel schedule: digest of the weights' bytes
-//             (--force, --pause as for digest); and a worker that dies in a compiled step.
+//             (--force, --pause as for digest), and of a fused elementwise chain's results; and a
+//             worker that dies in a compiled step.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
 import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
@@ -143,6 +144,21 @@ function compiledTrain(steps: number, act: 'relu' | 'tanh', opt: 'sgd' | 'adam',
   return hash.digest('hex');
 }
 
+/** A compile()d chain of elementwise ops on 300 × 1001 elements (fused, replayed tile-major; split over the pool as one job list per thread). */
+function compiledChain(): { digest: string; fused: number; lists: number; replayed: number } {
+  const f = A.compile((a: A.Tensor, b: A.Tensor) => A.sub(A.mul(A.tanh(A.add(A.mul(a, b), a)), 2), b));
+  const hash = createHash('sha256');
+  const lists = threadStats.lists;
+  for (let s = 0; s < 4; s++) {
+    const a = A.randn([300, 1001], { seed: 40 + s }),
+      b = A.randn([300, 1001], { seed: 50 + s });
+    const y = f(a, b);
+    hash.update(y.toArray());
+    for (const t of [y, a, b]) t.dispose();
+  }
+  return { digest: hash.digest('hex'), fused: f.stats.fused, lists: threadStats.lists - lists, replayed: f.stats.replayed };
+}
+
 if (mode === 'compiled') {
   const t = flag('--threads');
   await A.init(t === undefined ? {} : { threads: Number(t) });
@@ -154,7 +170,16 @@ if (mode === 'compiled') {
     compiledTrain(6, 'tanh', 'adam', 'float32'),
     compiledTrain(4, 'tanh', 'sgd', 'float64'),
   ];
-  out({ threads: poolSize(), digests, lists: threadStats.lists, dispatches: threadStats.dispatches, pauses: threadStats.pauses });
+  const chain = compiledChain();
+  digests.push(chain.digest);
+  out({
+    threads: poolSize(),
+    digests,
+    lists: threadStats.lists,
+    chain: { fused: chain.fused, lists: chain.lists, replayed: chain.replayed },
+    dispatches: threadStats.dispatches,
+    pauses: threadStats.pauses,
+  });
 } else if (mode === 'compiled-death') {
   await A.init({ threads: 2 });
   Object.assign(thresholds, { gemm: 0, elementwise: 0 });

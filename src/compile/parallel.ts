@@ -20,7 +20,8 @@
 // order (no two pieces of a phase touch the same bytes where one writes), whichever thread runs
 // it, so a replay gives the same results for any thread count, paused pool or none.
 import type { Kernel } from '../wasm/hooks.js';
-import { runLists, type Call } from '../wasm/threads.js';
+import { runLists, threadCount, type Call } from '../wasm/threads.js';
+import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { ranges, thresholds } from '../wasm/split.js';
 import { runtime } from '../wasm/module.js';
@@ -305,4 +306,32 @@ export function runPhase(s: PhaseStep): void {
   }
   if (s.lists.length === 1) for (const c of s.lists[0]) c.f.apply(null, c.args as number[]);
   else if (s.lists.length > 1) runLists(s.lists);
+}
+
+/**
+ * A fused run of elementwise launches (src/compile/fuse.ts's runTiles) split over the pool with
+ * one fork-join for the whole run instead of one per launch and chunk: each thread runs its
+ * piece of every chunk, launch after launch, as one list. Element i of every launch of a run
+ * reads only element i of the run's streams (or a scalar), so no thread's pieces depend on
+ * another's, and thread j's tile-sized scratch is its own part of the chunk's, as in runTiles.
+ * Returns false (nothing run) when the run is not split or the pool cannot take it now.
+ */
+export function runTileLists(ops: readonly TiledOp[], n: number, tile: number, threads: number): boolean {
+  if (threads < 2 || threadCount() < 2 || !schedule.enabled) return false;
+  const lists: Call[][] = [];
+  for (let j = 0; j < threads && j * tile < n; j++) {
+    const list: Call[] = [];
+    for (let lo = 0; lo + j * tile < n; lo += tile * threads) {
+      const at = lo + j * tile;
+      for (const o of ops) {
+        const a = o.base.slice();
+        for (let p = 0; p < o.ptrs.length; p++) a[o.ptrs[p]] = o.base[o.ptrs[p]] + (o.fixed[p] ? at - lo : at) * o.steps[p];
+        a[o.count] = Math.min(tile, n - at);
+        list.push({ f: o.f, name: o.name, args: a });
+      }
+    }
+    lists.push(list);
+  }
+  runLists(lists);
+  return true;
 }

@@ -18,7 +18,7 @@ import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
-import { parallelize, runPhase, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { parallelize, runPhase, runTileLists, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -296,7 +296,7 @@ export class Program {
         continue;
       }
       if (s.tiled) {
-        runTiles(s.ops, s.n, s.tile, s.threads);
+        if (!runTileLists(s.ops, s.n, s.tile, s.threads)) runTiles(s.ops, s.n, s.tile, s.threads);
         continue;
       }
       if (s.compute !== null) {
