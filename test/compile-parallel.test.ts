@@ -180,6 +180,36 @@ describe('compile: the parallel schedule', () => {
     expect(parallelize([vjp(2)], 1).map(names)).toEqual(['bias_act_vjp_f32']);
   });
 
+  it('cuts a small whole elementwise launch between row pieces by rows, so the chain goes on without a barrier', () => {
+    // h = x·W1 by rows; z = h + b (b broadcast over rows: sbr = 0), traced whole (too small to split); o = z·W2 by rows.
+    const [x, W1, h, b, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
+    const M = 128,
+      N = 64;
+    const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
+    const add: PlannedLaunch = {
+      w: false,
+      name: 'add_f32',
+      f: noop,
+      pooled: false,
+      argv: [[h, b, z, M, N, N, 1, 0, 1]],
+      dyn: 0,
+      compute: null,
+      touches: [[buf(h, M * N), buf(b, N), buf(z, M * N), null, null, null, null, null, null]],
+    };
+    const steps = parallelize([rowGemm('h', x, W1, h, M, N, 64, 2), add, rowGemm('o', z, W2, o, M, N, N, 2)], 2);
+    expect(steps).toHaveLength(1);
+    const lists = (steps[0] as PhaseStep).lists;
+    expect(lists.map((l) => l.map((c) => c.name))).toEqual([
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+    ]);
+    // Rows [0, 64) and [64, 128): a and y move by rows, the broadcast b stays.
+    expect(lists.map((l) => l[1].args)).toEqual([
+      [h, b, z, 64, N, N, 1, 0, 1],
+      [h + 64 * N * 4, b, z + 64 * N * 4, 64, N, N, 1, 0, 1],
+    ]);
+  });
+
   it('keeps blocks freed inside a run of plannable launches alive until the launch that ends the run', () => {
     // Launches at clocks 1–3 are plannable, softmax_xent at 5 ends the run, gemm at 7 starts another.
     const launches = [

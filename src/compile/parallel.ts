@@ -66,6 +66,8 @@ export interface PhaseStep {
 }
 
 interface Role {
+  /** The kernel's argument count: a launch with another (its signature changed) is not planned, only run in place. */
+  readonly arity: number;
   /** Pointer arguments the kernel writes (the others it reads), or which ones for a call's arguments. */
   readonly writes: readonly number[] | ((a: readonly number[]) => readonly number[]);
   /** Work of a call (≈ multiply-adds or element visits), for balancing threads. */
@@ -88,19 +90,42 @@ const gemmSpan =
   };
 /** Kernels the planner may reorder and run side by side, with their written arguments. */
 const ROLES: readonly (readonly [RegExp, Role])[] = [
-  [f('gemm'), { writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
-  [f('gemm_bias_act'), { writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
-  [f('sgd'), { writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
-  [f('adam'), { writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
+  [f('gemm'), { arity: 12, writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
+  [f('gemm_bias_act'), { arity: 13, writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
+  [f('sgd'), { arity: 9, writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
+  [f('adam'), { arity: 12, writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
   // (y, g, gz, db, M, N, rs, act): gz is not written without an activation (act 0).
   [
     f('bias_act_vjp'),
-    { writes: (a) => (a[7] === 0 ? [3] : [2, 3]), cost: (a) => a[4] * a[5], span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]) },
+    {
+      arity: 8,
+      writes: (a) => (a[7] === 0 ? [3] : [2, 3]),
+      cost: (a) => a[4] * a[5],
+      span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]),
+    },
   ],
-  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
-  [f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'), { writes: [2], cost: (a) => a[3] * a[4] }],
-  [f('sum', 'max'), { writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
-  [f('fill'), { writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
+  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  // Elementwise maps (x, y, n, p0, p1), cut at multiples of 16 elements.
+  [
+    f('neg', 'exp', 'log', 'sqrt', 'abs', 'square', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'softplus', 'leaky_relu', 'clamp', 'step'),
+    { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] },
+  ],
+  [f('inside', 'sign', 'recip', 'erf', 'gelu_erf', 'gelu_erf_grad'), { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] }],
+  // Rows: layer_norm (x, y, rows, cols, eps), layer_norm_vjp (x, g, dx, rows, cols, eps).
+  [f('layer_norm'), { arity: 5, writes: [1], cost: (a) => 4 * a[2] * a[3], span: (a) => a[2] * a[3] }],
+  [f('layer_norm_vjp'), { arity: 6, writes: [2], cost: (a) => 6 * a[3] * a[4], span: (a) => a[3] * a[4] }],
+  // (a, b, y, rows, cols, sar, sac, sbr, sbc): y[r, c] = a[r·sar + c·sac] ∘ b[r·sbr + c·sbc], y contiguous.
+  [
+    f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'),
+    {
+      arity: 9,
+      writes: [2],
+      cost: (a) => a[3] * a[4],
+      span: (a, i) => (i === 2 ? a[3] * a[4] : (a[3] - 1) * a[i === 0 ? 5 : 7] + (a[4] - 1) * a[i === 0 ? 6 : 8] + 1),
+    },
+  ],
+  [f('sum', 'max'), { arity: 5, writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
+  [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
 ];
 const roleCache = new Map<string, Role | null>();
 function roleOf(name: string): Role | null {
@@ -111,7 +136,7 @@ function roleOf(name: string): Role | null {
 
 /** Whether a step of the program may join a phase. */
 const plannable = (s: { w: boolean; tiled?: boolean; name?: string }): s is PlannedLaunch =>
-  !s.w && s.tiled !== true && !('phase' in s) && roleOf((s as PlannedLaunch).name) !== null;
+  !s.w && s.tiled !== true && !('phase' in s) && roleOf((s as PlannedLaunch).name)?.arity === (s as PlannedLaunch).argv[0].length;
 
 /** gemm_set_scratch to the calling thread's own region: only sets the caller's instance, so it may run before a phase. */
 function ownScratch(s: { w: boolean; name?: string; argv?: number[][] }): boolean {
@@ -168,6 +193,37 @@ export function stretch<B extends { alloc: number; free: number }>(
   });
 }
 
+/** Kernels recut() may cut: elementwise maps (x, y, n, p0, p1) and binary ops (a, b, y, rows, cols, sar, sac, sbr, sbc). */
+const MAPS =
+  /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad)_(f32|f64)$/;
+const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
+
+/**
+ * A launch the trace left whole (too small to split on its own) cut as split.ts would cut a large
+ * one: maps at multiples of 16 elements, binary ops by rows. Alone it still runs on the calling
+ * thread (a phase with little work does), but between row pieces (a residual add and the
+ * layerNorm after it, the affine after that) its pieces run on the threads of their rows instead
+ * of ending the chain. Null when it is already cut, not such a kernel, or has patched pointers.
+ */
+function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
+  const map = MAPS.exec(s.name),
+    bin = map === null ? BINARY.exec(s.name) : null;
+  if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || x.key === '')) return null;
+  const a = s.argv[0],
+    bytes = (map ?? bin)![2] === 'f64' ? 8 : 4;
+  const cut = map !== null ? ranges(a[2], threads, 16) : a[3] > 1 ? ranges(a[3], threads, 1) : [];
+  if (cut.length < 2) return null;
+  // Per piece: how far each pointer argument moves per element (map) or row (binary) of the cut.
+  const step = map !== null ? [bytes, bytes] : [a[5] * bytes, a[7] * bytes, a[4] * bytes];
+  const size = map !== null ? 2 : 3;
+  return {
+    ...s,
+    pooled: true,
+    argv: cut.map(([lo, hi]) => a.map((v, i) => (i < size ? v + lo * step[i] : i === size ? hi - lo : v))),
+    touches: cut.map(([lo]) => s.touches[0].map((x, i) => (x === null || i >= size ? x : { ...x, at: x.at + lo * step[i] }))),
+  };
+}
+
 /** The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the formulas are the same). */
 const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
 
@@ -182,6 +238,8 @@ const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
  * patched per call into the traced launch's own argument arrays).
  */
 function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
+  const small = recut(s, threads);
+  if (small !== null) return [small];
   const m = /^bias_act_vjp_(f32|f64)$/.exec(s.name);
   const a = s.argv[0];
   if (m === null || a[7] === 0 || !(a[7] in VJP)) return [s];
