@@ -10,7 +10,7 @@
 // core the process gets (a pure-JS loop on one thread, then on two at once: 2.00 = two idle
 // cores), and the ratios are reported over all rounds and over the rounds that had ≥ 1.8.
 // Also counts, for 2 threads, splits per step, pieces the caller had to run itself (stolen),
-// and the time in the caller's own pieces and in its waits for workers.
+// the time in the caller's own pieces and in its waits for workers, and the worker's time in its pieces.
 //   node scripts/run-ts.mjs bench/threads-step.ts [--model mlp|deep|gpt] [--rounds 15] [--reps 20] [--claim-ms X] [--no-phases]
 // (--no-phases: compiled steps without the parallel schedule, each split launch its own fork-join.
 // Also a third compiled configuration, 'per-launch ×2': 2 threads without the schedule, for a
@@ -23,6 +23,7 @@ import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';
 import { GPT } from '../src/nn/gpt.js';
 import { schedule } from '../src/compile/parallel.js';
+import { workerBusyMs } from '../src/wasm/threads.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
@@ -143,7 +144,7 @@ async function capacity(n = 1e7): Promise<number> {
 await capacity();
 const caps: number[] = [];
 const samples = new Map(configs.map((c) => [c.name, [] as number[]]));
-const split = new Map(configs.map((c) => [c.name, { own: 0, wait: 0, dispatches: 0, stolen: 0, steps: 0 }]));
+const split = new Map(configs.map((c) => [c.name, { own: 0, wait: 0, dispatches: 0, stolen: 0, steps: 0, worker: 0 }]));
 const uptime = async () =>
   (await import('node:os'))
     .loadavg()
@@ -159,7 +160,8 @@ for (let r = -2; r < ROUNDS; r++) {
     if ('perLaunch' in c) schedule.enabled = false;
     for (let i = 0; i < 3; i++) c.run();
     schedule.enabled = on;
-    const s0 = { ...threadStats };
+    const s0 = { ...threadStats },
+      w0 = workerBusyMs();
     const t0 = performance.now();
     for (let i = 0; i < REPS; i++) c.run();
     const ms = (performance.now() - t0) / REPS;
@@ -171,6 +173,7 @@ for (let r = -2; r < ROUNDS; r++) {
     sp.dispatches += threadStats.dispatches - s0.dispatches;
     sp.stolen += threadStats.stolen - s0.stolen;
     sp.steps += REPS;
+    sp.worker += workerBusyMs() - w0;
   }
 }
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -182,7 +185,7 @@ for (const c of configs) {
   console.log(
     `${c.name.padEnd(12)} median ${med(xs).toFixed(2)} ms, best ${min(xs).toFixed(2)} ms` +
       (c.threads > 1
-        ? `; per step: ${per(sp.dispatches)} splits, ${per(sp.stolen)} stolen, own pieces ${per(sp.own)} ms, waits ${per(sp.wait)} ms`
+        ? `; per step: ${per(sp.dispatches)} splits, ${per(sp.stolen)} stolen, own pieces ${per(sp.own)} ms, waits ${per(sp.wait)} ms, worker pieces ${per(sp.worker)} ms (caller's share of split work ${((100 * sp.own) / (sp.own + sp.worker)).toFixed(0)} %)`
         : ''),
   );
 }

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { findRuns, fusion } from '../src/compile/fuse.js';
+import { schedule } from '../src/compile/parallel.js';
 import { busy, threadStats } from '../src/testing.js';
 import type { Launch, Ref, Trace } from '../src/compile/trace.js';
 
@@ -135,11 +136,20 @@ describe('with the thread pool', () => {
       const forks = threadStats.dispatches - before;
       expect([bytesOf(out)]).toEqual(eager);
       expect(c.stats.fused).toBe(4);
-      // Pieces of 16 KB, two per chunk: one fork-join per launch and chunk that has two pieces.
+      // With the parallel schedule: each thread runs its pieces of every chunk as one job list, one fork-join.
+      expect(forks).toBe(1);
+      // Without it: pieces of 16 KB, two per chunk, one fork-join per launch and chunk that has two pieces.
+      schedule.enabled = false;
+      const before2 = threadStats.dispatches;
+      const out2 = c(x2, y2);
+      const forks2 = threadStats.dispatches - before2;
+      schedule.enabled = true;
+      expect([bytesOf(out2)]).toEqual(eager);
       const piece = 16384 / (dtype === 'float32' ? 4 : 8);
       let split = 0;
       for (let lo = 0; lo < n; lo += 2 * piece) if (n - lo > piece) split++;
-      expect(forks).toBe(4 * split);
+      expect(forks2).toBe(4 * split);
+      out2.dispose();
       out.dispose();
       c.reset();
       for (const t of [x, y, x2, y2]) t.dispose();

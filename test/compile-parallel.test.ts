@@ -3,7 +3,8 @@
 // phase, keep every read-after-write, write-after-read and write-after-write pair in order, stop
 // at steps it cannot reorder, and compute perCall values in trace order.
 import { describe, expect, it } from 'vitest';
-import { parallelize, type Extent, type PlannedLaunch, type PhaseStep } from '../src/compile/parallel.js';
+import * as A from '../src/index.js';
+import { parallelize, stretch, type Extent, type PlannedLaunch, type PhaseStep } from '../src/compile/parallel.js';
 
 const noop = () => 0;
 const at = (lo: number, bytes = 1024): Extent => ({ key: '', lo, hi: lo + bytes, at: lo });
@@ -138,6 +139,93 @@ describe('compile: the parallel schedule', () => {
     const pre = steps.filter((s): s is PhaseStep => 'phase' in s && s.lists.length === 0);
     expect(pre.map((s) => s.pre.map((m) => (m.argv[0] as unknown as { label: string }).label))).toEqual([['a'], ['b']]);
     expect(steps.filter((s): s is PlannedLaunch => 'compute' in s).every((s) => s.compute === null)).toBe(true);
+  });
+
+  it('cuts a dense layer backward into activation-gradient row pieces that chain behind the GEMM rows, and the bias sum after them', async () => {
+    await A.init(); // the rewritten launches take their kernels from the engine
+    // g = rows of a GEMM; bias_act_vjp(y, g, gz, db, M, N, rs, act = 2: tanh); then the next layer's gz·W by rows.
+    const [x, W1, g, y, gz, db, W2, out] = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => i << 20);
+    const M = 128,
+      N = 64;
+    const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
+    const vjp = (act: number): PlannedLaunch => ({
+      w: false,
+      name: 'bias_act_vjp_f32',
+      f: noop,
+      pooled: false,
+      argv: [[y, g, gz, db, M, N, N, act]],
+      dyn: 0,
+      compute: null,
+      touches: [[buf(y, M * N), buf(g, M * N), buf(gz, M * N), buf(db, N), null, null, null, null]],
+    });
+    const names = (s: unknown) =>
+      'phase' in (s as object) ? (s as PhaseStep).lists.map((l) => l.map((c) => c.name)) : (s as PlannedLaunch).name;
+    const steps = parallelize([rowGemm('g', x, W1, g, M, N, 64, 2), vjp(2), rowGemm('o', gz, W2, out, M, N, N, 2)], 2);
+    expect(steps.map(names)).toEqual([
+      [
+        ['gemm_f32', 'tanh_vjp_f32', 'gemm_f32'],
+        ['gemm_f32', 'tanh_vjp_f32', 'gemm_f32'],
+      ],
+      'bias_act_vjp_f32',
+    ]);
+    const rows = (steps[0] as PhaseStep).lists.map((l) => l[1].args);
+    expect(rows).toEqual([
+      [y, g, gz, 64 * N],
+      [y + 64 * N * 4, g + 64 * N * 4, gz + 64 * N * 4, 64 * N],
+    ]);
+    // The bias sum reads the stored gz with no activation (act 0), so it sums the same values in the same order.
+    expect((steps[1] as PlannedLaunch).argv).toEqual([[gz, gz, gz, db, M, N, N, 0]]);
+    // Without an activation (gz is g, not written) or on one thread, the launch stays as traced.
+    expect(parallelize([vjp(0)], 2).map(names)).toEqual(['bias_act_vjp_f32']);
+    expect(parallelize([vjp(2)], 1).map(names)).toEqual(['bias_act_vjp_f32']);
+  });
+
+  it('cuts a small whole elementwise launch between row pieces by rows, so the chain goes on without a barrier', () => {
+    // h = x·W1 by rows; z = h + b (b broadcast over rows: sbr = 0), traced whole (too small to split); o = z·W2 by rows.
+    const [x, W1, h, b, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
+    const M = 128,
+      N = 64;
+    const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
+    const add: PlannedLaunch = {
+      w: false,
+      name: 'add_f32',
+      f: noop,
+      pooled: false,
+      argv: [[h, b, z, M, N, N, 1, 0, 1]],
+      dyn: 0,
+      compute: null,
+      touches: [[buf(h, M * N), buf(b, N), buf(z, M * N), null, null, null, null, null, null]],
+    };
+    const steps = parallelize([rowGemm('h', x, W1, h, M, N, 64, 2), add, rowGemm('o', z, W2, o, M, N, N, 2)], 2);
+    expect(steps).toHaveLength(1);
+    const lists = (steps[0] as PhaseStep).lists;
+    expect(lists.map((l) => l.map((c) => c.name))).toEqual([
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+    ]);
+    // Rows [0, 64) and [64, 128): a and y move by rows, the broadcast b stays.
+    expect(lists.map((l) => l[1].args)).toEqual([
+      [h, b, z, 64, N, N, 1, 0, 1],
+      [h + 64 * N * 4, b, z + 64 * N * 4, 64, N, N, 1, 0, 1],
+    ]);
+  });
+
+  it('keeps blocks freed inside a run of plannable launches alive until the launch that ends the run', () => {
+    // Launches at clocks 1–3 are plannable, softmax_xent at 5 ends the run, gemm at 7 starts another.
+    const launches = [
+      { name: 'gemm_f32', at: 1 },
+      { name: 'gemm_set_scratch', at: 2 },
+      { name: 'sgd_f32', at: 3 },
+      { name: 'softmax_xent_f32', at: 5 },
+      { name: 'gemm_f32', at: 7 },
+    ];
+    const blocks = [
+      { alloc: 0, free: 2 },
+      { alloc: 4, free: 6 },
+      { alloc: 0, free: -1 },
+    ];
+    expect(stretch(blocks, launches, 2).map((b) => b.free)).toEqual([5, 8, -1]);
+    expect(stretch(blocks, launches, 1)).toEqual(blocks);
   });
 
   it('leaves the steps alone on one thread', () => {

@@ -385,7 +385,7 @@ describe('compile: the thread pool', () => {
       };
       for (let i = 0; i < 6; i++) {
         const pooled = run(i);
-        if (i >= 3) expect(pooled).toBeGreaterThan(10); // replays went through the workers
+        if (i >= 3) expect(pooled).toBeGreaterThan(4); // replays went through the workers (7 fork-joins: the schedule chains the rest)
       }
       await A.init({ threads: 1 });
       for (let i = 6; i < 12; i++) expect(run(i)).toBe(0);

@@ -12,13 +12,16 @@
 //   resize    init({ threads }) on a running engine: 2 → 3 → 1 → 2 threads, same bytes.
 //   compiled  compile()d training steps (nn.Linear MLPs, ReLU and tanh; SGD with momentum, Adam;
 //             f32 and f64), replayed with the parallel schedule: digest of the weights' bytes
-//             (--force, --pause as for digest); and a worker that dies in a compiled step.
+//             (--force, --pause as for digest), of a fused elementwise chain's results and of a
+//             small GPT's AdamW steps; and a
+//             worker that dies in a compiled step.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
 import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
 import { kernel } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
 import { matmulT } from '../src/ops/api.js';
+import { GPT } from '../src/nn/gpt.js';
 
 const argv = process.argv.slice(2);
 const mode = argv[0];
@@ -143,6 +146,45 @@ function compiledTrain(steps: number, act: 'relu' | 'tanh', opt: 'sgd' | 'adam',
   return hash.digest('hex');
 }
 
+/** A compile()d chain of elementwise ops on 300 × 1001 elements (fused, replayed tile-major; split over the pool as one job list per thread). */
+function compiledChain(): { digest: string; fused: number; lists: number; replayed: number } {
+  const f = A.compile((a: A.Tensor, b: A.Tensor) => A.sub(A.mul(A.tanh(A.add(A.mul(a, b), a)), 2), b));
+  const hash = createHash('sha256');
+  const lists = threadStats.lists;
+  for (let s = 0; s < 4; s++) {
+    const a = A.randn([300, 1001], { seed: 40 + s }),
+      b = A.randn([300, 1001], { seed: 50 + s });
+    const y = f(a, b);
+    hash.update(y.toArray());
+    for (const t of [y, a, b]) t.dispose();
+  }
+  return { digest: hash.digest('hex'), fused: f.stats.fused, lists: threadStats.lists - lists, replayed: f.stats.replayed };
+}
+
+/** A compile()d AdamW step of a small GPT (layerNorm, attention, GELU, residual adds: row chains of the schedule): digest of the weights. */
+function compiledGpt(steps: number): string {
+  const [V, T, B] = [17, 16, 4];
+  const m = new GPT({ vocabSize: V, layers: 2, heads: 2, width: 32, context: T, seed: 3 });
+  const opt = new A.optim.AdamW(m.parameters(), { lr: 1e-2, weightDecay: 0.1 });
+  const step = A.compile((ids: Int32Array, y: Int32Array) => {
+    const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  const hash = createHash('sha256');
+  for (let s = 0; s < steps; s++) {
+    const ids = Int32Array.from({ length: B * T }, (_, i) => (i * 5 + s) % V);
+    const y = Int32Array.from({ length: B * T }, (_, i) => (i * 3 + 2 * s) % V);
+    const loss = step(ids, y);
+    hash.update(loss.toArray());
+    loss.dispose();
+  }
+  for (const p of m.parameters()) hash.update(p.toArray());
+  return hash.digest('hex');
+}
+
 if (mode === 'compiled') {
   const t = flag('--threads');
   await A.init(t === undefined ? {} : { threads: Number(t) });
@@ -154,7 +196,16 @@ if (mode === 'compiled') {
     compiledTrain(6, 'tanh', 'adam', 'float32'),
     compiledTrain(4, 'tanh', 'sgd', 'float64'),
   ];
-  out({ threads: poolSize(), digests, lists: threadStats.lists, dispatches: threadStats.dispatches, pauses: threadStats.pauses });
+  const chain = compiledChain();
+  digests.push(chain.digest, compiledGpt(5));
+  out({
+    threads: poolSize(),
+    digests,
+    lists: threadStats.lists,
+    chain: { fused: chain.fused, lists: chain.lists, replayed: chain.replayed },
+    dispatches: threadStats.dispatches,
+    pauses: threadStats.pauses,
+  });
 } else if (mode === 'compiled-death') {
   await A.init({ threads: 2 });
   Object.assign(thresholds, { gemm: 0, elementwise: 0 });

@@ -93,6 +93,11 @@ describe('threads: compiled steps with the parallel schedule', () => {
       // Phases of independent launches really ran as job lists (not under the pause of --pause, which runs them on the caller).
       if (!args.includes('--pause')) expect(r.lists).toBeGreaterThan(10);
       else expect(r.pauses).toBeGreaterThan(0);
+      // The fused elementwise chain: one job list per thread for each replayed call.
+      const chain = r.chain as { fused: number; lists: number; replayed: number };
+      expect(chain.fused).toBe(5);
+      expect(chain.replayed).toBeGreaterThan(0);
+      if (!args.includes('--pause')) expect(chain.lists).toBe(chain.replayed);
     }
   }, 300_000);
 

@@ -20,9 +20,11 @@
 // order (no two pieces of a phase touch the same bytes where one writes), whichever thread runs
 // it, so a replay gives the same results for any thread count, paused pool or none.
 import type { Kernel } from '../wasm/hooks.js';
-import { runLists, type Call } from '../wasm/threads.js';
+import { runLists, threadCount, type Call } from '../wasm/threads.js';
+import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
-import { thresholds } from '../wasm/split.js';
+import { ranges, thresholds } from '../wasm/split.js';
+import { runtime } from '../wasm/module.js';
 
 /** Internal switch (the bench compares with and without the schedule): off, programs replay launch by launch as before. */
 export const schedule = { enabled: true };
@@ -64,8 +66,10 @@ export interface PhaseStep {
 }
 
 interface Role {
-  /** Pointer arguments the kernel writes (the others it reads). */
-  readonly writes: readonly number[];
+  /** The kernel's argument count: a launch with another (its signature changed) is not planned, only run in place. */
+  readonly arity: number;
+  /** Pointer arguments the kernel writes (the others it reads), or which ones for a call's arguments. */
+  readonly writes: readonly number[] | ((a: readonly number[]) => readonly number[]);
   /** Work of a call (≈ multiply-adds or element visits), for balancing threads. */
   readonly cost: (a: readonly number[]) => number;
   /** Elements pointer argument i reaches from where it points (undefined: the whole buffer, conservatively). */
@@ -86,14 +90,42 @@ const gemmSpan =
   };
 /** Kernels the planner may reorder and run side by side, with their written arguments. */
 const ROLES: readonly (readonly [RegExp, Role])[] = [
-  [f('gemm'), { writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
-  [f('gemm_bias_act'), { writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
-  [f('sgd'), { writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
-  [f('adam'), { writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
-  [f('bias_act_vjp'), { writes: [2, 3], cost: (a) => a[4] * a[5] }],
-  [f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'), { writes: [2], cost: (a) => a[3] * a[4] }],
-  [f('sum', 'max'), { writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
-  [f('fill'), { writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
+  [f('gemm'), { arity: 12, writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
+  [f('gemm_bias_act'), { arity: 13, writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
+  [f('sgd'), { arity: 9, writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
+  [f('adam'), { arity: 12, writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
+  // (y, g, gz, db, M, N, rs, act): gz is not written without an activation (act 0).
+  [
+    f('bias_act_vjp'),
+    {
+      arity: 8,
+      writes: (a) => (a[7] === 0 ? [3] : [2, 3]),
+      cost: (a) => a[4] * a[5],
+      span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]),
+    },
+  ],
+  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  // Elementwise maps (x, y, n, p0, p1), cut at multiples of 16 elements.
+  [
+    f('neg', 'exp', 'log', 'sqrt', 'abs', 'square', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'softplus', 'leaky_relu', 'clamp', 'step'),
+    { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] },
+  ],
+  [f('inside', 'sign', 'recip', 'erf', 'gelu_erf', 'gelu_erf_grad'), { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] }],
+  // Rows: layer_norm (x, y, rows, cols, eps), layer_norm_vjp (x, g, dx, rows, cols, eps).
+  [f('layer_norm'), { arity: 5, writes: [1], cost: (a) => 4 * a[2] * a[3], span: (a) => a[2] * a[3] }],
+  [f('layer_norm_vjp'), { arity: 6, writes: [2], cost: (a) => 6 * a[3] * a[4], span: (a) => a[3] * a[4] }],
+  // (a, b, y, rows, cols, sar, sac, sbr, sbc): y[r, c] = a[r·sar + c·sac] ∘ b[r·sbr + c·sbc], y contiguous.
+  [
+    f('add', 'sub', 'mul', 'div', 'maximum', 'minimum'),
+    {
+      arity: 9,
+      writes: [2],
+      cost: (a) => a[3] * a[4],
+      span: (a, i) => (i === 2 ? a[3] * a[4] : (a[3] - 1) * a[i === 0 ? 5 : 7] + (a[4] - 1) * a[i === 0 ? 6 : 8] + 1),
+    },
+  ],
+  [f('sum', 'max'), { arity: 5, writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
+  [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
 ];
 const roleCache = new Map<string, Role | null>();
 function roleOf(name: string): Role | null {
@@ -104,7 +136,7 @@ function roleOf(name: string): Role | null {
 
 /** Whether a step of the program may join a phase. */
 const plannable = (s: { w: boolean; tiled?: boolean; name?: string }): s is PlannedLaunch =>
-  !s.w && s.tiled !== true && !('phase' in s) && roleOf((s as PlannedLaunch).name) !== null;
+  !s.w && s.tiled !== true && !('phase' in s) && roleOf((s as PlannedLaunch).name)?.arity === (s as PlannedLaunch).argv[0].length;
 
 /** gemm_set_scratch to the calling thread's own region: only sets the caller's instance, so it may run before a phase. */
 function ownScratch(s: { w: boolean; name?: string; argv?: number[][] }): boolean {
@@ -124,18 +156,119 @@ function accesses(s: PlannedLaunch, j: number): Access[] {
   const role = roleOf(s.name)!,
     bytes = s.name.endsWith('64') ? 8 : 4;
   const out: Access[] = [];
+  const writes = typeof role.writes === 'function' ? role.writes(s.argv[j]) : role.writes;
   s.touches[j].forEach((x, i) => {
     if (x === null) return;
     const n = role.span?.(s.argv[j], i);
     const exact = n !== undefined && n > 0 && x.at >= x.lo;
     const lo = exact ? x.at : x.lo,
       hi = exact ? Math.min(x.hi, x.at + n * bytes) : x.hi;
-    out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: role.writes.includes(i) });
+    out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: writes.includes(i) });
   });
   return out;
 }
 const conflict = (a: readonly Access[], b: readonly Access[]): boolean =>
   a.some((p) => b.some((q) => (p.write || q.write) && p.key === q.key && p.lo < q.hi && q.lo < p.hi));
+
+/**
+ * Lifetimes for the memory plan of a program that will be scheduled: a block freed inside a run
+ * of plannable launches stays alive until the next launch that ends the run. Otherwise the plan
+ * gives its bytes to a block allocated later in the run, and a write to that block must wait for
+ * every read of the old one (a false dependency): the backward pass of a layer would wait for
+ * the weight gradient of the layer above, which reads the buffer its input gradient reuses. Costs
+ * memory only while the pool has threads (at most the run's intermediates alive together).
+ */
+export function stretch<B extends { alloc: number; free: number }>(
+  blocks: readonly B[],
+  launches: readonly { readonly name: string; readonly at: number }[],
+  threads: number,
+): B[] {
+  if (threads < 2 || !schedule.enabled) return blocks.slice();
+  const ends = launches.filter((l) => l.name !== 'gemm_set_scratch' && roleOf(l.name) === null).map((l) => l.at);
+  const last = launches.reduce((m, l) => Math.max(m, l.at), 0) + 1;
+  return blocks.map((b) => {
+    if (b.free < 0) return b;
+    const end = ends.find((at) => at > b.free) ?? last;
+    return { ...b, free: end };
+  });
+}
+
+/** Kernels recut() may cut: elementwise maps (x, y, n, p0, p1) and binary ops (a, b, y, rows, cols, sar, sac, sbr, sbc). */
+const MAPS =
+  /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad)_(f32|f64)$/;
+const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
+
+/**
+ * A launch the trace left whole (too small to split on its own) cut as split.ts would cut a large
+ * one: maps at multiples of 16 elements, binary ops by rows. Alone it still runs on the calling
+ * thread (a phase with little work does), but between row pieces (a residual add and the
+ * layerNorm after it, the affine after that) its pieces run on the threads of their rows instead
+ * of ending the chain. Null when it is already cut, not such a kernel, or has patched pointers.
+ */
+function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
+  const map = MAPS.exec(s.name),
+    bin = map === null ? BINARY.exec(s.name) : null;
+  if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || x.key === '')) return null;
+  const a = s.argv[0],
+    bytes = (map ?? bin)![2] === 'f64' ? 8 : 4;
+  const cut = map !== null ? ranges(a[2], threads, 16) : a[3] > 1 ? ranges(a[3], threads, 1) : [];
+  if (cut.length < 2) return null;
+  // Per piece: how far each pointer argument moves per element (map) or row (binary) of the cut.
+  const step = map !== null ? [bytes, bytes] : [a[5] * bytes, a[7] * bytes, a[4] * bytes];
+  const size = map !== null ? 2 : 3;
+  return {
+    ...s,
+    pooled: true,
+    argv: cut.map(([lo, hi]) => a.map((v, i) => (i < size ? v + lo * step[i] : i === size ? hi - lo : v))),
+    touches: cut.map(([lo]) => s.touches[0].map((x, i) => (x === null || i >= size ? x : { ...x, at: x.at + lo * step[i] }))),
+  };
+}
+
+/** The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the formulas are the same). */
+const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
+
+/**
+ * A dense layer's backward pass (bias_act_vjp: gz = g·act'(y) and db = column sums of gz) as two
+ * launches: gz by row pieces of the batch (the activation's own VJP kernel, the same arithmetic),
+ * then db from the stored gz (bias_act_vjp without an activation: sums gz's rows from 0 in the
+ * same order, the same bits). The row pieces chain behind the row pieces of the GEMM that made g
+ * and before those of the next gz·W, so a deep network's backward pass needs a barrier only for
+ * the GEMMs and sums that read every row (the weight and bias gradients), not one per layer.
+ * Only for contiguous rows whose pointers are fixed addresses (an argument's or result's are
+ * patched per call into the traced launch's own argument arrays).
+ */
+function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
+  const small = recut(s, threads);
+  if (small !== null) return [small];
+  const m = /^bias_act_vjp_(f32|f64)$/.exec(s.name);
+  const a = s.argv[0];
+  if (m === null || a[7] === 0 || !(a[7] in VJP)) return [s];
+  const M = a[4],
+    N = s.argv.reduce((n, p) => n + p[5], 0);
+  const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && x.key === ''));
+  if (a[6] !== N || M < 8 * threads || !fixed) return [s];
+  const bytes = m[1] === 'f64' ? 8 : 4,
+    name = `${VJP[a[7]]}_${m[1]}`;
+  const [ty, tg, tz] = s.touches[0];
+  const shift = (x: Extent | null, by: number): Extent => ({ ...x!, at: x!.at + by });
+  const pieces = ranges(M, threads, 8);
+  const gz: PlannedLaunch = {
+    w: false,
+    name,
+    f: runtime().exports[name] as Kernel,
+    pooled: pieces.length > 1,
+    argv: pieces.map(([r0, r1]) => [a[0], a[1], a[2]].map((p) => p + r0 * N * bytes).concat((r1 - r0) * N)),
+    dyn: 0,
+    compute: null,
+    touches: pieces.map(([r0]): (Extent | null)[] => [...[ty, tg, tz].map((x) => shift(x, r0 * N * bytes)), null]),
+  };
+  const db: PlannedLaunch = {
+    ...s,
+    argv: s.argv.map((p) => [p[2], p[2], p[2], p[3], p[4], p[5], p[6], 0]),
+    touches: s.touches.map((t) => [t[2], t[2], t[2], ...t.slice(3)]),
+  };
+  return [gz, db];
+}
 
 /**
  * The program's steps with runs of plannable launches grouped into phases for `threads`
@@ -150,7 +283,7 @@ export function parallelize<S extends { w: boolean; tiled?: boolean }>(steps: re
     run = [];
   };
   for (const s of steps) {
-    if (plannable(s)) run.push(s);
+    if (plannable(s)) run.push(...byRows(s, threads));
     else if (ownScratch(s as never)) out.push(s);
     else {
       flush();
@@ -231,4 +364,32 @@ export function runPhase(s: PhaseStep): void {
   }
   if (s.lists.length === 1) for (const c of s.lists[0]) c.f.apply(null, c.args as number[]);
   else if (s.lists.length > 1) runLists(s.lists);
+}
+
+/**
+ * A fused run of elementwise launches (src/compile/fuse.ts's runTiles) split over the pool with
+ * one fork-join for the whole run instead of one per launch and chunk: each thread runs its
+ * piece of every chunk, launch after launch, as one list. Element i of every launch of a run
+ * reads only element i of the run's streams (or a scalar), so no thread's pieces depend on
+ * another's, and thread j's tile-sized scratch is its own part of the chunk's, as in runTiles.
+ * Returns false (nothing run) when the run is not split or the pool cannot take it now.
+ */
+export function runTileLists(ops: readonly TiledOp[], n: number, tile: number, threads: number): boolean {
+  if (threads < 2 || threadCount() < 2 || !schedule.enabled) return false;
+  const lists: Call[][] = [];
+  for (let j = 0; j < threads && j * tile < n; j++) {
+    const list: Call[] = [];
+    for (let lo = 0; lo + j * tile < n; lo += tile * threads) {
+      const at = lo + j * tile;
+      for (const o of ops) {
+        const a = o.base.slice();
+        for (let p = 0; p < o.ptrs.length; p++) a[o.ptrs[p]] = o.base[o.ptrs[p]] + (o.fixed[p] ? at - lo : at) * o.steps[p];
+        a[o.count] = Math.min(tile, n - at);
+        list.push({ f: o.f, name: o.name, args: a });
+      }
+    }
+    lists.push(list);
+  }
+  runLists(lists);
+  return true;
 }

@@ -19,7 +19,7 @@ import type { Kernel, Derivation } from '../wasm/hooks.js';
 import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 import { withEpilogues } from './epilogues.js';
-import { parallelize, runPhase, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { parallelize, runPhase, runTileLists, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -106,10 +106,15 @@ export class Program {
       return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
     });
     const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
+    const launches = trace.ops.filter((o) => o.kind === 'launch');
     const { offsets, total } = assign(
-      fusedBlocks(
-        trace.blocks.filter((b) => b.free >= 0),
-        runs,
+      stretch(
+        fusedBlocks(
+          trace.blocks.filter((b) => b.free >= 0),
+          runs,
+        ),
+        launches,
+        poolSize(),
       ),
     );
     const base = total > 0 ? runtime().arena.alloc(total) : 0;
@@ -293,7 +298,7 @@ export class Program {
         continue;
       }
       if (s.tiled) {
-        runTiles(s.ops, s.n, s.tile, s.threads);
+        if (!runTileLists(s.ops, s.n, s.tile, s.threads)) runTiles(s.ops, s.n, s.tile, s.threads);
         continue;
       }
       if (s.compute !== null) {

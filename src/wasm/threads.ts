@@ -107,6 +107,12 @@ export function runLists(lists: readonly (readonly Call[])[]): void {
   fork(p, lists[0][0]?.name ?? 'a job list', lists.length, postList, local);
 }
 
+/** Milliseconds the workers have spent running pieces (jobs and lists), summed over workers, since the pool started (benches read differences). */
+export function workerBusyMs(): number {
+  const p = currentPool();
+  return p === null ? 0 : p.slots.reduce((t, c) => t + (Atomics.load(c, SLOT.BUSY_US) >>> 0) / 1000, 0);
+}
+
 /** Keeps the workers polling (awake) while `on` (a compiled program runs), and wakes sleeping ones at its start. */
 export function holdPool(on: boolean): void {
   const p = currentPool();

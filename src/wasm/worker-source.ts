@@ -27,6 +27,8 @@ export const SLOT = {
   MSG_CHARS: 384,
   /** While non-zero the caller is inside a compiled program: an idle worker keeps polling (up to holdMs) instead of sleeping. */
   HOLD: 8,
+  /** Microseconds this worker has spent running jobs, cumulative (wraps as an int32; benches read differences). */
+  BUSY_US: 9,
   /** A job list (LIST): f64 records [op, nargs, ...args] written by the caller, LIST_F64 values at most. */
   LIST_AT: 1024,
   LIST_F64: 8192,
@@ -124,7 +126,7 @@ function serve(d, reply, onExit, exit) {
     var op = c[S.OP];
     if (op === ${QUIT}) { quit = true; done(seen, ${OK}); return; }
     if (op === ${DIE}) { exit(); return; }
-    var status = ${OK};
+    var status = ${OK}, tj = performance.now();
     try {
       if (op === ${LIST}) runList(fns, d.memory, d.slot + S.LIST_AT, a[0]);
       else {
@@ -138,6 +140,7 @@ function serve(d, reply, onExit, exit) {
       for (var j = 0; j < msg.length; j++) m[j] = msg.charCodeAt(j);
       c[S.MSGLEN] = msg.length;
     }
+    Atomics.add(c, S.BUSY_US, Math.round((performance.now() - tj) * 1000));
     done(seen, status);
   }
 }

@@ -1,0 +1,141 @@
+// Where a compiled step's time goes on 1 and 2 threads: every step of the replayed program
+// (launch, fused tile run, JS write, parallel phase) with its measured time, and for phases the
+// pieces per thread and their planned cost. A diagnostic for the parallel schedule.
+//   node scripts/run-ts.mjs bench/threads-plan.ts [--model mlp|deep|gpt] [--reps 50]
+import * as A from '../src/index.js';
+import { Program } from '../src/compile/program.js';
+import { runPhase } from '../src/compile/parallel.js';
+import { runJobs } from '../src/wasm/threads.js';
+import { runTiles } from '../src/compile/fuse.js';
+import { randomLabels, randomValues } from './timing.js';
+import { GPT } from '../src/nn/gpt.js';
+
+const argv = process.argv.slice(2);
+const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
+const REPS = argv.includes('--reps') ? Number(argv[argv.indexOf('--reps') + 1]) : 50;
+
+type AnyStep = Record<string, unknown> & { w: boolean };
+const times = new Map<Program, Float64Array>();
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const proto = Program.prototype as any;
+proto.replay = function (this: { steps: AnyStep[] }, inPtr: number[], fresh: A.Tensor[], bound: ArrayLike<number>[]) {
+  let t = times.get(this as never);
+  if (!t) times.set(this as never, (t = new Float64Array(this.steps.length)));
+  for (let i = 0; i < this.steps.length; i++) {
+    const s = this.steps[i] as never as any;
+    const t0 = performance.now();
+    if ('phase' in s) runPhase(s);
+    else if (s.w) {
+      // JS write: reuse the original for simplicity
+      const at = s.base === 0 ? s.off : (s.base === 1 ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
+      (globalThis as any).__adjointViews(s, at, bound);
+    } else if (s.tiled) runTiles(s.ops, s.n, s.tile, s.threads);
+    else {
+      if (s.compute !== null) {
+        const vals = s.compute();
+        for (const a of s.argv) for (let k = 0, at = a.length - s.dyn; k < s.dyn; k++) a[at + k] = vals[k];
+      }
+      if (s.pooled) runJobs(s.name, s.argv, s.f);
+      else s.f.apply(null, s.argv[0]);
+    }
+    t[i] += performance.now() - t0;
+  }
+};
+const { views } = await import('../src/wasm/module.js');
+const { shiftOf } = await import('../src/compile/trace.js');
+(globalThis as any).__adjointViews = (s: any, at: number, bound: ArrayLike<number>[]) => {
+  const v = views();
+  const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
+  dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
+};
+
+function mlp(): () => void {
+  const BATCH = 128,
+    SIZES = MODEL === 'deep' ? [256, ...Array<number>(32).fill(256), 10] : [784, 256, 256, 10];
+  const layers: A.nn.Module[] = [];
+  for (let i = 0; i + 1 < SIZES.length; i++) {
+    layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
+    if (i + 2 < SIZES.length) layers.push(MODEL === 'deep' ? new A.nn.Tanh() : new A.nn.ReLU());
+  }
+  const m = new A.nn.Sequential(...layers);
+  const sgd = new A.optim.SGD(m.parameters(), { lr: 0.01 });
+  const f = A.compile((x: A.Tensor, y: Int32Array) => {
+    const loss = A.crossEntropy(m.forward(x), y);
+    loss.backward();
+    sgd.step();
+    sgd.zeroGrad();
+    return loss;
+  });
+  const x = A.tensor(randomValues(BATCH * SIZES[0], 100), { shape: [BATCH, SIZES[0]] }),
+    y = randomLabels(BATCH, 10, 200);
+  return () => f(x, y).dispose();
+}
+function gpt(): () => void {
+  const [V, T, B] = [65, 64, 12];
+  const m = new GPT({ vocabSize: V, layers: 4, heads: 4, width: 128, context: T, seed: 0 });
+  const params = m.parameters();
+  const opt = new A.optim.AdamW(
+    [
+      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
+      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
+    ],
+    { lr: 1e-3, betas: [0.9, 0.99] },
+  );
+  const f = A.compile((ids: Int32Array, y: Int32Array) => {
+    const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
+    loss.backward();
+    opt.step();
+    opt.zeroGrad();
+    return loss;
+  });
+  const x = randomLabels(B * T, V, 300),
+    y = randomLabels(B * T, V, 400);
+  return () => f(x, y).dispose();
+}
+
+const desc = (s: any): string => {
+  if ('phase' in s) {
+    if (s.lists.length === 0) return `phase(pre ${s.pre.length})`;
+    if (s.lists.length > 0 && s.lists.flat().length > 12)
+      return `PHASE ${s.lists.map((l: any[]) => `[${l.length} calls, cost ${(l.reduce((t, c) => t + work(c), 0) / 1e6).toFixed(1)}M]`).join(' | ')}`;
+    return `PHASE ${s.lists.map((l: any[]) => '[' + l.map((c) => c.name.replace(/_f32$/, '') + `(${cost(c)})`).join(' ') + ']').join(' | ')}`;
+  }
+  if (s.w) return 'write';
+  if (s.tiled) return `tiled ${s.ops.map((o: any) => o.name.replace(/_f32$/, '')).join(',')} n=${s.n} x${s.threads}`;
+  return `${s.name.replace(/_f32$/, '')}${s.pooled ? ` pooled×${s.argv.length}` : ''}`;
+};
+function work(c: any): number {
+  const a = c.args;
+  if (c.name.startsWith('gemm_bias_act')) return a[4] * a[5] * a[6];
+  if (c.name.startsWith('gemm')) return a[3] * a[4] * a[5];
+  return 0;
+}
+function cost(c: any): string {
+  const a = c.args;
+  if (c.name.startsWith('gemm_bias_act')) return `${a[4]}x${a[5]}x${a[6]}`;
+  if (c.name.startsWith('gemm')) return `${a[3]}x${a[4]}x${a[5]}`;
+  return '';
+}
+
+await A.init({ threads: 2 });
+for (const threads of [1, 2]) {
+  await A.init({ threads });
+  times.clear();
+  const run = MODEL === 'gpt' ? gpt() : mlp();
+  for (let i = 0; i < 5; i++) run();
+  times.clear();
+  const t0 = performance.now();
+  for (let i = 0; i < REPS; i++) run();
+  const total = (performance.now() - t0) / REPS;
+  for (const [p, t] of times) {
+    const steps = (p as any).steps as any[];
+    let sum = 0;
+    console.log(`\n=== ${MODEL} threads ${threads}: step ${total.toFixed(3)} ms, ${steps.length} program steps`);
+    steps.forEach((s, i) => {
+      sum += t[i] / REPS;
+      console.log(`${String(i).padStart(3)} ${(t[i] / REPS).toFixed(3).padStart(7)} ms  ${desc(s)}`);
+    });
+    console.log(`sum of steps ${sum.toFixed(3)} ms`);
+  }
+}
+process.exit(0);
