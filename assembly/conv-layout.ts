@@ -1,4 +1,4 @@
-// Shared layout helpers of the convolution kernels (conv.ts, conv-filter.ts): the geometry
+// Shared layout helpers of the convolution kernels (conv.ts, convfilter.ts): the geometry
 // block's fields, runs of elements, and the direct kernels' zero-padded, phase-split image copy.
 // Not re-exported by index.ts: nothing here is a kernel.
 import { lanes, ld, st, at, ldi } from './lanes';
