@@ -14,28 +14,12 @@
 import { lanes, ld, st, at, ldi } from './lanes';
 import { gemm_f32, gemm_f64 } from './matmul';
 import { madd } from './madd';
-
-@inline const GN = 0;
-@inline const GC = 1;
-@inline const GH = 2;
-@inline const GW = 3;
-@inline const GO = 4;
-@inline const GKH = 5;
-@inline const GKW = 6;
-@inline const GSH = 7;
-@inline const GSW = 8;
-@inline const GPH = 9;
-@inline const GPW = 10;
-@inline const GHO = 11;
-@inline const GWO = 12;
+import { GN, GC, GH, GW, GO, GKH, GKW, GSH, GSW, GPH, GPW, GHO, GWO, GLO, GHI, GTILE, bytes, copyRun, zeroRun, phaseWidth, padImage } from './conv-layout';
 
 @inline function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, ta: i32, tb: i32, acc: i32): void {
   if (sizeof<T>() == 4) gemm_f32(a, b, c, M, N, K, lda, ldb, ldc, ta, tb, acc);
   else gemm_f64(a, b, c, M, N, K, lda, ldb, ldc, ta, tb, acc);
 }
-
-/** Byte size of n elements of T. */
-@inline function bytes<T>(n: i32): usize { return <usize>n << alignof<T>(); }
 
 /** Whether the conv is 1×1, stride 1, unpadded: then col(x[n]) is x[n] as a [C, H·W] matrix. */
 @inline function pointwise(geo: usize): bool {
@@ -48,17 +32,6 @@ import { madd } from './madd';
   if (a <= 0) return 0;
   const q = (a + s - 1) / s;
   return q < n ? q : n;
-}
-
-/** dst[0..n) = src[0..n); the last vector overlaps the one before it instead of a scalar tail. */
-@inline function copyRun<T>(dst: usize, src: usize, n: i32): void {
-  const L = lanes<T>();
-  if (n < L) {
-    for (let k = 0; k < n; k++) st<T>(dst, k, ld<T>(src, k));
-    return;
-  }
-  for (let k = 0; k < n - L; k += L) v128.store(at<T>(dst, k), v128.load(at<T>(src, k)));
-  v128.store(at<T>(dst, n - L), v128.load(at<T>(src, n - L)));
 }
 
 /** dst[k] = src[2k] for k in [0, n): the stride-2 gather, two loads and one even-lane shuffle per vector (reads stop at src[2n − 2], as the scalar loop's do). */
@@ -94,24 +67,12 @@ import { madd } from './madd';
   for (; k < n; k++) st<T>(dst, 2 * k, ld<T>(dst, 2 * k) + ld<T>(src, k));
 }
 
-@inline function zeroRun<T>(dst: usize, n: i32): void {
-  const L = lanes<T>();
-  const z = v128.splat<T>(<T>0);
-  let k = 0;
-  for (; k + L <= n; k += L) v128.store(at<T>(dst, k), z);
-  for (; k < n; k++) st<T>(dst, k, <T>0);
-}
-
 @inline function addRun<T>(dst: usize, src: usize, n: i32): void {
   const L = lanes<T>();
   let k = 0;
   for (; k + L <= n; k += L) v128.store(at<T>(dst, k), v128.add<T>(v128.load(at<T>(dst, k)), v128.load(at<T>(src, k))));
   for (; k < n; k++) st<T>(dst, k, ld<T>(dst, k) + ld<T>(src, k));
 }
-
-@inline const GLO = 13;
-@inline const GHI = 14;
-@inline const GTILE = 15;
 
 @inline const GATHER = 0; // im2col: col = the receptive fields of x
 @inline const SCATTER = 1; // col2im: x += col at the pixels each entry read
@@ -227,34 +188,6 @@ import { madd } from './madd';
 // never on the piece it falls in, so thread cuts over images or channels give the same bits.
 // Scratch `pad`: pre-broadcast weights of channels [lo, hi) (4-row slivers, zero rows past hi:
 // ⌈m/4⌉·4·K v128), K i32 tap offsets (rounded to 16 B), then the padded image (C·Hp·sw·Wq).
-
-/** Elements per phase row of the padded copy: every run a micro-tile reads (8 f32 / 4 f64 past the last output block) stays inside it. */
-@inline function phaseWidth<T>(geo: usize): i32 {
-  const Wo = ldi(geo, GWO), sw = ldi(geo, GSW), kw = ldi(geo, GKW), nb = 2 * lanes<T>();
-  return (Wo + nb - 1) / nb * nb + (kw - 1) / sw + 1;
-}
-
-/** Copies x[n] (C·H·W) into the zeroed, phase-split padded layout img (see above). */
-function padImage<T>(xn: usize, img: usize, geo: usize): void {
-  const C = ldi(geo, GC), H = ldi(geo, GH), W = ldi(geo, GW), ph = ldi(geo, GPH), pw = ldi(geo, GPW), sw = ldi(geo, GSW);
-  const Hp = H + 2 * ph, Wq = phaseWidth<T>(geo);
-  zeroRun<T>(img, C * Hp * sw * Wq);
-  for (let c = 0; c < C; c++) {
-    for (let h = 0; h < H; h++) {
-      const src = at<T>(xn, (c * H + h) * W), row = at<T>(img, (c * Hp + h + ph) * sw * Wq);
-      if (sw == 1) copyRun<T>(at<T>(row, pw), src, W);
-      else {
-        // Phase q holds padded columns u = t·sw + q, i.e. image columns iw = t·sw + q − pw (no
-        // division per element); columns past the phase row (never read) are not stored.
-        for (let q = 0; q < sw; q++) {
-          let t = q >= pw ? 0 : (pw - q + sw - 1) / sw, iw = t * sw + q - pw;
-          const dst = at<T>(row, q * Wq);
-          for (; iw < W && t < Wq; t++, iw += sw) st<T>(dst, t, ld<T>(src, iw));
-        }
-      }
-    }
-  }
-}
 
 /** 4 output channels × 8 f32 (4 f64) output columns: acc = Σ_k wp[k] · run(k), stored as 4 rows of 2 vectors at y (row stride ldyB bytes). */
 @inline function directTile<T>(wp: usize, taps: usize, K: i32, base: usize, y: usize, ldyB: usize, overwrite: bool): void {

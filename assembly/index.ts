@@ -9,6 +9,7 @@ export * from './random';
 export * from './matmul';
 export * from './dense';
 export * from './conv';
+export * from './convfilter';
 export * from './pool';
 export * from './optim';
 

@@ -60,6 +60,53 @@ import { lanes, ld, st, at, ldi } from './lanes';
   return want == ARG ? idx : best;
 }
 
+/**
+ * `windows` for 2-wide windows at stride 2 (the common 2×2 pool): per window row, the 2L
+ * contiguous elements are loaded as two vectors and split into their even (j = 0) and odd
+ * (j = 1) lanes, instead of 2L lane loads. Same candidates in the same order: same result.
+ */
+@inline function windows2<T>(want: i32, x: usize, W: i32, kh: i32): v128 {
+  const L = lanes<T>();
+  let best = v128.splat<T>(<T>0), idx = splatOffset<T>(0);
+  for (let i = 0; i < kh; i++) {
+    const a = v128.load(at<T>(x, i * W)), b = v128.load(at<T>(x, i * W + L));
+    const even = sizeof<T>() == 4 ? v128.shuffle<f32>(a, b, 0, 2, 4, 6) : v128.shuffle<f64>(a, b, 0, 2);
+    const odd = sizeof<T>() == 4 ? v128.shuffle<f32>(a, b, 1, 3, 5, 7) : v128.shuffle<f64>(a, b, 1, 3);
+    if (i == 0) best = even;
+    else {
+      const m = v128.or(v128.gt<T>(even, best), v128.and(v128.ne<T>(even, even), v128.eq<T>(best, best)));
+      best = v128.bitselect(even, best, m);
+      if (want == ARG) idx = v128.bitselect(splatOffset<T>(i * W), idx, m);
+    }
+    const m = v128.or(v128.gt<T>(odd, best), v128.and(v128.ne<T>(odd, odd), v128.eq<T>(best, best)));
+    best = v128.bitselect(odd, best, m);
+    if (want == ARG) idx = v128.bitselect(splatOffset<T>(i * W + 1), idx, m);
+  }
+  return want == ARG ? idx : best;
+}
+
+/** Lanes of idx equal to k (offsets in integer lanes as wide as T): all ones, else zero. */
+@inline function isOffset<T>(idx: v128, k: i32): v128 {
+  return sizeof<T>() == 4 ? i32x4.eq(idx, splatOffset<T>(k)) : i64x2.eq(idx, splatOffset<T>(k));
+}
+
+/**
+ * SCATTER for 2×2 windows at stride 2 (they tile the rows without overlap, dx zeroed): each
+ * window's 4 elements of dx are 0 + g at the argmax (the scalar scatter's sum) and +0 elsewhere,
+ * written as two rows of two vectors (masked, re-interleaved). Rewriting an overlapped group's
+ * lanes stores the same values again.
+ */
+@inline function scatter22<T>(dx: usize, g: usize, idx: v128, W: i32): void {
+  const L = lanes<T>(), gv = v128.add<T>(v128.splat<T>(<T>0), v128.load(g));
+  for (let i = 0; i < 2; i++) {
+    const e = v128.and(gv, isOffset<T>(idx, i * W)), o = v128.and(gv, isOffset<T>(idx, i * W + 1));
+    const lo = sizeof<T>() == 4 ? v128.shuffle<f32>(e, o, 0, 4, 1, 5) : v128.shuffle<f64>(e, o, 0, 2);
+    const hi = sizeof<T>() == 4 ? v128.shuffle<f32>(e, o, 2, 6, 3, 7) : v128.shuffle<f64>(e, o, 1, 3);
+    v128.store(at<T>(dx, i * W), lo);
+    v128.store(at<T>(dx, i * W + L), hi);
+  }
+}
+
 /** Scalar argmax of one window (rows narrower than L); same rule as `windows`. */
 @inline function argmax1<T>(x: usize, W: i32, kh: i32, kw: i32): i32 {
   let best = ld<T>(x, 0), bi = 0;
@@ -78,8 +125,8 @@ import { lanes, ld, st, at, ldi } from './lanes';
 @inline const PICK = 0; // y = v at the argmax (v = x: the max itself)
 @inline const SCATTER = 1; // dx[argmax] += g
 
-/** One output row of max pooling: the windows with corners at x + ow·sw (ow < Wo), values or gradients at y. */
-@inline function maxRow<T>(mode: i32, x: usize, v: usize, y: usize, W: i32, kh: i32, kw: i32, sw: i32, Wo: i32): void {
+/** One output row of max pooling: the windows with corners at x + ow·sw (ow < Wo), values or gradients at y (sh: the row stride, for the 2×2/2 scatter). */
+@inline function maxRow<T>(mode: i32, x: usize, v: usize, y: usize, W: i32, kh: i32, kw: i32, sh: i32, sw: i32, Wo: i32): void {
   const L = lanes<T>(), step = <usize>sw * sizeof<T>();
   if (Wo < L) {
     for (let ow = 0; ow < Wo; ow++) {
@@ -89,13 +136,19 @@ import { lanes, ld, st, at, ldi } from './lanes';
     }
     return;
   }
+  const pairs = kw == 2 && sw == 2; // 2-wide windows at stride 2: windows2
   for (let ow = 0; ow < Wo; ow += L) {
     const o0 = min(ow, Wo - L); // the last group overlaps the previous one
     if (mode == PICK && v == x) {
-      v128.store(at<T>(y, o0), windows<T>(MAX, at<T>(x, o0 * sw), W, kh, kw, step));
+      const m = pairs ? windows2<T>(MAX, at<T>(x, o0 * 2), W, kh) : windows<T>(MAX, at<T>(x, o0 * sw), W, kh, kw, step);
+      v128.store(at<T>(y, o0), m);
       continue;
     }
-    const idx = windows<T>(ARG, at<T>(x, o0 * sw), W, kh, kw, step);
+    const idx = pairs ? windows2<T>(ARG, at<T>(x, o0 * 2), W, kh) : windows<T>(ARG, at<T>(x, o0 * sw), W, kh, kw, step);
+    if (mode == SCATTER && pairs && kh == 2 && sh == 2) {
+      scatter22<T>(at<T>(v, o0 * 2), at<T>(y, o0), idx, W);
+      continue;
+    }
     for (let l = ow - o0; l < L; l++) {
       const k = (o0 + l) * sw + laneOffset<T>(idx, l);
       if (mode == PICK) st<T>(y, o0 + l, ld<T>(v, k));
@@ -108,11 +161,13 @@ import { lanes, ld, st, at, ldi } from './lanes';
 @inline function maxPool<T>(mode: i32, x: usize, v: usize, y: usize, geo: usize): void {
   const planes = ldi(geo, GP), H = ldi(geo, GH), W = ldi(geo, GW), kh = ldi(geo, GKH), kw = ldi(geo, GKW);
   const sh = ldi(geo, GSH), sw = ldi(geo, GSW), Ho = ldi(geo, GHO), Wo = ldi(geo, GWO);
-  if (mode == SCATTER) memory.fill(v, 0, <usize>(planes * H * W) << alignof<T>());
+  // 2×2/2 windows that tile the plane write every element of dx (scatter22): no zeroing pass.
+  const tiled = kh == 2 && kw == 2 && sh == 2 && sw == 2 && H == 2 * Ho && W == 2 * Wo && Wo >= lanes<T>();
+  if (mode == SCATTER && !tiled) memory.fill(v, 0, <usize>(planes * H * W) << alignof<T>());
   for (let p = 0; p < planes; p++) {
     for (let oh = 0; oh < Ho; oh++) {
       const r = (p * H + oh * sh) * W;
-      maxRow<T>(mode, at<T>(x, r), at<T>(v, r), at<T>(y, (p * Ho + oh) * Wo), W, kh, kw, sw, Wo);
+      maxRow<T>(mode, at<T>(x, r), at<T>(v, r), at<T>(y, (p * Ho + oh) * Wo), W, kh, kw, sh, sw, Wo);
     }
   }
 }

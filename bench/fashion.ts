@@ -3,6 +3,7 @@
 //
 //   node scripts/run-ts.mjs bench/fashion.ts [--epochs N] [--model mlp|cnn|both]
 //        [--peers tfjs-wasm,tfjs-cpu] [--seed N] [--cap SEC] [--probe STEPS] [--data DIR] [--out FILE]
+//        [--threads N]   (adjoint's thread pool, default 1; the results are the same bits for any N)
 //
 // Models (src/cli/models.ts, what `adjoint train --dataset fashion-mnist` builds):
 //   mlp  784-256-256-10, ReLU
@@ -47,6 +48,7 @@ function parseArgs(argv: string[]) {
     probe: 10,
     data: '/usr/share/datasets/fashion-mnist',
     out: 'bench/fashion-results.json',
+    threads: 1,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i],
@@ -86,6 +88,10 @@ function parseArgs(argv: string[]) {
         break;
       case '--out':
         o.out = v();
+        break;
+      case '--threads':
+        o.threads = Number(v());
+        if (!(o.threads >= 1)) throw new Error('--threads must be ≥ 1');
         break;
       default:
         throw new Error(`unknown option ${a}`);
@@ -420,7 +426,7 @@ function table(rows: Row[]): string {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  await init({ threads: 1 });
+  await init({ threads: args.threads });
   const load0 = os.loadavg();
   const split = await data.fashionMnist(args.data);
   const sh: Shared = {
@@ -432,7 +438,7 @@ async function main() {
     nTest: split.xTest.shape[0],
   };
   console.log(
-    `Fashion-MNIST: ${sh.nTrain} train / ${sh.nTest} test; Adam lr ${LR} (constant), batch ${BATCH}, seed ${args.seed}; load average ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+    `Fashion-MNIST: ${sh.nTrain} train / ${sh.nTest} test; Adam lr ${LR} (constant), batch ${BATCH}, seed ${args.seed}, adjoint threads ${args.threads}; load average ${load0.map((x) => x.toFixed(2)).join(' ')}`,
   );
   let tf: any = null;
   const notes: string[] = [];
@@ -474,7 +480,15 @@ async function main() {
   );
   const out = {
     date: new Date().toISOString(),
-    config: { batch: BATCH, lr: LR, optimizer: 'adam (constant lr)', seed: args.seed, capSec: args.cap, probeSteps: args.probe },
+    config: {
+      batch: BATCH,
+      lr: LR,
+      optimizer: 'adam (constant lr)',
+      seed: args.seed,
+      capSec: args.cap,
+      probeSteps: args.probe,
+      adjointThreads: args.threads,
+    },
     versions: {
       node: process.version,
       v8: process.versions.v8,

@@ -70,6 +70,54 @@ describe('conv2d forward: direct and im2col paths vs a float64 reference', () =>
   }
 });
 
+/** dw[o, c, i, j] = Σ_n Σ_(oh, ow) g[n, o, oh, ow] · x[n, c, oh·sh − ph + i, ow·sw − pw + j] over in-image taps, in float64. */
+function filterReference([N, C, H, W, O, kh, kw, [sh, sw], [ph, pw]]: G, x: ArrayLike<number>, g: ArrayLike<number>): Float64Array {
+  const Ho = out(H, kh, sh, ph),
+    Wo = out(W, kw, sw, pw),
+    dw = new Float64Array(O * C * kh * kw);
+  for (let n = 0; n < N; n++)
+    for (let o = 0; o < O; o++)
+      for (let oh = 0; oh < Ho; oh++)
+        for (let ow = 0; ow < Wo; ow++) {
+          const gv = g[((n * O + o) * Ho + oh) * Wo + ow];
+          for (let c = 0; c < C; c++)
+            for (let i = 0; i < kh; i++)
+              for (let j = 0; j < kw; j++) {
+                const ih = oh * sh - ph + i,
+                  iw = ow * sw - pw + j;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) dw[((o * C + c) * kh + i) * kw + j] += gv * x[((n * C + c) * H + ih) * W + iw];
+              }
+        }
+  return dw;
+}
+
+// The filter gradient sums N·Ho·Wo products per element (f32: relative to the sum of their sizes).
+describe('conv2d filter gradient: direct and im2col paths vs a float64 reference', () => {
+  for (const [name, g] of CASES) {
+    for (const path of ['direct', 'im2col'] as const) {
+      for (const dtype of ['float32', 'float64'] as const) {
+        it(`${name}: ${path} (${dtype})`, () => {
+          const [N, C, H, W, O, kh, kw, stride, padding] = g;
+          A.tidy(() => {
+            const x = A.randn([N, C, H, W], { seed: 1, dtype }),
+              w = A.randn([O, C, kh, kw], { seed: 2, dtype });
+            setConvForwardPath(path);
+            const [y, back] = A.vjp((b) => A.conv2d(x, b, { stride, padding }), w);
+            const gy = A.randn(y.shape, { seed: 3, dtype });
+            const dw = back(gy)[0].toArray();
+            const ref = filterReference(g, x.toArray(), gy.toArray());
+            expect(dw.length).toBe(ref.length);
+            const scale = Math.sqrt(N * out(H, kh, stride[0], padding[0]) * out(W, kw, stride[1], padding[1]));
+            let worst = 0;
+            for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(dw[i] - ref[i]) / Math.max(scale, Math.abs(ref[i])));
+            expect(worst).toBeLessThan(dtype === 'float64' ? 1e-12 : 2e-5);
+          });
+        });
+      }
+    }
+  }
+});
+
 describe('bounded im2col scratch', () => {
   afterEach(() => setConvColLimit(1 << 20));
   // A 3×240×320 image: its whole col matrix (27·76800 elements at stride 1) is over 8 MB; tiled

@@ -256,7 +256,24 @@ function refPool(x: F, [N, C, H, W]: number[], [kh, kw]: Pair, [sh, sw]: Pair) {
 describe('pooling kernels vs a float64 reference', () => {
   // Widths around the SIMD group size (4 f32 / 2 f64 windows): narrower rows run scalar, wider
   // ones end with an overlapping group. Small integers make ties common; NaNs are sprinkled in.
+  // 2-wide windows at stride 2 take the even/odd-lane path: planes they tile (no zeroing pass
+  // in the 2×2 gradient), odd sizes they do not, and 3 window rows.
   const rows: [number[], Pair, Pair][] = [
+    [
+      [2, 3, 8, 16],
+      [2, 2],
+      [2, 2],
+    ],
+    [
+      [1, 2, 9, 13],
+      [2, 2],
+      [2, 2],
+    ],
+    [
+      [1, 1, 6, 10],
+      [3, 2],
+      [2, 2],
+    ],
     [
       [2, 3, 6, 6],
       [2, 2],

@@ -103,14 +103,19 @@ function launchConv(
   const [N, C, , , , kh, kw, sh, sw, ph, pw, Ho, Wo] = geo,
     bytes = BYTES[a.dtype];
   const pointwise = kh === 1 && kw === 1 && sh === 1 && sw === 1 && ph === 0 && pw === 0; // the kernels skip im2col
-  const direct = name === 'conv2d_direct';
+  const direct = name === 'conv2d_direct' || name === 'conv2d_filter_grad_direct';
   const pieces = imagePieces(N, cut.ch, cut.align, N * gemm[0] * gemm[1] * gemm[2], cut.images !== null);
   const tile = direct ? (flipped ? 1 : 0) : colTile(name, geo); // direct: geo[15] says whether w is flipped
   const geos = pieces.map(([n0, n1, c0, c1], i) => writeArgs(16 * i, [n1 - n0, ...geo.slice(1), c0, c1, tile]));
   // Scratch elements per piece: the col matrix, or the direct kernel's padded image and packed
   // filters (sized by the kernel; whole 64-byte lines, so every piece's region stays aligned).
   const colSize = direct
-    ? Math.max(...pieces.map(([, , c0, c1]) => Math.ceil(directBytes(geo, c1 - c0, bytes) / 64) * (64 / bytes)))
+    ? Math.max(
+        ...pieces.map(
+          ([, , c0, c1]) =>
+            Math.ceil((name === 'conv2d_direct' ? directBytes : filterDirectBytes)(geo, c1 - c0, bytes) / 64) * (64 / bytes),
+        ),
+      )
     : pointwise
       ? 1
       : Math.max(1, tile * (name === 'conv2d' ? C * kh * kw * Wo : name === 'conv2d_input_grad' ? kh * kw * Ho * Wo : Ho * Wo));
@@ -149,6 +154,19 @@ function directBytes(geo: number[], m: number, bytes: number): number {
   return Math.ceil(m / 4) * 4 * K * 16 + Math.ceil(K / 4) * 16 + C * (H + 2 * ph) * sw * Wq * bytes + 128;
 }
 
+/**
+ * Scratch bytes of conv2d_filter_grad_direct for m taps (assembly/convfilter.ts): K tap offsets
+ * (i32, whole v128s), gT (P·Op), dwT (⌈m/4⌉·4·Op), the phase-split padded image.
+ */
+function filterDirectBytes(geo: number[], m: number, bytes: number): number {
+  const [, C, H, , O, kh, kw, , sw, ph, , Ho, Wo] = geo;
+  const K = C * kh * kw,
+    nb = 32 / bytes,
+    Op = Math.ceil(O / nb) * nb,
+    Wq = Math.ceil(Wo / nb) * nb + Math.floor((kw - 1) / sw) + 1;
+  return Math.ceil(K / 4) * 16 + (Ho * Wo + Math.ceil(m / 4) * 4) * Op * bytes + C * (H + 2 * ph) * sw * Wq * bytes;
+}
+
 let colLimit = 1 << 20;
 /** Internal (tests): the im2col scratch bound, in elements per piece (default 2²⁰); lower values force tiling. */
 export function setConvColLimit(elements: number): void {
@@ -171,7 +189,7 @@ function colTile(name: string, geo: number[]): number {
 const kp = (geo: number[]): [number, number] => [geo[1] * geo[5] * geo[6], geo[11] * geo[12]];
 
 let forwardPath: 'auto' | 'direct' | 'im2col' = 'auto';
-/** Internal (tests, benches): 'auto' picks the forward and input-gradient path by shape (useDirect); the others force one. */
+/** Internal (tests, benches): 'auto' picks the forward, input- and filter-gradient path by shape (useDirect); the others force one. */
 export function setConvForwardPath(p: typeof forwardPath): void {
   forwardPath = p;
 }
@@ -229,15 +247,17 @@ function inputGradForward(g: Tensor, w: Tensor, p: ConvInputGradParams): Tensor 
 }
 
 /**
- * Cut over the C·kh·kw columns of dw (each piece unrolls only its rows of col; 8 = a GEMM
- * micro-tile's width, when there are enough), never over images: dw sums over them, in order.
+ * Direct (assembly/convfilter.ts) where the forward is, else im2col + GEMM. Cut over the C·kh·kw
+ * columns of dw (each piece unrolls only its rows of col; 8 = a GEMM micro-tile's width, when
+ * there are enough), never over images: dw sums over them, in order.
  */
 function filterGradForward(x: Tensor, g: Tensor, p: ConvFilterGradParams): Tensor {
   const [N, C, H, W] = x.shape,
     O = g.shape[1];
   const geo = convGeometry(N, C, [H, W], O, p.kernel, p),
     [K, P] = kp(geo);
-  return launchConv('conv2d_filter_grad', x, g, [O, C, ...p.kernel], geo, [O, K, P], { ch: K, align: K >= 32 ? 8 : 1, images: null });
+  const name = useDirect(geo) ? 'conv2d_filter_grad_direct' : 'conv2d_filter_grad';
+  return launchConv(name, x, g, [O, C, ...p.kernel], geo, [O, K, P], { ch: K, align: K >= 32 ? 8 : 1, images: null });
 }
 
 /**
