@@ -57,8 +57,12 @@ const ROUND_BITS = memory.data<i32>([0x4b400000]);
   return v128.bitselect(y, v128.and(x, f32x4.ne(x, x)), f32x4.ge(x, k(EXP_FLOOR)));
 }
 
-/** out[m][0..8] (row stride 32 B) = Σ_k A[k][m]·B[k] for m < 4: A[k] four floats (aStep bytes apart, splat on load), B two vectors (32 B per k). */
-function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize): void {
+/**
+ * out[m][0..8] (row stride 32 B) = sc·Σ_k A[k][m]·B[k] for m < 4: A[k] four floats (aStep bytes
+ * apart, splat on load), B two vectors (32 B per k). mx ≠ 0: the lane-wise max of the 4 rows is
+ * merged into mx[0..8) too (scores: saves a pass over the block).
+ */
+function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, sc: f32, mx: usize): void {
   const z = f32x4.splat(0);
   let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   const bEnd = bp + <usize>n * 32;
@@ -79,6 +83,17 @@ function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize): void {
     ap += aStep;
     bp += 32;
   }
+  if (sc != 1) {
+    const s = f32x4.splat(sc);
+    c00 = f32x4.mul(c00, s);
+    c01 = f32x4.mul(c01, s);
+    c10 = f32x4.mul(c10, s);
+    c11 = f32x4.mul(c11, s);
+    c20 = f32x4.mul(c20, s);
+    c21 = f32x4.mul(c21, s);
+    c30 = f32x4.mul(c30, s);
+    c31 = f32x4.mul(c31, s);
+  }
   v128.store(out, c00);
   v128.store(out, c01, 16);
   v128.store(out, c10, 32);
@@ -87,6 +102,10 @@ function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize): void {
   v128.store(out, c21, 80);
   v128.store(out, c30, 96);
   v128.store(out, c31, 112);
+  if (mx != 0) {
+    v128.store(mx, f32x4.max(v128.load(mx), f32x4.max(f32x4.max(c00, c10), f32x4.max(c20, c30))));
+    v128.store(mx, f32x4.max(v128.load(mx, 16), f32x4.max(f32x4.max(c01, c11), f32x4.max(c21, c31))), 16);
+  }
 }
 
 /** C[m][0..8] += Σ_{r<8} P[m][r]·B[r][0..8] for a 4 × 8 tile of C (row stride ldcB bytes); P key-major (32 B per key), B rows ldbB bytes apart. */
@@ -214,18 +233,18 @@ function scatterRows(tile: usize, dst: usize, ldB: usize, rows: i32, f: usize, t
 }
 
 /**
- * Scores of one block in place (S key-major, keys [0, jG)): s·scale + mask, −∞ where a key is
- * past Tk or (causal) past the row; mr: 8 mask row pointers (0: no mask); i0 the block's first row.
- * The rows' maxima go to mx[0..8) (lane r = row r) in the same pass.
+ * Scores of one block's keys [j0, jG) in place (S key-major, already scaled): + mask, −∞ where a
+ * key is past Tk or (causal) past the row; mr: 8 mask row pointers (0: no mask); i0 the block's
+ * first row. Their lane-wise maxima are merged into mx[0..8) (lane r = row r).
  */
-function scoreBlock(S: usize, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32, mr: usize, mx: usize): void {
-  const sc = f32x4.splat(scale), ninf = f32x4.splat(-Infinity);
-  let mLo = ninf, mHi = ninf;
+function scoreBlock(S: usize, j0: i32, jG: i32, Tk: i32, causal: i32, i0: i32, mr: usize, mx: usize): void {
+  const ninf = f32x4.splat(-Infinity);
+  let mLo = v128.load(mx), mHi = v128.load(mx, 16);
   const iLo = i32x4.add(i32x4.splat(i0), i32x4(0, 1, 2, 3)), iHi = i32x4.add(iLo, i32x4.splat(4));
   const jA = causal != 0 ? min(i0, Tk) : Tk; // keys every row of the block sees
-  for (let j = 0; j < jG; j++) {
+  for (let j = j0; j < jG; j++) {
     const p = S + fl(j * QB);
-    let lo = f32x4.mul(v128.load(p), sc), hi = f32x4.mul(v128.load(p, 16), sc);
+    let lo = v128.load(p), hi = v128.load(p, 16);
     if (mr != 0 && j < Tk) {
       lo = f32x4.add(lo, maskLanes(mr, j));
       hi = f32x4.add(hi, maskLanes(mr + 4 * sizeof<usize>(), j));
@@ -244,6 +263,16 @@ function scoreBlock(S: usize, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32
   }
   v128.store(mx, mLo);
   v128.store(mx, mHi, 16);
+}
+
+/** Sᵀ = scale·K Qᵀ for keys [0, jG) of a block, then scoreBlock from the first key group it must see (with a mask: all); row maxima into mx. */
+function scores(S: usize, Kb: usize, Qp: usize, d: i32, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32, mr: usize, mx: usize): void {
+  const jS = mr != 0 ? 0 : min(causal != 0 ? min(i0, Tk) : Tk, jG) & ~(KG - 1); // groups before jS: every key valid for every row
+  const ninf = f32x4.splat(-Infinity);
+  v128.store(mx, ninf);
+  v128.store(mx, ninf, 16);
+  for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB), scale, j < jS ? mx : 0);
+  scoreBlock(S, jS, jG, Tk, causal, i0, mr, mx);
 }
 
 /** The 8 mask row pointers of block rows i0.. (rows past Tq repeat the last valid one) into mr; 0 without a mask. */
@@ -270,8 +299,7 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       const rows = min(QB, Tq - i0);
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
       packRows(Qp, Q8, at<f32>(q, (n * Tq + i0) * d), rows, d, d, t16);
-      for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
-      scoreBlock(S, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), st8 + 32);
+      scores(S, Kb, Qp, d, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), st8 + 32); // Sᵀ = scale·K Qᵀ (+ mask)
       const ninf = f32x4.splat(-Infinity), zero = f32x4.splat(0);
       let mLo = v128.load(st8, 32), mHi = v128.load(st8, 48);
       mLo = v128.bitselect(zero, mLo, f32x4.eq(mLo, ninf)); // a fully masked row: weights e^{−∞} = 0
@@ -296,7 +324,7 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       }
       const jK = min(jG, Tk); // the weights past Tk are 0: V's rows stop at Tk
       for (let c0 = 0; c0 < dv; c0 += 4) {
-        tile4x8(vn + fl(c0), fl(dv), S, jK, tile); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
+        tile4x8(vn + fl(c0), fl(dv), S, jK, tile, 1, 0); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(y, (n * Tq + i0) * (dv + 1) + c0), fl(dv + 1), rows, inv, t16);
       }
       for (let r = 0; r < rows; r++) {
@@ -357,16 +385,13 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
       packRows(Qp, Q8, at<f32>(q, row0 * d), rows, d, d, t16);
       packRows(Op, O8, at<f32>(gy, row0 * (dv + 1)), rows, dv, dv + 1, t16);
-      for (let j = 0; j < jG; j += KG) {
-        tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
-        tile4x8(Vb + fl(j * dv), 16, Op, dv, dP + fl(j * QB)); // dPᵀ = V dOᵀ
-      }
-      scoreBlock(S, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), tile);
+      scores(S, Kb, Qp, d, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), tile); // Sᵀ = scale·K Qᵀ (+ mask)
+      for (let j = 0; j < jG; j += KG) tile4x8(Vb + fl(j * dv), 16, Op, dv, dP + fl(j * QB), 1, 0); // dPᵀ = V dOᵀ
       rowStats(st8, y, gy, row0, rows, dv);
       softmaxVjpBlock(S, dP, jG, st8, scale);
       const jK = min(jG, Tk); // dS past Tk is 0: K's rows stop at Tk
       for (let c0 = 0; c0 < d; c0 += 4) {
-        tile4x8(kn + fl(c0), fl(d), dP, jK, tile); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
+        tile4x8(kn + fl(c0), fl(d), dP, jK, tile, 1, 0); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(dq, row0 * d + c0), fl(d), rows, 0, t16);
       }
       rankUpdate(S, O8, dV, jG, dv); // dV += Pᵀ dO
