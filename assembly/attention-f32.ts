@@ -59,10 +59,11 @@ const ROUND_BITS = memory.data<i32>([0x4b400000]);
 
 /**
  * out[m][0..8] (row stride 32 B) = sc·Σ_k A[k][m]·B[k] for m < 4: A[k] four floats (aStep bytes
- * apart, splat on load), B two vectors (32 B per k). mx ≠ 0: the lane-wise max of the 4 rows is
- * merged into mx[0..8) too (scores: saves a pass over the block).
+ * apart, splat on load), B two vectors (32 B per k); sc the f32 at scp (scp = 0: 1; a pointer, not
+ * an f32 argument, which would hold a 16th xmm register through the loop and spill). mx ≠ 0: the
+ * lane-wise max of the 4 rows is merged into mx[0..8) too (scores: saves a pass over the block).
  */
-function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, sc: f32, mx: usize): void {
+function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, scp: usize, mx: usize): void {
   const z = f32x4.splat(0);
   let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   const bEnd = bp + <usize>n * 32;
@@ -83,8 +84,8 @@ function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, sc: f32
     ap += aStep;
     bp += 32;
   }
-  if (sc != 1) {
-    const s = f32x4.splat(sc);
+  if (scp != 0) {
+    const s = v128.load32_splat(scp);
     c00 = f32x4.mul(c00, s);
     c01 = f32x4.mul(c01, s);
     c10 = f32x4.mul(c10, s);
@@ -265,13 +266,14 @@ function scoreBlock(S: usize, j0: i32, jG: i32, Tk: i32, causal: i32, i0: i32, m
   v128.store(mx, mHi, 16);
 }
 
-/** Sᵀ = scale·K Qᵀ for keys [0, jG) of a block, then scoreBlock from the first key group it must see (with a mask: all); row maxima into mx. */
+/** Sᵀ = scale·K Qᵀ for keys [0, jG) of a block, then scoreBlock from the first key group it must see (with a mask: all); row maxima into mx[0..8), mx[8] scratch. */
 function scores(S: usize, Kb: usize, Qp: usize, d: i32, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32, mr: usize, mx: usize): void {
   const jS = mr != 0 ? 0 : min(causal != 0 ? min(i0, Tk) : Tk, jG) & ~(KG - 1); // groups before jS: every key valid for every row
   const ninf = f32x4.splat(-Infinity);
   v128.store(mx, ninf);
   v128.store(mx, ninf, 16);
-  for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB), scale, j < jS ? mx : 0);
+  store<f32>(mx, scale, 32);
+  for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB), mx + 32, j < jS ? mx : 0);
   scoreBlock(S, jS, jG, Tk, causal, i0, mr, mx);
 }
 
@@ -324,7 +326,7 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       }
       const jK = min(jG, Tk); // the weights past Tk are 0: V's rows stop at Tk
       for (let c0 = 0; c0 < dv; c0 += 4) {
-        tile4x8(vn + fl(c0), fl(dv), S, jK, tile, 1, 0); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
+        tile4x8(vn + fl(c0), fl(dv), S, jK, tile, 0, 0); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(y, (n * Tq + i0) * (dv + 1) + c0), fl(dv + 1), rows, inv, t16);
       }
       for (let r = 0; r < rows; r++) {
@@ -386,12 +388,12 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       packRows(Qp, Q8, at<f32>(q, row0 * d), rows, d, d, t16);
       packRows(Op, O8, at<f32>(gy, row0 * (dv + 1)), rows, dv, dv + 1, t16);
       scores(S, Kb, Qp, d, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), tile); // Sᵀ = scale·K Qᵀ (+ mask)
-      for (let j = 0; j < jG; j += KG) tile4x8(Vb + fl(j * dv), 16, Op, dv, dP + fl(j * QB), 1, 0); // dPᵀ = V dOᵀ
+      for (let j = 0; j < jG; j += KG) tile4x8(Vb + fl(j * dv), 16, Op, dv, dP + fl(j * QB), 0, 0); // dPᵀ = V dOᵀ
       rowStats(st8, y, gy, row0, rows, dv);
       softmaxVjpBlock(S, dP, jG, st8, scale);
       const jK = min(jG, Tk); // dS past Tk is 0: K's rows stop at Tk
       for (let c0 = 0; c0 < d; c0 += 4) {
-        tile4x8(kn + fl(c0), fl(d), dP, jK, tile, 1, 0); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
+        tile4x8(kn + fl(c0), fl(d), dP, jK, tile, 0, 0); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(dq, row0 * d + c0), fl(d), rows, 0, t16);
       }
       rankUpdate(S, O8, dV, jG, dv); // dV += Pᵀ dO
