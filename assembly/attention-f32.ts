@@ -63,7 +63,7 @@ const ROUND_BITS = memory.data<i32>([0x4b400000]);
  * an f32 argument, which would hold a 16th xmm register through the loop and spill). mx ≠ 0: the
  * lane-wise max of the 4 rows is merged into mx[0..8) too (scores: saves a pass over the block).
  */
-function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, scp: usize, mx: usize): void {
+@inline function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, scp: usize, mx: usize): void {
   const z = f32x4.splat(0);
   let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   const bEnd = bp + <usize>n * 32;
