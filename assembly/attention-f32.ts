@@ -4,12 +4,13 @@
 // Queries go in blocks of 8 rows, held as the two f32x4 lanes of every key: the score block is
 // stored key-major, S[j] = (s_0j … s_7j), so the softmax statistics of all 8 rows are lane-wise
 // (no horizontal sums) and the causal limit is one lane compare per key. Every product is the
-// GEMM micro-kernel's shape (matmul.ts: 4 pre-broadcast A values × 2 vectors of B, 8
-// accumulators): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K, V pre-broadcast per key group; Oᵀ = Vᵀ·Pᵀ
-// and dQᵀ = Kᵀ·dSᵀ with V, K pre-broadcast per column group; dV += Pᵀ·dO and dK += dSᵀ·Q as
-// rank-8 updates of 4-key × 8-column tiles. The whole key row of a block is scored before its
-// softmax (scratch O(Tk), no rescaling), causal blocks stop at the diagonal. The operands are
-// packed once per head (K, V) or block (Q, dO); the scratch layout is in fwdScratch/bwdScratch.
+// GEMM micro-kernel's shape (gemmtile.ts: 4 A values × 2 vectors of B, 8 accumulators; here A is
+// splat on load, which costs no more than gemmtile's pre-broadcast packs and saves packing): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K, V packed by 4-key groups (16 B per column);
+// Oᵀ = Vᵀ·Pᵀ and dQᵀ = Kᵀ·dSᵀ read V, K in place (4 adjacent columns per key); dV += Pᵀ·dO and
+// dK += dSᵀ·Q as rank-8 updates of 4-key × 8-column tiles. The score tile applies the scale and
+// takes the rows' maxima in its epilogue; only key groups that need a mask or a limit get a
+// second pass. The whole key row of a block is scored before its softmax (scratch O(Tk), no
+// rescaling), causal blocks stop at the diagonal. Scratch layout: see attnFwdF32/attnBwdF32.
 import { ld, st, at } from './lanes';
 import { madd } from './madd';
 import { log_s } from './scalar';
