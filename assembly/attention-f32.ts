@@ -4,12 +4,13 @@
 // Queries go in blocks of 8 rows, held as the two f32x4 lanes of every key: the score block is
 // stored key-major, S[j] = (s_0j … s_7j), so the softmax statistics of all 8 rows are lane-wise
 // (no horizontal sums) and the causal limit is one lane compare per key. Every product is the
-// GEMM micro-kernel's shape (matmul.ts: 4 pre-broadcast A values × 2 vectors of B, 8
-// accumulators): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K, V pre-broadcast per key group; Oᵀ = Vᵀ·Pᵀ
-// and dQᵀ = Kᵀ·dSᵀ with V, K pre-broadcast per column group; dV += Pᵀ·dO and dK += dSᵀ·Q as
-// rank-8 updates of 4-key × 8-column tiles. The whole key row of a block is scored before its
-// softmax (scratch O(Tk), no rescaling), causal blocks stop at the diagonal. The operands are
-// packed once per head (K, V) or block (Q, dO); the scratch layout is in fwdScratch/bwdScratch.
+// GEMM micro-kernel's shape (gemmtile.ts: 4 A values × 2 vectors of B, 8 accumulators; here A is
+// splat on load, which costs no more than gemmtile's pre-broadcast packs and saves packing): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K, V packed by 4-key groups (16 B per column);
+// Oᵀ = Vᵀ·Pᵀ and dQᵀ = Kᵀ·dSᵀ read V, K in place (4 adjacent columns per key); dV += Pᵀ·dO and
+// dK += dSᵀ·Q as rank-8 updates of 4-key × 8-column tiles. The score tile applies the scale and
+// takes the rows' maxima in its epilogue; only key groups that need a mask or a limit get a
+// second pass. The whole key row of a block is scored before its softmax (scratch O(Tk), no
+// rescaling), causal blocks stop at the diagonal. Scratch layout: see attnFwdF32/attnBwdF32.
 import { ld, st, at } from './lanes';
 import { madd } from './madd';
 import { log_s } from './scalar';
@@ -57,27 +58,43 @@ const ROUND_BITS = memory.data<i32>([0x4b400000]);
   return v128.bitselect(y, v128.and(x, f32x4.ne(x, x)), f32x4.ge(x, k(EXP_FLOOR)));
 }
 
-/** out[m][0..8] (row stride 32 B) = Σ_k A[k][m]·B[k] for m < 4: A pre-broadcast (64 B per k), B two vectors (32 B per k). */
-function tile4x8(ap: usize, bp: usize, n: i32, out: usize): void {
+/**
+ * out[m][0..8] (row stride 32 B) = sc·Σ_k A[k][m]·B[k] for m < 4: A[k] four floats (aStep bytes
+ * apart, splat on load), B two vectors (32 B per k); sc the f32 at scp (scp = 0: 1; a pointer, not
+ * an f32 argument, which would hold a 16th xmm register through the loop and spill). mx ≠ 0: the
+ * lane-wise max of the 4 rows is merged into mx[0..8) too (scores: saves a pass over the block).
+ */
+@inline function tile4x8(ap: usize, aStep: usize, bp: usize, n: i32, out: usize, scp: usize, mx: usize): void {
   const z = f32x4.splat(0);
   let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   const bEnd = bp + <usize>n * 32;
   while (bp < bEnd) {
     const b0 = v128.load(bp), b1 = v128.load(bp, 16);
-    let a = v128.load(ap);
+    let a = v128.load32_splat(ap);
     c00 = madd<f32>(a, b0, c00);
     c01 = madd<f32>(a, b1, c01);
-    a = v128.load(ap, 16);
+    a = v128.load32_splat(ap, 4);
     c10 = madd<f32>(a, b0, c10);
     c11 = madd<f32>(a, b1, c11);
-    a = v128.load(ap, 32);
+    a = v128.load32_splat(ap, 8);
     c20 = madd<f32>(a, b0, c20);
     c21 = madd<f32>(a, b1, c21);
-    a = v128.load(ap, 48);
+    a = v128.load32_splat(ap, 12);
     c30 = madd<f32>(a, b0, c30);
     c31 = madd<f32>(a, b1, c31);
-    ap += 64;
+    ap += aStep;
     bp += 32;
+  }
+  if (scp != 0) {
+    const s = v128.load32_splat(scp);
+    c00 = f32x4.mul(c00, s);
+    c01 = f32x4.mul(c01, s);
+    c10 = f32x4.mul(c10, s);
+    c11 = f32x4.mul(c11, s);
+    c20 = f32x4.mul(c20, s);
+    c21 = f32x4.mul(c21, s);
+    c30 = f32x4.mul(c30, s);
+    c31 = f32x4.mul(c31, s);
   }
   v128.store(out, c00);
   v128.store(out, c01, 16);
@@ -87,6 +104,10 @@ function tile4x8(ap: usize, bp: usize, n: i32, out: usize): void {
   v128.store(out, c21, 80);
   v128.store(out, c30, 96);
   v128.store(out, c31, 112);
+  if (mx != 0) {
+    v128.store(mx, f32x4.max(v128.load(mx), f32x4.max(f32x4.max(c00, c10), f32x4.max(c20, c30))));
+    v128.store(mx, f32x4.max(v128.load(mx, 16), f32x4.max(f32x4.max(c01, c11), f32x4.max(c21, c31))), 16);
+  }
 }
 
 /** C[m][0..8] += Σ_{r<8} P[m][r]·B[r][0..8] for a 4 × 8 tile of C (row stride ldcB bytes); P key-major (32 B per key), B rows ldbB bytes apart. */
@@ -151,29 +172,6 @@ function rankUpdate(p: usize, b: usize, c: usize, nk: i32, w: i32): void {
   }
 }
 
-/** x [T, c] (row stride ldx) pre-broadcast by key groups: group g holds, per column k, the splats of rows 4g..4g+3 (zero past T). */
-function packKeys(dst: usize, x: usize, T: i32, c: i32, ldx: i32): void {
-  for (let j0 = 0; j0 < T; j0 += KG) {
-    for (let m = 0; m < KG; m++) {
-      const row = at<f32>(x, (j0 + m) * ldx), ok = j0 + m < T;
-      for (let k = 0; k < c; k++) v128.store(dst + fl(k * 16 + m * 4), f32x4.splat(ok ? ld<f32>(row, k) : 0));
-    }
-    dst += fl(c * 16);
-  }
-}
-
-/** x [T, c] (row stride ldx) pre-broadcast by column groups: group g holds, per row j < T4, the splats of columns 4g..4g+3 (zero rows past T). */
-function packCols(dst: usize, x: usize, T: i32, c: i32, ldx: i32): void {
-  const T4 = ru4(T);
-  for (let c0 = 0; c0 < c; c0 += 4) {
-    for (let j = 0; j < T4; j++) {
-      const row = at<f32>(x, j * ldx), ok = j < T;
-      for (let m = 0; m < 4; m++) v128.store(dst + fl(m * 4), f32x4.splat(ok ? ld<f32>(row, c0 + m) : 0));
-      dst += 64;
-    }
-  }
-}
-
 /** The 4×4 transpose of the rows a, b, c, d, into o[0..4) (16 B apart). */
 @inline function tr4(a: v128, b: v128, c: v128, d: v128, o: usize): void {
   const t0 = v128.shuffle<f32>(a, b, 0, 4, 1, 5), t1 = v128.shuffle<f32>(a, b, 2, 6, 3, 7);
@@ -182,6 +180,19 @@ function packCols(dst: usize, x: usize, T: i32, c: i32, ldx: i32): void {
   v128.store(o, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 16);
   v128.store(o, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 32);
   v128.store(o, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 48);
+}
+
+/** x [T, c] (row stride ldx, c ≡ 0 mod 4) by key groups: group g holds, per column k, rows 4g..4g+3 (16 B; zero past T). */
+function packKeys(dst: usize, x: usize, T: i32, c: i32, ldx: i32): void {
+  const z = f32x4.splat(0), ldB = fl(ldx);
+  for (let j0 = 0; j0 < T; j0 += KG) {
+    const r0 = at<f32>(x, j0 * ldx), n = T - j0;
+    for (let k = 0; k < c; k += 4) {
+      const p = r0 + fl(k);
+      tr4(v128.load(p), n > 1 ? v128.load(p + ldB) : z, n > 2 ? v128.load(p + 2 * ldB) : z, n > 3 ? v128.load(p + 3 * ldB) : z, dst + fl(k * 4));
+    }
+    dst += fl(c * 4);
+  }
 }
 
 /** Rows i0.. (rows ≤ 8 valid, row stride ldx) of x [·, c] as q8 [8][c] and qp [c][8] (column-major, for Sᵀ); zero past `rows`; c ≡ 0 mod 4; t: 16 scratch elements. */
@@ -224,16 +235,18 @@ function scatterRows(tile: usize, dst: usize, ldB: usize, rows: i32, f: usize, t
 }
 
 /**
- * Scores of one block in place (S key-major, keys [0, jG)): s·scale + mask, −∞ where a key is
- * past Tk or (causal) past the row; mr: 8 mask row pointers (0: no mask); i0 the block's first row.
+ * Scores of one block's keys [j0, jG) in place (S key-major, already scaled): + mask, −∞ where a
+ * key is past Tk or (causal) past the row; mr: 8 mask row pointers (0: no mask); i0 the block's
+ * first row. Their lane-wise maxima are merged into mx[0..8) (lane r = row r).
  */
-function scoreBlock(S: usize, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32, mr: usize): void {
-  const sc = f32x4.splat(scale), ninf = f32x4.splat(-Infinity);
+function scoreBlock(S: usize, j0: i32, jG: i32, Tk: i32, causal: i32, i0: i32, mr: usize, mx: usize): void {
+  const ninf = f32x4.splat(-Infinity);
+  let mLo = v128.load(mx), mHi = v128.load(mx, 16);
   const iLo = i32x4.add(i32x4.splat(i0), i32x4(0, 1, 2, 3)), iHi = i32x4.add(iLo, i32x4.splat(4));
   const jA = causal != 0 ? min(i0, Tk) : Tk; // keys every row of the block sees
-  for (let j = 0; j < jG; j++) {
+  for (let j = j0; j < jG; j++) {
     const p = S + fl(j * QB);
-    let lo = f32x4.mul(v128.load(p), sc), hi = f32x4.mul(v128.load(p, 16), sc);
+    let lo = v128.load(p), hi = v128.load(p, 16);
     if (mr != 0 && j < Tk) {
       lo = f32x4.add(lo, maskLanes(mr, j));
       hi = f32x4.add(hi, maskLanes(mr + 4 * sizeof<usize>(), j));
@@ -247,7 +260,22 @@ function scoreBlock(S: usize, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32
     }
     v128.store(p, lo);
     v128.store(p, hi, 16);
+    mLo = f32x4.max(mLo, lo);
+    mHi = f32x4.max(mHi, hi);
   }
+  v128.store(mx, mLo);
+  v128.store(mx, mHi, 16);
+}
+
+/** Sᵀ = scale·K Qᵀ for keys [0, jG) of a block, then scoreBlock from the first key group it must see (with a mask: all); row maxima into mx[0..8), mx[8] scratch. */
+function scores(S: usize, Kb: usize, Qp: usize, d: i32, jG: i32, Tk: i32, scale: f32, causal: i32, i0: i32, mr: usize, mx: usize): void {
+  const jS = mr != 0 ? 0 : min(causal != 0 ? min(i0, Tk) : Tk, jG) & ~(KG - 1); // groups before jS: every key valid for every row
+  const ninf = f32x4.splat(-Infinity);
+  v128.store(mx, ninf);
+  v128.store(mx, ninf, 16);
+  store<f32>(mx, scale, 32);
+  for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * d), 16, Qp, d, S + fl(j * QB), mx + 32, j < jS ? mx : 0);
+  scoreBlock(S, jS, jG, Tk, causal, i0, mr, mx);
 }
 
 /** The 8 mask row pointers of block rows i0.. (rows past Tq repeat the last valid one) into mr; 0 without a mask. */
@@ -259,29 +287,24 @@ function maskRows(mr: usize, mask: usize, n: i32, i0: i32, rows: i32, g: usize):
 }
 
 // Scratch (f32 elements; attention.ts's JS side reserves the same): forward
-// 4·T4·(d + dv) + 8·T4 + 16·d + 96, backward T4·(9·d + 5·dv + 16) + 16·(d + dv) + 80, T4 = Tk rounded up to 4.
+// T4·(d + 8) + 16·d + 96, backward T4·(2·d + 2·dv + 16) + 16·(d + dv) + 80, T4 = Tk rounded up to 4.
 
 /** attention_f32's fast path (no dropout, d ≡ dv ≡ 0 mod 4); g: the geometry block. */
 export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, n0: i32, n1: i32, g: usize, scale: f32, scratch: usize): void {
   const Tq = load<i32>(g), Tk = load<i32>(g, 4), d = load<i32>(g, 8), dv = load<i32>(g, 12), causal = load<i32>(g, 16);
   const T4 = ru4(Tk);
-  const Kb = scratch, Vc = Kb + fl(4 * T4 * d), S = Vc + fl(4 * T4 * dv), Qp = S + fl(QB * T4), Q8 = Qp + fl(QB * d), tile = Q8 + fl(QB * d), misc = tile + fl(32);
+  const Kb = scratch, S = Kb + fl(T4 * d), Qp = S + fl(QB * T4), Q8 = Qp + fl(QB * d), tile = Q8 + fl(QB * d), misc = tile + fl(32);
   const mr = misc, st8 = misc + 64, inv = st8 + 64, t16 = inv + 32; // 8 mask row pointers; row statistics; 1/l; transpose scratch
   for (let n = n0; n < n1; n++) {
+    const vn = at<f32>(v, n * Tk * dv);
     packKeys(Kb, at<f32>(k, n * Tk * d), Tk, d, d);
-    packCols(Vc, at<f32>(v, n * Tk * dv), Tk, dv, dv);
     for (let i0 = 0; i0 < Tq; i0 += QB) {
       const rows = min(QB, Tq - i0);
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
       packRows(Qp, Q8, at<f32>(q, (n * Tq + i0) * d), rows, d, d, t16);
-      for (let j = 0; j < jG; j += KG) tile4x8(Kb + fl(j * 4 * d), Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
-      scoreBlock(S, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g));
-      let mLo = f32x4.splat(-Infinity), mHi = mLo;
-      for (let j = 0; j < jG; j++) {
-        mLo = f32x4.max(mLo, v128.load(S + fl(j * QB)));
-        mHi = f32x4.max(mHi, v128.load(S + fl(j * QB), 16));
-      }
+      scores(S, Kb, Qp, d, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), st8 + 32); // Sᵀ = scale·K Qᵀ (+ mask)
       const ninf = f32x4.splat(-Infinity), zero = f32x4.splat(0);
+      let mLo = v128.load(st8, 32), mHi = v128.load(st8, 48);
       mLo = v128.bitselect(zero, mLo, f32x4.eq(mLo, ninf)); // a fully masked row: weights e^{−∞} = 0
       mHi = v128.bitselect(zero, mHi, f32x4.eq(mHi, ninf));
       let lLo = zero, lHi = zero;
@@ -302,8 +325,9 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
         const l = ld<f32>(st8, r);
         st<f32>(inv, r, l > 0 ? <f32>1 / l : 0);
       }
+      const jK = min(jG, Tk); // the weights past Tk are 0: V's rows stop at Tk
       for (let c0 = 0; c0 < dv; c0 += 4) {
-        tile4x8(Vc + fl(c0 * 4 * T4), S, jG, tile); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
+        tile4x8(vn + fl(c0), fl(dv), S, jK, tile, 0, 0); // Oᵀ = Vᵀ Pᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(y, (n * Tq + i0) * (dv + 1) + c0), fl(dv + 1), rows, inv, t16);
       }
       for (let r = 0; r < rows; r++) {
@@ -351,13 +375,12 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
   n0: i32, n1: i32, g: usize, scale: f32, scratch: usize): void {
   const Tq = load<i32>(g), Tk = load<i32>(g, 4), d = load<i32>(g, 8), dv = load<i32>(g, 12), causal = load<i32>(g, 16);
   const T4 = ru4(Tk);
-  const Kb = scratch, Kc = Kb + fl(4 * T4 * d), Vb = Kc + fl(4 * T4 * d), dK = Vb + fl(4 * T4 * dv), dV = dK + fl(T4 * d);
+  const Kb = scratch, Vb = Kb + fl(T4 * d), dK = Vb + fl(T4 * dv), dV = dK + fl(T4 * d);
   const S = dV + fl(T4 * dv), dP = S + fl(QB * T4), Qp = dP + fl(QB * T4), Q8 = Qp + fl(QB * d), Op = Q8 + fl(QB * d), O8 = Op + fl(QB * dv);
   const tile = O8 + fl(QB * dv), st8 = tile + fl(32), mr = st8 + fl(24), t16 = mr + fl(8);
   for (let n = n0; n < n1; n++) {
     const kn = at<f32>(k, n * Tk * d), vn = at<f32>(v, n * Tk * dv);
     packKeys(Kb, kn, Tk, d, d);
-    packCols(Kc, kn, Tk, d, d);
     packKeys(Vb, vn, Tk, dv, dv);
     memory.fill(dK, 0, fl(T4 * (d + dv)));
     for (let i0 = 0; i0 < Tq; i0 += QB) {
@@ -365,15 +388,13 @@ export function attnBwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       const jG = ru4(causal != 0 ? min(Tk, i0 + QB) : Tk);
       packRows(Qp, Q8, at<f32>(q, row0 * d), rows, d, d, t16);
       packRows(Op, O8, at<f32>(gy, row0 * (dv + 1)), rows, dv, dv + 1, t16);
-      for (let j = 0; j < jG; j += KG) {
-        tile4x8(Kb + fl(j * 4 * d), Qp, d, S + fl(j * QB)); // Sᵀ = K Qᵀ
-        tile4x8(Vb + fl(j * 4 * dv), Op, dv, dP + fl(j * QB)); // dPᵀ = V dOᵀ
-      }
-      scoreBlock(S, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g));
+      scores(S, Kb, Qp, d, jG, Tk, scale, causal, i0, maskRows(mr, mask, n, i0, rows, g), tile); // Sᵀ = scale·K Qᵀ (+ mask)
+      for (let j = 0; j < jG; j += KG) tile4x8(Vb + fl(j * dv), 16, Op, dv, dP + fl(j * QB), 0, 0); // dPᵀ = V dOᵀ
       rowStats(st8, y, gy, row0, rows, dv);
       softmaxVjpBlock(S, dP, jG, st8, scale);
+      const jK = min(jG, Tk); // dS past Tk is 0: K's rows stop at Tk
       for (let c0 = 0; c0 < d; c0 += 4) {
-        tile4x8(Kc + fl(c0 * 4 * T4), dP, jG, tile); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
+        tile4x8(kn + fl(c0), fl(d), dP, jK, tile, 0, 0); // dQᵀ = Kᵀ dSᵀ, columns c0..c0+3
         scatterRows(tile, at<f32>(dq, row0 * d + c0), fl(d), rows, 0, t16);
       }
       rankUpdate(S, O8, dV, jG, dv); // dV += Pᵀ dO

@@ -49,6 +49,10 @@ const CASES: Case[] = [
     causal: true,
   },
   { name: 'mask [B, 1, Tq, 1]', q: [2, 2, 9, 4], k: [2, 2, 7, 4], v: [2, 2, 7, 4], mask: [2, 1, 9, 1] },
+  // Odd T past one 8-row block with a 3-key tail group: the score tiles' own row maxima, then
+  // scoreBlock on the tail only (no mask), or on every group (mask), and causal with a mask.
+  { name: 'T = 67, d = 32', q: [2, 67, 32], k: [2, 67, 32], v: [2, 67, 32] },
+  { name: 'T = 67, d = 32, causal, mask [Tq, Tk]', q: [2, 67, 32], k: [2, 67, 32], v: [2, 67, 32], mask: [67, 67], causal: true },
 ];
 
 const rn = (shape: number[], seed: number, dtype: DType) => A.randn(shape, { seed, dtype });

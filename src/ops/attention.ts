@@ -54,14 +54,14 @@ const BQ = 128,
 
 /**
  * Scratch elements per thread: the tiled-GEMM kernels' blocks, or for float32 without dropout
- * and d, dv multiples of 4 the register-blocked kernels' packed K, V (and dK, dV) of one head
+ * and d, dv multiples of 4 the register-blocked kernels' packed K (and V, dK, dV) of one head
  * (assembly/attention-f32.ts), O(Tk·d) either way.
  */
 function scratchElems(backward: boolean, dtype: DType, Tk: number, d: number, dv: number, p: AttentionParams): number {
   if (dtype !== 'float32' || p.dropoutP !== 0 || d % 4 !== 0 || dv % 4 !== 0)
     return backward ? 2 * BQ * BK + BQ : BQ * BK + BQ * dv + 2 * BQ;
   const T4 = Math.ceil(Tk / 4) * 4;
-  return backward ? T4 * (9 * d + 5 * dv + 16) + 16 * (d + dv) + 80 : 4 * T4 * (d + dv) + 8 * T4 + 16 * d + 96;
+  return backward ? T4 * (2 * d + 2 * dv + 16) + 16 * (d + dv) + 80 : T4 * (d + 8) + 16 * d + 96;
 }
 
 const dims = (q: Tensor, k: Tensor, v: Tensor) => ({ N: q.shape[0], Tq: q.shape[1], Tk: k.shape[1], d: q.shape[2], dv: v.shape[2] });
