@@ -1,5 +1,5 @@
-// Exact GELU ½x·(1 + erf(x/√2)) on f32x4 lanes, for the gelu_erf kernels in unary.ts and the
-// fused VJP below. GELU only needs erf to an absolute accuracy near f32's rounding of 1 + erf
+// Exact GELU ½x·(1 + erf(x/√2)) on f32x4 lanes, for the gelu_erf kernels and the fused
+// gelu_erf_vjp in unary.ts. GELU only needs erf to an absolute accuracy near f32's rounding of 1 + erf
 // (its result is x·Φ(x), Φ = ½(1 + erf)), so instead of erf4's two branches (a polynomial below 1,
 // e^{−c²}·B(1/c) above, both computed on every lane) it uses one rational function without exp:
 // erf(c) ≈ c·P(c²)/Q(c²) on [0, 3.92], P degree 6 and Q degree 5, fitted here for minimax absolute
@@ -7,9 +7,7 @@
 // f32). In f32 arithmetic it is within 4e-7 of erf (≤ 7 ulp of values near 1); GELU within 5 ulp
 // for x > −1, and to the same absolute error as before in the left tail, where 1 + erf cancels.
 // Plain IEEE add, mul and div only (no FMA, no relaxed SIMD), so every engine returns the same bits.
-import { ld, st, at } from './lanes';
-import { exp_s, erf_s } from './scalar';
-import { exp4, loadTail, storeTail } from './vmath';
+import { exp4 } from './vmath';
 
 // Constants in static memory, splatted by one load each (see vmath.ts: V8 rebuilds a v128.const at every use).
 const P0 = memory.data<f32>([1.128379225730896]);
@@ -67,26 +65,3 @@ const SIGN = memory.data<i32>([0x80000000]);
   const pdf = mul(exp4(mul(mul(x, x), k(NEG_HALF))), k(INV_SQRT_2PI));
   return add(cdf, mul(x, pdf));
 }
-
-/** GELU's derivative for one element (f64: the scalar erf and exp, as the composite). */
-@inline function geluGrad<T>(x: T): T {
-  return <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1) + x * exp_s<T>(x * x * <T>-0.5) * <T>0.3989422804014327;
-}
-
-/**
- * dx = g·(Φ(x) + x·φ(x)), exact GELU's VJP from its saved input in one pass (the product of
- * gelu_erf_grad and g, same bits). (x, g, dx: pointers to n elements of T; n ≥ 0; dx may alias x or g.)
- */
-@inline function geluVjp<T>(x: usize, g: usize, dx: usize, n: i32): void {
-  let i = 0;
-  if (sizeof<T>() == 4) {
-    for (; i + 4 <= n; i += 4) v128.store(at<T>(dx, i), mul(v128.load(at<T>(g, i)), geluErfGrad4(v128.load(at<T>(x, i)))));
-    if (i < n) storeTail(at<T>(dx, i), mul(loadTail(at<T>(g, i), n - i), geluErfGrad4(loadTail(at<T>(x, i), n - i))), n - i);
-    return;
-  }
-  for (; i < n; i++) st<T>(dx, i, ld<T>(g, i) * geluGrad<T>(ld<T>(x, i)));
-}
-
-/** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: scalar erf and exp) */
-export function gelu_erf_vjp_f32(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f32>(x, g, dx, n); }
-export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f64>(x, g, dx, n); }

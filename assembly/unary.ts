@@ -218,3 +218,24 @@ export function gelu_erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void
 /** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU (f32: gelu.ts's lane code) */
 export function gelu_erf_grad_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF_GRAD, x, y, n, p0, p1); }
 export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF_GRAD, x, y, n, p0, p1); }
+
+/** GELU's derivative for one element (f64: the scalar erf and exp, as the composite). */
+@inline function geluGrad<T>(x: T): T { return f<T>(GELU_ERF_GRAD, x, <T>0, <T>0); }
+
+/**
+ * dx = g·(Φ(x) + x·φ(x)), exact GELU's VJP from its saved input in one pass (the product of
+ * gelu_erf_grad and g, same bits). (x, g, dx: pointers to n elements of T; n ≥ 0; dx may alias x or g.)
+ */
+@inline function geluVjp<T>(x: usize, g: usize, dx: usize, n: i32): void {
+  let i = 0;
+  if (sizeof<T>() == 4) {
+    for (; i + 4 <= n; i += 4) v128.store(at<T>(dx, i), f32x4.mul(v128.load(at<T>(g, i)), geluErfGrad4(v128.load(at<T>(x, i)))));
+    if (i < n) storeTail(at<T>(dx, i), f32x4.mul(loadTail(at<T>(g, i), n - i), geluErfGrad4(loadTail(at<T>(x, i), n - i))), n - i);
+    return;
+  }
+  for (; i < n; i++) st<T>(dx, i, ld<T>(g, i) * geluGrad<T>(ld<T>(x, i)));
+}
+
+/** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: scalar erf and exp) */
+export function gelu_erf_vjp_f32(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f32>(x, g, dx, n); }
+export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f64>(x, g, dx, n); }
