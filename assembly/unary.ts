@@ -7,6 +7,7 @@
 import { lanes, ld, st, at } from './lanes';
 import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s, erf_s } from './scalar';
 import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } from './vmath';
+import { geluErf4, geluErfGrad4 } from './gelu';
 
 @inline const NEG = 0;
 @inline const EXP = 1;
@@ -83,13 +84,9 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } fro
     case SIGMOID: return sigmoid4(x);
     case SOFTPLUS: return softplus4(x);
     case ERF: return erf4(x);
-    // ½x·(1 + erf(x/√2)) in the rounding order of the composite mul(mul(x, ½), add(erf(mul(x, √½)), 1)).
-    case GELU_ERF: return f32x4.mul(f32x4.mul(x, f32x4.splat(0.5)), f32x4.add(erf4(f32x4.mul(x, f32x4.splat(<f32>Math.SQRT1_2))), f32x4.splat(1)));
-    case GELU_ERF_GRAD: {
-      const cdf = f32x4.mul(f32x4.splat(0.5), f32x4.add(erf4(f32x4.mul(x, f32x4.splat(<f32>Math.SQRT1_2))), f32x4.splat(1)));
-      const pdf = f32x4.mul(exp4(f32x4.mul(f32x4.mul(x, x), f32x4.splat(-0.5))), f32x4.splat(<f32>INV_SQRT_2PI));
-      return f32x4.add(cdf, f32x4.mul(x, pdf));
-    }
+    // Exact GELU and its derivative: gelu.ts's lane code (a rational erf, no exp in the forward).
+    case GELU_ERF: return geluErf4(x);
+    case GELU_ERF_GRAD: return geluErfGrad4(x);
     case NEG: return v128.neg<T>(x);
     case SQRT: return v128.sqrt<T>(x);
     case ABS: return v128.abs<T>(x);
@@ -215,9 +212,30 @@ export function sigmoid_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { v
 /** dx = g·(y > 0 ? 1 : 0), y = relu x */
 export function relu_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(RELU_VJP, y, g, dx, n); }
 export function relu_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(RELU_VJP, y, g, dx, n); }
-/** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (same bits as the composite of mul, erf and add it replaces) */
+/** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (f32: gelu.ts's rational erf, within 5 ulp for x > −1; f64: the scalar erf) */
 export function gelu_erf_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF, x, y, n, p0, p1); }
 export function gelu_erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF, x, y, n, p0, p1); }
-/** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU */
+/** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU (f32: gelu.ts's lane code) */
 export function gelu_erf_grad_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF_GRAD, x, y, n, p0, p1); }
 export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF_GRAD, x, y, n, p0, p1); }
+
+/** GELU's derivative for one element (f64: the scalar erf and exp, as the composite). */
+@inline function geluGrad<T>(x: T): T { return f<T>(GELU_ERF_GRAD, x, <T>0, <T>0); }
+
+/**
+ * dx = g·(Φ(x) + x·φ(x)), exact GELU's VJP from its saved input in one pass (the product of
+ * gelu_erf_grad and g, same bits). (x, g, dx: pointers to n elements of T; n ≥ 0; dx may alias x or g.)
+ */
+@inline function geluVjp<T>(x: usize, g: usize, dx: usize, n: i32): void {
+  let i = 0;
+  if (sizeof<T>() == 4) {
+    for (; i + 4 <= n; i += 4) v128.store(at<T>(dx, i), f32x4.mul(v128.load(at<T>(g, i)), geluErfGrad4(v128.load(at<T>(x, i)))));
+    if (i < n) storeTail(at<T>(dx, i), f32x4.mul(loadTail(at<T>(g, i), n - i), geluErfGrad4(loadTail(at<T>(x, i), n - i))), n - i);
+    return;
+  }
+  for (; i < n; i++) st<T>(dx, i, ld<T>(g, i) * geluGrad<T>(ld<T>(x, i)));
+}
+
+/** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: scalar erf and exp) */
+export function gelu_erf_vjp_f32(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f32>(x, g, dx, n); }
+export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f64>(x, g, dx, n); }

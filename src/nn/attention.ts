@@ -8,6 +8,7 @@ import type { DType } from '../tensor/dtype.js';
 import { seedOf, zeros } from '../ops/create.js';
 import { add, sub, log, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
 import { attentionDrawn } from '../ops/attention-api.js';
+import { modes } from '../ops/modes.js';
 import { dense } from '../ops/dense.js';
 import { replayable } from '../tensor/replay.js';
 import { kernel } from '../wasm/module.js';
@@ -173,12 +174,19 @@ export class MultiheadAttention extends Module {
     return this.batchFirst ? t : transpose(t, [1, 0, 2]);
   }
 
-  /** Q, K, V: one GEMM with the whole in_proj_weight for self-attention, three slices of it otherwise. */
+  /**
+   * Q, K, V: three GEMMs with slices of in_proj_weight, or one with the whole weight for
+   * self-attention when nothing records a backward (noGrad: sampling). Under recording the three
+   * products are cheaper overall: slicing one [B, T, 3E] result three ways makes the backward pad
+   * each slice's cotangent to the full [B, T, 3E] with zeros and add the three (profiled on the
+   * GPT step: 3 fills, 3 copies and 2 adds of the whole QKV size per block), where three GEMMs
+   * only pad the [E, E] weight slices and add the [B, T, E] input cotangents.
+   */
   private project(q: Tensor, k: Tensor, v: Tensor, self: boolean): Tensor[] {
     const E = this.embedDim,
       W = this.in_proj_weight,
       b = this.in_proj_bias;
-    if (self) {
+    if (self && !modes.record) {
       const qkv = linear(q, W, b),
         [B, T] = q.shape;
       return [0, 1, 2].map((i) => slice(qkv, [0, 0, i * E], [B, T, E]));

@@ -26,7 +26,7 @@ import {
   recip,
   zerosLike,
 } from './api.js';
-import { tanhGrad, sigmoidGrad, reluGrad } from './nn.js';
+import { tanhGrad, sigmoidGrad, reluGrad, geluErfVjp, geluErf2 } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
@@ -154,11 +154,13 @@ export const unaryRules = {
   sign: constant<Record<string, never>>(map('sign'), () => [0, 0]),
   recip: unary(map('recip'), 'y', (_x, y) => neg(square(y))),
   erf: unary(map('erf', 'transcendental'), 'x', (x) => mul(exp(neg(square(x))), 2 / Math.sqrt(Math.PI))), // erf' = 2/√π·e^{−x²}
-  // Exact GELU ½x(1 + erf(x/√2)) as one kernel each way: gelu' = Φ(x) + x·φ(x), gelu'' = φ(x)·(2 − x²).
-  geluErf: unary(map('gelu_erf', 'transcendental'), 'x', (x) => geluErfGrad(x)),
-  geluErfGrad: unary(map('gelu_erf_grad', 'transcendental'), 'x', (x) =>
-    mul(mul(exp(mul(square(x), -0.5)), 1 / Math.sqrt(2 * Math.PI)), sub(2, square(x))),
-  ),
+  // Exact GELU ½x(1 + erf(x/√2)) as one kernel each way (the VJP g·gelu'(x) fused, nn.ts):
+  // gelu' = Φ(x) + x·φ(x), gelu'' = φ(x)·(2 − x²).
+  geluErf: {
+    ...unary(map('gelu_erf', 'transcendental'), 'x', (x) => geluErfGrad(x)),
+    vjp: (g, s) => [geluErfVjp(s.x[0]!, g)],
+  } satisfies Rule<Record<string, never>>,
+  geluErfGrad: unary(map('gelu_erf_grad', 'transcendental'), 'x', (x) => geluErf2(x)),
 };
 
 export const binaryRules = {

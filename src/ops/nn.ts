@@ -7,13 +7,13 @@
 // use them.
 import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
-import type { Element, Rule, Rule0 } from './rule.js';
+import type { CostClass, Element, Rule, Rule0 } from './rule.js';
 import { splitMap, splitRows } from '../wasm/split.js';
 import { runtime, views } from '../wasm/module.js';
 import { apply } from './apply.js';
 import { hooks } from '../wasm/hooks.js';
 import { filled } from './launch.js';
-import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike } from './api.js';
+import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike, exp, geluErfGrad } from './api.js';
 import { front, frontAll, rowsBatch, sameShapeBatch, type Dim, type Self } from './batch.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
@@ -51,10 +51,19 @@ export const tanhGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('t
 export const sigmoidGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('sigmoidGrad', [y, g], {}) : mul(g, mul(y, sub(1, y))));
 export const reluGrad = (y: Tensor, g: Tensor): Tensor =>
   same(y, g) ? apply('reluGrad', [y, g], {}) : mul(g, apply('step', [y], { a: 1, b: 0 }));
+/** g·gelu'(x) for exact GELU, from its input x (one pass: gelu_erf_vjp). */
+export const geluErfVjp = (x: Tensor, g: Tensor): Tensor => (same(x, g) ? apply('geluErfVjp', [x, g], {}) : mul(g, geluErfGrad(x)));
+/** gelu''(x) = φ(x)·(2 − x²) for exact GELU. */
+export const geluErf2 = (x: Tensor): Tensor => mul(mul(exp(mul(square(x), -0.5)), 1 / Math.sqrt(2 * Math.PI)), sub(2, square(x)));
 
 /** The primitive dx = self(y, g) with kernel `<kernel>_vjp`; dy(y, g) = ∂dx/∂y, null where it is zero. */
-function elementGrad(kernel: string, self: (y: Tensor, g: Tensor) => Tensor, dy: ((y: Tensor, g: Tensor) => Tensor) | null): Rule0 {
-  const element: Element = { kernel: `${kernel}_vjp`, layout: 'grad', cost: 'cheap', fusable: true };
+function elementGrad(
+  kernel: string,
+  self: (y: Tensor, g: Tensor) => Tensor,
+  dy: ((y: Tensor, g: Tensor) => Tensor) | null,
+  cost: CostClass = 'cheap',
+): Rule0 {
+  const element: Element = { kernel: `${kernel}_vjp`, layout: 'grad', cost, fusable: true };
   return {
     element,
     saves: { inputs: dy === null ? [0] : [0, 1], output: false },
@@ -157,6 +166,12 @@ export const nnRules = {
     (y, g) => mul(g, sub(1, mul(y, 2))),
   ), // ∂/∂y g·y(1 − y) = g(1 − 2y)
   reluGrad: elementGrad('relu', (y, g) => reluGrad(y, g), null),
+  geluErfVjp: elementGrad(
+    'gelu_erf',
+    (x, g) => geluErfVjp(x, g),
+    (x, g) => mul(g, geluErf2(x)),
+    'transcendental',
+  ), // g·gelu'(x) from the input x: ∂/∂x = g·gelu''(x)
   softmaxCrossEntropy: {
     saves: { inputs: [0], output: false },
     forward: ([x], p) => {
