@@ -113,13 +113,18 @@ describe('adjoint train --model gpt', () => {
 });
 
 describe('GptRun', () => {
-  it('schedules lr as the PyTorch reference: linear warm-up over 100 steps, cosine to 1e-4 at the last step', () => {
+  it("schedules lr as nanoGPT's get_lr (warmup_iters 100, lr_decay_iters = max_iters = steps)", () => {
+    // train.py: it < warmup: lr·(it+1)/(warmup+1); else min_lr + ½(1 + cos(π·(it−warmup)/(decay−warmup)))·(lr − min_lr).
     const steps = 2000,
-      ref = (s: number) =>
-        s < 100 ? (1e-3 * (s + 1)) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / (steps - 101)))) * 9e-4;
+      ref = (s: number) => (s < 100 ? (1e-3 * (s + 1)) / 101 : 1e-4 + 0.5 * (1 + Math.cos((Math.PI * (s - 100)) / 1900)) * 9e-4);
     for (const s of [0, 1, 49, 99, 100, 101, 500, 1000, 1500, 1998, 1999]) expect(gptLr(s, steps)).toBeCloseTo(ref(s), 15);
-    expect(gptLr(99, steps)).toBe(1e-3);
-    expect(gptLr(1999, steps)).toBeCloseTo(1e-4, 15);
+    // Pinned values: the first step is lr/101, the last warm-up step 100/101 of lr, the peak at step 100.
+    expect(gptLr(0, steps)).toBe(1e-3 / 101);
+    expect(gptLr(99, steps)).toBe((1e-3 * 100) / 101);
+    expect(gptLr(100, steps)).toBeCloseTo(1e-3, 15);
+    expect(gptLr(1050, steps)).toBeCloseTo(5.5e-4, 15);
+    expect(gptLr(1999, steps)).toBeCloseTo(1e-4 + 0.45e-3 * (1 + Math.cos(Math.PI * (1899 / 1900))), 15);
+    expect(gptLr(1999, steps)).toBeGreaterThan(1e-4);
   });
 
   it('the whole-split validation loss is the mean over consecutive non-overlapping windows', () => {

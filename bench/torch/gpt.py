@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference for the character-level tiny-Shakespeare GPT (the published CPU config):
 4 layers, 4 heads, width 128, context 64, batch 12; AdamW lr 1e-3, 100 linear warm-up steps then
-cosine decay to 1e-4 at the last step, betas 0.9/0.99, weight decay 0.1 on matrices only, grad-norm
+cosine decay toward 1e-4 (nanoGPT's get_lr), betas 0.9/0.99, weight decay 0.1 on matrices only, grad-norm
 clip 1.0, no dropout, head tied to the token embedding, GPT-2-style init (gpt_model.py).
 Data: first 90 % of the characters train, last 10 % validation; vocabulary = sorted set of the
 characters of the whole file.
@@ -45,15 +45,16 @@ EVAL_EVERY, EVAL_BATCHES = 250, 20
 
 
 def lr_at(step, steps):
-    """Linear warm-up over WARMUP steps, then cosine from LR to MIN_LR at the last step."""
+    """nanoGPT's get_lr with lr_decay_iters = steps: warm-up LR·(step+1)/(WARMUP+1), then cosine
+    from LR over steps − WARMUP steps toward MIN_LR."""
     if step < WARMUP:
-        return LR * (step + 1) / WARMUP
-    ratio = (step - WARMUP) / max(1, steps - 1 - WARMUP)
+        return LR * (step + 1) / (WARMUP + 1)
+    ratio = (step - WARMUP) / max(1, steps - WARMUP)
     return MIN_LR + 0.5 * (1 + math.cos(math.pi * min(1.0, ratio))) * (LR - MIN_LR)
 
 
 def batch(data, gen):
-    ix = torch.randint(0, len(data) - CONTEXT - 1, (BATCH,), generator=gen)
+    ix = torch.randint(0, len(data) - CONTEXT, (BATCH,), generator=gen)  # nanoGPT: randint(len - block_size)
     x = torch.stack([data[i : i + CONTEXT] for i in ix.tolist()])
     y = torch.stack([data[i + 1 : i + 1 + CONTEXT] for i in ix.tolist()])
     return x, y
