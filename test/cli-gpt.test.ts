@@ -37,6 +37,7 @@ describe('adjoint train --model gpt', () => {
       heads: 4,
       width: 128,
       context: 64,
+      bias: false,
       batch: 12,
       steps: 2000,
       seed: 0,
@@ -45,6 +46,8 @@ describe('adjoint train --model gpt', () => {
       save: null,
       evalEvery: 250,
     });
+    expect(parseGptTrainArgs(['--model', 'gpt', '--bias', 'true']).bias).toBe(true);
+    expect(() => parseGptTrainArgs(['--model', 'gpt', '--bias', 'yes'])).toThrow(/--bias must be true or false, got "yes"/);
   });
 
   it('trains a few steps, validates, saves, and the last line is the validation loss', async () => {
@@ -149,6 +152,17 @@ describe('GptRun', () => {
       [0.1, true],
       [0, true],
     ]);
+    // nanoGPT's bias=False: no biases, so the undecayed group is the LayerNorm weights (2 a block + the final one).
+    expect(r.model.bias).toBe(false);
+    expect(r.optimizer.paramGroups[1].params).toEqual([
+      r.model.blocks.at(0).ln1.weight,
+      r.model.blocks.at(0).ln2.weight,
+      r.model.lnF.weight,
+    ]);
+    // Every matrix decays, the tied token embedding/head once and the position table too.
+    expect(r.optimizer.paramGroups[0].params).toContain(r.model.tokEmb.weight);
+    expect(r.optimizer.paramGroups[0].params).toContain(r.model.posEmb.weight);
+    expect(r.optimizer.paramGroups[0].params.length).toBe(2 + 4);
     r.dispose();
   });
 });
@@ -159,9 +173,10 @@ describe('saved model', () => {
     const header = JSON.parse(
       new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true)))),
     );
-    expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16 });
+    expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16, bias: false });
     expect(JSON.parse(header.__metadata__.vocab).join('')).toBe([...new Set(text)].sort().join(''));
     expect(Object.keys(header)).toContain('head.weight');
     expect(Object.keys(header)).toContain('blocks.0.attn.in_proj_weight');
+    expect(Object.keys(header).filter((k) => k.endsWith('bias'))).toEqual([]);
   });
 });

@@ -2,11 +2,12 @@
 """PyTorch reference for the character-level tiny-Shakespeare GPT (the published CPU config):
 4 layers, 4 heads, width 128, context 64, batch 12; AdamW lr 1e-3, 100 linear warm-up steps then
 cosine decay toward 1e-4 (nanoGPT's get_lr), betas 0.9/0.99, weight decay 0.1 on matrices only, grad-norm
-clip 1.0, no dropout, head tied to the token embedding, GPT-2-style init (gpt_model.py).
+clip 1.0, no dropout, no biases (nanoGPT's bias=False; --bias adds them), head tied to the token
+embedding, GPT-2-style init (gpt_model.py).
 Data: first 90 % of the characters train, last 10 % validation; vocabulary = sorted set of the
 characters of the whole file.
 
-  /usr/bin/python3 bench/torch/gpt.py [--steps 2000] [--threads 1] [--seed 0] [--data FILE]
+  /usr/bin/python3 bench/torch/gpt.py [--steps 2000] [--threads 1] [--seed 0] [--data FILE] [--bias]
 
 Prints progress, then one JSON line: median ms/step (forward + backward + clip + AdamW step;
 wall time, and process CPU time, which stays near the unloaded wall time on a busy machine),
@@ -92,6 +93,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=None)
+    # nanoGPT's train.py default bias=False: no biases in Linear layers and LayerNorms.
+    ap.add_argument("--bias", action=argparse.BooleanOptionalAction, default=False, help="Linear/LayerNorm biases (default off, as nanoGPT)")
     args = ap.parse_args()
     path = args.data or next((p for p in DATA_CANDIDATES if os.path.exists(p)), None)
     if path is None or not os.path.exists(path):
@@ -107,7 +110,7 @@ def main():
     train, val = data[:split], data[split:]
     vocab = len(chars)
 
-    model = GPT(vocab, WIDTH, LAYERS, HEADS, CONTEXT)
+    model = GPT(vocab, WIDTH, LAYERS, HEADS, CONTEXT, bias=args.bias)
     gpt2_init(model, LAYERS, seed=args.seed)
     nparams = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(decay_groups(model, WD), lr=LR, betas=BETAS)
@@ -147,6 +150,8 @@ def main():
                 "bench": "torch-gpt",
                 "torch": torch.__version__,
                 "threads": args.threads,
+                "seed": args.seed,
+                "bias": args.bias,
                 "steps": args.steps,
                 "params": nparams,
                 "msPerStepMedian": round(med, 3),
