@@ -37,6 +37,7 @@ describe('adjoint train --model gpt', () => {
       heads: 4,
       width: 128,
       context: 64,
+      bias: false,
       batch: 12,
       steps: 2000,
       seed: 0,
@@ -45,6 +46,8 @@ describe('adjoint train --model gpt', () => {
       save: null,
       evalEvery: 250,
     });
+    expect(parseGptTrainArgs(['--model', 'gpt', '--bias', 'true']).bias).toBe(true);
+    expect(() => parseGptTrainArgs(['--model', 'gpt', '--bias', 'yes'])).toThrow(/--bias must be true or false, got "yes"/);
   });
 
   it('trains a few steps, validates, saves, and the last line is the validation loss', async () => {
@@ -113,13 +116,18 @@ describe('adjoint train --model gpt', () => {
 });
 
 describe('GptRun', () => {
-  it('schedules lr as the PyTorch reference: linear warm-up over 100 steps, cosine to 1e-4 at the last step', () => {
+  it("schedules lr as nanoGPT's get_lr (warmup_iters 100, lr_decay_iters = max_iters = steps)", () => {
+    // train.py: it < warmup: lr·(it+1)/(warmup+1); else min_lr + ½(1 + cos(π·(it−warmup)/(decay−warmup)))·(lr − min_lr).
     const steps = 2000,
-      ref = (s: number) =>
-        s < 100 ? (1e-3 * (s + 1)) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / (steps - 101)))) * 9e-4;
+      ref = (s: number) => (s < 100 ? (1e-3 * (s + 1)) / 101 : 1e-4 + 0.5 * (1 + Math.cos((Math.PI * (s - 100)) / 1900)) * 9e-4);
     for (const s of [0, 1, 49, 99, 100, 101, 500, 1000, 1500, 1998, 1999]) expect(gptLr(s, steps)).toBeCloseTo(ref(s), 15);
-    expect(gptLr(99, steps)).toBe(1e-3);
-    expect(gptLr(1999, steps)).toBeCloseTo(1e-4, 15);
+    // Pinned values: the first step is lr/101, the last warm-up step 100/101 of lr, the peak at step 100.
+    expect(gptLr(0, steps)).toBe(1e-3 / 101);
+    expect(gptLr(99, steps)).toBe((1e-3 * 100) / 101);
+    expect(gptLr(100, steps)).toBeCloseTo(1e-3, 15);
+    expect(gptLr(1050, steps)).toBeCloseTo(5.5e-4, 15);
+    expect(gptLr(1999, steps)).toBeCloseTo(1e-4 + 0.45e-3 * (1 + Math.cos(Math.PI * (1899 / 1900))), 15);
+    expect(gptLr(1999, steps)).toBeGreaterThan(1e-4);
   });
 
   it('the whole-split validation loss is the mean over consecutive non-overlapping windows', () => {
@@ -144,6 +152,17 @@ describe('GptRun', () => {
       [0.1, true],
       [0, true],
     ]);
+    // nanoGPT's bias=False: no biases, so the undecayed group is the LayerNorm weights (2 a block + the final one).
+    expect(r.model.bias).toBe(false);
+    expect(r.optimizer.paramGroups[1].params).toEqual([
+      r.model.blocks.at(0).ln1.weight,
+      r.model.blocks.at(0).ln2.weight,
+      r.model.lnF.weight,
+    ]);
+    // Every matrix decays, the tied token embedding/head once and the position table too.
+    expect(r.optimizer.paramGroups[0].params).toContain(r.model.tokEmb.weight);
+    expect(r.optimizer.paramGroups[0].params).toContain(r.model.posEmb.weight);
+    expect(r.optimizer.paramGroups[0].params.length).toBe(2 + 4);
     r.dispose();
   });
 });
@@ -154,9 +173,10 @@ describe('saved model', () => {
     const header = JSON.parse(
       new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true)))),
     );
-    expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16 });
+    expect(JSON.parse(header.__metadata__.config)).toMatchObject({ layers: 1, heads: 2, width: 16, context: 16, bias: false });
     expect(JSON.parse(header.__metadata__.vocab).join('')).toBe([...new Set(text)].sort().join(''));
     expect(Object.keys(header)).toContain('head.weight');
     expect(Object.keys(header)).toContain('blocks.0.attn.in_proj_weight');
+    expect(Object.keys(header).filter((k) => k.endsWith('bias'))).toEqual([]);
   });
 });

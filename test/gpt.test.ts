@@ -108,6 +108,46 @@ describe('GPT', () => {
     m.dispose();
   });
 
+  it("bias: false is nanoGPT's bias=False: PyTorch's keys without the biases, 804,096 parameters, the same function as zero biases", () => {
+    const meta = JSON.parse(readFileSync(join(FIXTURES, 'gpt_tiny.json'), 'utf8')) as GptCase;
+    const nb = new A.nn.GPT({ ...meta.config, bias: false, dtype: 'float64', seed: 2 });
+    const keys = meta.layout
+      .flatMap((r) => (r.key.includes('{i}') ? [0, 1].map((i) => r.key.replace('{i}', String(i))) : [r.key]))
+      .filter((k) => !/bias$/.test(k));
+    expect(Object.keys(nb.stateDict()).sort()).toEqual(keys.sort());
+    expect(nb.bias).toBe(false);
+    // nanoGPT's published model (vocabulary 65, 4 layers, 4 heads, width 128, context 64): 0.80 M
+    // without the position table (its get_num_params), 804,096 with it.
+    const big = new A.nn.GPT({ vocabSize: 65, bias: false });
+    expect(big.parameters().reduce((a, p) => a + p.size, 0)).toBe(804_096);
+    big.dispose();
+    // With biases that are zero (as initialised), the model with biases is the same function.
+    const wb = new A.nn.GPT({ ...meta.config, dtype: 'float64', seed: 9 });
+    wb.loadStateDict({ ...wb.stateDict(), ...nb.stateDict() });
+    const ids = { ids: [1, 2, 3, 4, 5, 6, 0, 2], shape: [2, 4] as const };
+    A.noGrad(() => expect(relErr(nb.forward(ids).toArray(), wb.forward(ids).toArray())).toBeLessThan(1e-14));
+    expect(() => new A.nn.GPT({ vocabSize: 5, bias: 0 as unknown as boolean })).toThrow(/GPT: bias must be true or false/);
+    nb.dispose();
+    wb.dispose();
+  });
+
+  it('LayerNorm with bias: false has its weight only and is the affine LayerNorm with a zero bias', () => {
+    const ln = new A.nn.LayerNorm(6, { bias: false, dtype: 'float64' });
+    expect(ln.namedParameters().map(([n]) => n)).toEqual(['weight']);
+    expect(ln.bias).toBeNull();
+    const w = A.tensor([0.5, -1, 2, 1.5, 0.25, 3], { dtype: 'float64' });
+    ln.loadStateDict({ weight: w });
+    const x = A.tensor([[1, 2, 4, 8, 16, 32]], { dtype: 'float64' });
+    const xs = [1, 2, 4, 8, 16, 32],
+      mean = xs.reduce((a, b) => a + b) / 6,
+      v = xs.reduce((a, b) => a + (b - mean) ** 2, 0) / 6;
+    const ref = xs.map((xi, i) => ((xi - mean) / Math.sqrt(v + 1e-5)) * [0.5, -1, 2, 1.5, 0.25, 3][i]);
+    expect(relErr(ln.forward(x).toArray(), ref)).toBeLessThan(1e-12);
+    w.dispose();
+    x.dispose();
+    ln.dispose();
+  });
+
   it('rejects bad ids with clear errors', () => {
     const m = new A.nn.GPT({ vocabSize: 5, layers: 1, heads: 1, width: 4, context: 3 });
     expect(() => m.forward({ ids: [1, 2, 3, 4], shape: [1, 4] })).toThrow(/sequence length 4 exceeds the context of 3/);

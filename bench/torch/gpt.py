@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """PyTorch reference for the character-level tiny-Shakespeare GPT (the published CPU config):
 4 layers, 4 heads, width 128, context 64, batch 12; AdamW lr 1e-3, 100 linear warm-up steps then
-cosine decay to 1e-4 at the last step, betas 0.9/0.99, weight decay 0.1 on matrices only, grad-norm
-clip 1.0, no dropout, head tied to the token embedding, GPT-2-style init (gpt_model.py).
+cosine decay toward 1e-4 (nanoGPT's get_lr), betas 0.9/0.99, weight decay 0.1 on matrices only, grad-norm
+clip 1.0, no dropout, no biases (nanoGPT's bias=False; --bias adds them), head tied to the token
+embedding, GPT-2-style init (gpt_model.py).
 Data: first 90 % of the characters train, last 10 % validation; vocabulary = sorted set of the
 characters of the whole file.
 
-  /usr/bin/python3 bench/torch/gpt.py [--steps 2000] [--threads 1] [--seed 0] [--data FILE]
+  /usr/bin/python3 bench/torch/gpt.py [--steps 2000] [--threads 1] [--seed 0] [--data FILE] [--bias]
 
 Prints progress, then one JSON line: median ms/step (forward + backward + clip + AdamW step;
 wall time, and process CPU time, which stays near the unloaded wall time on a busy machine),
@@ -45,15 +46,16 @@ EVAL_EVERY, EVAL_BATCHES = 250, 20
 
 
 def lr_at(step, steps):
-    """Linear warm-up over WARMUP steps, then cosine from LR to MIN_LR at the last step."""
+    """nanoGPT's get_lr with lr_decay_iters = steps: warm-up LR·(step+1)/(WARMUP+1), then cosine
+    from LR over steps − WARMUP steps toward MIN_LR."""
     if step < WARMUP:
-        return LR * (step + 1) / WARMUP
-    ratio = (step - WARMUP) / max(1, steps - 1 - WARMUP)
+        return LR * (step + 1) / (WARMUP + 1)
+    ratio = (step - WARMUP) / max(1, steps - WARMUP)
     return MIN_LR + 0.5 * (1 + math.cos(math.pi * min(1.0, ratio))) * (LR - MIN_LR)
 
 
 def batch(data, gen):
-    ix = torch.randint(0, len(data) - CONTEXT - 1, (BATCH,), generator=gen)
+    ix = torch.randint(0, len(data) - CONTEXT, (BATCH,), generator=gen)  # nanoGPT: randint(len - block_size)
     x = torch.stack([data[i : i + CONTEXT] for i in ix.tolist()])
     y = torch.stack([data[i + 1 : i + 1 + CONTEXT] for i in ix.tolist()])
     return x, y
@@ -91,6 +93,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=None)
+    # nanoGPT's train.py default bias=False: no biases in Linear layers and LayerNorms.
+    ap.add_argument("--bias", action=argparse.BooleanOptionalAction, default=False, help="Linear/LayerNorm biases (default off, as nanoGPT)")
     args = ap.parse_args()
     path = args.data or next((p for p in DATA_CANDIDATES if os.path.exists(p)), None)
     if path is None or not os.path.exists(path):
@@ -106,7 +110,7 @@ def main():
     train, val = data[:split], data[split:]
     vocab = len(chars)
 
-    model = GPT(vocab, WIDTH, LAYERS, HEADS, CONTEXT)
+    model = GPT(vocab, WIDTH, LAYERS, HEADS, CONTEXT, bias=args.bias)
     gpt2_init(model, LAYERS, seed=args.seed)
     nparams = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(decay_groups(model, WD), lr=LR, betas=BETAS)
@@ -146,6 +150,8 @@ def main():
                 "bench": "torch-gpt",
                 "torch": torch.__version__,
                 "threads": args.threads,
+                "seed": args.seed,
+                "bias": args.bias,
                 "steps": args.steps,
                 "params": nparams,
                 "msPerStepMedian": round(med, 3),

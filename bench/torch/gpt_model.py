@@ -12,6 +12,7 @@ Layout (state_dict keys; L layers, width W, vocab V, context C):
   blocks.{i}.mlp.2.weight [W, 4W], mlp.2.bias [W]    Linear
   lnF.weight/bias              [W]      final LayerNorm
   head.weight                  [V, W]   no bias; tied: the same Parameter as tokEmb.weight
+With bias=False (nanoGPT's default in train.py) every *.bias key above is absent.
 forward(ids [B, T] int) → logits [B, T, V]:
   x = tokEmb(ids) + posEmb(arange(T))
   each block: h = ln1(x); x = x + attn(h, h, h, causal); x = x + mlp(ln2(x))
@@ -24,13 +25,22 @@ import torch
 nn = torch.nn
 
 
+def layer_norm(width, bias):
+    """nn.LayerNorm (eps 1e-5), without its bias when bias is False (PyTorch 1.13 has no bias=False)."""
+    ln = nn.LayerNorm(width)
+    if not bias:
+        del ln.bias
+        ln.register_parameter("bias", None)
+    return ln
+
+
 class Block(nn.Module):
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, bias=True):
         super().__init__()
-        self.ln1 = nn.LayerNorm(width)
-        self.attn = nn.MultiheadAttention(width, heads, dropout=0.0, batch_first=True)
-        self.ln2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        self.ln1 = layer_norm(width, bias)
+        self.attn = nn.MultiheadAttention(width, heads, dropout=0.0, bias=bias, batch_first=True)
+        self.ln2 = layer_norm(width, bias)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width, bias=bias), nn.GELU(), nn.Linear(4 * width, width, bias=bias))
 
     def forward(self, x, mask):
         h = self.ln1(x)
@@ -39,13 +49,13 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, width, layers, heads, context):
+    def __init__(self, vocab, width, layers, heads, context, bias=True):
         super().__init__()
         self.context = context
         self.tokEmb = nn.Embedding(vocab, width)
         self.posEmb = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList([Block(width, heads) for _ in range(layers)])
-        self.lnF = nn.LayerNorm(width)
+        self.blocks = nn.ModuleList([Block(width, heads, bias) for _ in range(layers)])
+        self.lnF = layer_norm(width, bias)
         self.head = nn.Linear(width, vocab, bias=False)
         self.head.weight = self.tokEmb.weight  # weight tying
 

@@ -37,8 +37,8 @@ interface State {
 }
 let st: State | null = null;
 
-function newRun(text: string, size: GptSize, tokenizer?: data.CharTokenizer): GptRun {
-  return new GptRun(text, { ...size, steps: STEPS, seed: SEED }, tokenizer);
+function newRun(text: string, size: GptSize, tokenizer?: data.CharTokenizer, bias?: boolean): GptRun {
+  return new GptRun(text, { ...size, steps: STEPS, seed: SEED, bias }, tokenizer);
 }
 
 function info(r: GptRun): GptInfo {
@@ -149,7 +149,7 @@ function save(s: State): void {
   const r = s.run,
     m = r.model;
   // The CLI's metadata (src/cli/gpt.ts), so `adjoint sample --load` reads this file, plus the step.
-  const config = { vocabSize: m.vocabSize, layers: m.layers, heads: m.heads, width: m.width, context: m.context };
+  const config = { vocabSize: m.vocabSize, layers: m.layers, heads: m.heads, width: m.width, context: m.context, bias: m.bias };
   const bytes = io.saveSafetensors(m.stateDict(), {
     format: 'pt',
     producer: 'adjoint demo',
@@ -183,7 +183,7 @@ function load(s: State, buffer: ArrayBuffer, fileName: string): void {
     const meta = metadataOf(bytes);
     if (meta.config === undefined || meta.vocab === undefined)
       throw new Error('this file has no GPT config/vocab metadata (save it here or with adjoint train --model gpt --save)');
-    const c = JSON.parse(meta.config) as Partial<GptSize>;
+    const c = JSON.parse(meta.config) as Partial<GptSize> & { bias?: boolean };
     const size: GptSize = {
       layers: c.layers ?? 4,
       heads: c.heads ?? 4,
@@ -192,7 +192,8 @@ function load(s: State, buffer: ArrayBuffer, fileName: string): void {
       batch: Number(meta.batch ?? s.run.config.batch),
     };
     // Built first, so a file that does not fit leaves the current run untouched.
-    const run = newRun(s.text, size, new data.CharTokenizer(JSON.parse(meta.vocab) as string[]));
+    // Files saved before the bias flag existed have biases.
+    const run = newRun(s.text, size, new data.CharTokenizer(JSON.parse(meta.vocab) as string[]), c.bias ?? true);
     try {
       run.model.loadStateDict(record);
     } catch (e) {

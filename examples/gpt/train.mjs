@@ -20,9 +20,9 @@ const opt = new optim.AdamW(
   ],
   { lr: 1e-3, betas: [0.9, 0.99] },
 );
-// 100 warm-up steps, then cosine decay to 1e-4 at the last step.
+// nanoGPT's schedule: 100 warm-up steps, then cosine decay over the remaining steps toward 1e-4.
 const lrAt = (s) =>
-  s < 100 ? (1e-3 * (s + 1)) / 100 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / Math.max(1, STEPS - 101)))) * 9e-4;
+  s < 100 ? (1e-3 * (s + 1)) / 101 : 1e-4 + 0.5 * (1 + Math.cos(Math.PI * Math.min(1, (s - 100) / Math.max(1, STEPS - 100)))) * 9e-4;
 const batches = data.lmBatches(train, { batchSize: BATCH, blockSize: CONTEXT, seed: 1 });
 for (let s = 0; s < STEPS; s++) {
   opt.lr = lrAt(s);

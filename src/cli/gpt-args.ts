@@ -7,6 +7,8 @@ export interface GptTrainArgs {
   heads: number;
   width: number;
   context: number;
+  /** Linear/LayerNorm biases (default false, as the published run). */
+  bias: boolean;
   batch: number;
   steps: number;
   seed: number;
@@ -27,7 +29,7 @@ export interface SampleArgs {
   threads: number;
 }
 
-export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64]
+export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64] [--bias false]
                      [--batch 12] [--steps 2000] [--seed 0] [--threads 1] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
@@ -74,6 +76,10 @@ export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
     heads: integer('--heads', 1),
     width: integer('--width', 1),
     context: integer('--context', 1),
+    bias: (v: string): boolean => {
+      if (v !== 'true' && v !== 'false') throw new UsageError(`--bias must be true or false, got ${JSON.stringify(v)}`);
+      return v === 'true';
+    },
     batch: integer('--batch', 1),
     steps: integer('--steps', 1),
     seed: integer('--seed', 0),
@@ -87,6 +93,7 @@ export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
     heads: (g.heads as number) ?? 4,
     width: (g.width as number) ?? 128,
     context: (g.context as number) ?? 64,
+    bias: (g.bias as boolean) ?? false,
     batch: (g.batch as number) ?? 12,
     steps: (g.steps as number) ?? 2000,
     seed: (g.seed as number) ?? 0,

@@ -1,6 +1,6 @@
-// One GPT training run on a text, as the published tiny-Shakespeare CPU setup: AdamW (betas
+// One GPT training run on a text, as the published tiny-Shakespeare CPU setup (nanoGPT, no biases): AdamW (betas
 // 0.9/0.99, weight decay 0.1 on matrices only), lr 1e-3 with linear warm-up over 100 steps then
-// cosine decay to 1e-4 at the last step, gradient-norm clipping at 1.0. The whole step (forward,
+// cosine decay toward 1e-4 (nanoGPT's get_lr, lr_decay_iters = steps), gradient-norm clipping at 1.0. The whole step (forward,
 // backward, clip, AdamW) is one compile()d function of the batch's int32 tensors, so from the
 // fourth step on it replays a fixed kernel schedule. No Node APIs here: the CLI, the benchmark
 // and the demo's Web Worker all drive this.
@@ -26,12 +26,17 @@ export interface GptRunConfig {
   lr?: number;
   minLr?: number;
   warmup?: number;
+  /** Linear/LayerNorm biases; default false, as nanoGPT's published run (train.py's bias = False). */
+  bias?: boolean;
 }
 
-/** lr at step s (0-based) of `steps`: linear warm-up to lr, then cosine to minLr at the last step (cos in wasm). */
+/**
+ * lr at step s (0-based) of `steps`: nanoGPT's get_lr with lr_decay_iters = steps, i.e. warm-up
+ * lr·(s+1)/(warmup+1), then cosine from lr over steps − warmup steps toward minLr (cos in wasm).
+ */
 export function gptLr(s: number, steps: number, lr = 1e-3, minLr = 1e-4, warmup = 100): number {
-  if (s < warmup) return (lr * (s + 1)) / warmup;
-  const ratio = Math.min(1, (s - warmup) / Math.max(1, steps - 1 - warmup));
+  if (s < warmup) return (lr * (s + 1)) / (warmup + 1);
+  const ratio = Math.min(1, (s - warmup) / Math.max(1, steps - warmup));
   return minLr + 0.5 * (1 + kernel('cos_scalar')(Math.PI * ratio)) * (lr - minLr);
 }
 
@@ -63,6 +68,7 @@ export class GptRun {
       heads: c.heads,
       width: c.width,
       context: c.context,
+      bias: c.bias ?? false,
       seed: c.seed,
     });
     const params = this.model.parameters();

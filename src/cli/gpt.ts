@@ -41,6 +41,7 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
     heads: args.heads,
     width: args.width,
     context: args.context,
+    bias: args.bias,
     batch: args.batch,
     steps: args.steps,
     seed: args.seed,
@@ -50,7 +51,7 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
     `training gpt on shakespeare: ${run.train.length} train / ${run.val.length} val characters, vocabulary ${run.tokenizer.vocabSize}\n`,
   );
   out.write(
-    `model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${args.threads} thread(s)\n`,
+    `model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters${args.bias ? ', with biases' : ', no biases'}); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${args.threads} thread(s)\n`,
   );
   const times: number[] = [],
     cpu: number[] = [];
@@ -105,7 +106,14 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
 
 /** The model's state dict with its configuration and vocabulary in the safetensors metadata. */
 function saveGpt(model: GPT, tokenizer: CharTokenizer): Uint8Array {
-  const config = { vocabSize: model.vocabSize, layers: model.layers, heads: model.heads, width: model.width, context: model.context };
+  const config = {
+    vocabSize: model.vocabSize,
+    layers: model.layers,
+    heads: model.heads,
+    width: model.width,
+    context: model.context,
+    bias: model.bias,
+  };
   return saveSafetensors(model.stateDict(), {
     format: 'pt',
     producer: 'adjoint',

@@ -18,7 +18,7 @@ import { ModuleList } from './containers.js';
 import { MultiheadAttention, linear } from './attention.js';
 import { count, dtypeOf } from './init.js';
 import { sample, type SampleOptions } from './gpt-sample.js';
-import { tooMany, optionsArg } from '../args.js';
+import { tooMany, optionsArg, boolArg } from '../args.js';
 
 /** A GPT's sizes (the published character-level configuration by default) plus `dtype` and `seed`. */
 export interface GPTConfig {
@@ -31,6 +31,8 @@ export interface GPTConfig {
   width?: number;
   /** Longest sequence, the number of learned positions (default 64). */
   context?: number;
+  /** Biases in the Linear layers, attention projections and LayerNorms (default true; nanoGPT's published run has none). */
+  bias?: boolean;
   dtype?: DType;
   /** Seed of the GPT-2-style initialisation (default 0). */
   seed?: number;
@@ -55,18 +57,18 @@ export class GPTBlock extends Module {
   readonly attn: MultiheadAttention;
   readonly ln2: LayerNorm;
   readonly mlp: Sequential;
-  constructor(width: number, heads: number, dtype: DType) {
-    if (arguments.length > 3) throw tooMany('nn.GPTBlock', 3, arguments.length);
+  constructor(width: number, heads: number, dtype: DType, bias = true) {
+    if (arguments.length > 4) throw tooMany('nn.GPTBlock', 4, arguments.length);
     super();
-    this.ln1 = this.registerModule('ln1', new LayerNorm(width, { dtype }));
-    this.attn = this.registerModule('attn', new MultiheadAttention(width, heads, { dtype, batchFirst: true }));
-    this.ln2 = this.registerModule('ln2', new LayerNorm(width, { dtype }));
+    this.ln1 = this.registerModule('ln1', new LayerNorm(width, { dtype, bias }));
+    this.attn = this.registerModule('attn', new MultiheadAttention(width, heads, { dtype, bias, batchFirst: true }));
+    this.ln2 = this.registerModule('ln2', new LayerNorm(width, { dtype, bias }));
     this.mlp = this.registerModule(
       'mlp',
       new Sequential(
-        new Linear(width, 4 * width, { dtype }),
+        new Linear(width, 4 * width, { dtype, bias }),
         new GELU({ approximate: 'none' }) /* PyTorch's nn.GELU() */,
-        new Linear(4 * width, width, { dtype }),
+        new Linear(4 * width, width, { dtype, bias }),
       ),
     );
   }
@@ -95,6 +97,8 @@ export class GPT extends Module {
   readonly heads: number;
   readonly width: number;
   readonly context: number;
+  /** Whether the Linear layers, attention projections and LayerNorms have biases. */
+  readonly bias: boolean;
   readonly dtype: DType;
   readonly tokEmb: Embedding;
   readonly posEmb: Embedding;
@@ -107,12 +111,13 @@ export class GPT extends Module {
     super();
     if (config === null || typeof config !== 'object')
       throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${String(config)}`);
-    optionsArg('nn.GPT', config, ['vocabSize', 'layers', 'heads', 'width', 'context', 'dtype', 'seed'], 'config');
+    optionsArg('nn.GPT', config, ['vocabSize', 'layers', 'heads', 'width', 'context', 'bias', 'dtype', 'seed'], 'config');
     this.vocabSize = count('GPT', 'vocabSize', config.vocabSize);
     this.layers = count('GPT', 'layers', config.layers ?? 4);
     this.heads = count('GPT', 'heads', config.heads ?? 4);
     this.width = count('GPT', 'width', config.width ?? 128);
     this.context = count('GPT', 'context', config.context ?? 64);
+    this.bias = boolArg('GPT', 'bias', config.bias, true);
     if (this.width % this.heads !== 0) throw new ShapeError(`GPT: width (${this.width}) must be divisible by heads (${this.heads})`);
     this.dtype = dtypeOf('GPT', config.dtype);
     const dtype = this.dtype;
@@ -120,9 +125,9 @@ export class GPT extends Module {
     this.posEmb = this.registerModule('posEmb', new Embedding(this.context, this.width, { dtype }));
     this.blocks = this.registerModule(
       'blocks',
-      new ModuleList(Array.from({ length: this.layers }, () => new GPTBlock(this.width, this.heads, dtype))),
+      new ModuleList(Array.from({ length: this.layers }, () => new GPTBlock(this.width, this.heads, dtype, this.bias))),
     );
-    this.lnF = this.registerModule('lnF', new LayerNorm(this.width, { dtype }));
+    this.lnF = this.registerModule('lnF', new LayerNorm(this.width, { dtype, bias: this.bias }));
     this.head = this.registerModule('head', new TiedHead(this.tokEmb.weight));
     this.initGpt2(config.seed ?? 0);
   }

@@ -133,13 +133,13 @@ export class LayerNorm extends Module {
   readonly dim: number;
   /** The scale, shape `[dim]` (initialised to ones), or null without `elementwiseAffine`. */
   readonly weight: Tensor | null;
-  /** The shift, shape `[dim]` (initialised to zeros), or null without `elementwiseAffine`. */
+  /** The shift, shape `[dim]` (initialised to zeros), or null without `elementwiseAffine` or with `bias: false`. */
   readonly bias: Tensor | null;
   /** The parameters' dtype; inputs must have it too. */
   readonly dtype: DType;
   /**
    * @param dim - Size of the last axis (a number or PyTorch's `[dim]`).
-   * @param opts - The options it was built with: `eps` (added to the variance, default 1e-5), `elementwiseAffine` (learned weight and bias, default true), `dtype` (default `'float32'`).
+   * @param opts - The options it was built with: `eps` (added to the variance, default 1e-5), `elementwiseAffine` (learned weight and bias, default true), `bias` (learned bias, default true), `dtype` (default `'float32'`).
    */
   constructor(
     dim: number | readonly [number],
@@ -148,19 +148,21 @@ export class LayerNorm extends Module {
       eps?: number;
       /** Whether the layer has a learned weight and bias; default true. */
       elementwiseAffine?: boolean;
+      /** Whether an affine layer also has its learned bias (PyTorch ≥ 2.1's `bias`); default true. */
+      bias?: boolean;
       /** The parameters' dtype; default `'float32'`. */
       dtype?: DType;
     } = {},
   ) {
     if (arguments.length > 2) throw tooMany('nn.LayerNorm', 2, arguments.length);
     super();
-    optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'dtype']);
+    optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'bias', 'dtype']);
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
     this.dtype = dtypeOf('LayerNorm', opts.dtype);
     const affine = opts.elementwiseAffine ?? true;
     this.weight = affine ? this.registerParameter('weight', ones([this.dim], { dtype: this.dtype })) : null;
-    this.bias = affine ? this.registerParameter('bias', zeros([this.dim], { dtype: this.dtype })) : null;
+    this.bias = affine && (opts.bias ?? true) ? this.registerParameter('bias', zeros([this.dim], { dtype: this.dtype })) : null;
   }
   forward(x: Tensor): Tensor {
     if (arguments.length > 1) throw tooMany('nn.LayerNorm.forward', 1, arguments.length);
