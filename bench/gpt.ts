@@ -116,11 +116,12 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
   const rows: Row[] = [];
   // One process per thread count: threads are fixed by the first init() of a process.
   for (const threads of [1, 2]) {
-    const r = spawnSync(
-      process.execPath,
-      [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)],
-      { cwd: root, encoding: 'utf8' },
-    );
+    const args = [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)];
+    // A child inherits the pinned main thread's one-core affinity: with more threads, give it every core back.
+    const everyCore = threads > 1 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
+    const r = everyCore
+      ? spawnSync('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, ...args], { cwd: root, encoding: 'utf8' })
+      : spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
     const line = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
     if (!line.startsWith('{')) throw new Error(`adjoint ${threads}-thread step failed: ${(r.stderr ?? '').trim()}`);
     rows.push(JSON.parse(line) as Row);
