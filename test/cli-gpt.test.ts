@@ -37,7 +37,7 @@ describe('adjoint train --model gpt', () => {
       heads: 4,
       width: 128,
       context: 64,
-      bias: false,
+      bias: true,
       batch: 12,
       steps: 2000,
       seed: 0,
@@ -46,7 +46,7 @@ describe('adjoint train --model gpt', () => {
       save: null,
       evalEvery: 250,
     });
-    expect(parseGptTrainArgs(['--model', 'gpt', '--bias', 'true']).bias).toBe(true);
+    expect(parseGptTrainArgs(['--model', 'gpt', '--bias', 'false']).bias).toBe(false);
     expect(() => parseGptTrainArgs(['--model', 'gpt', '--bias', 'yes'])).toThrow(/--bias must be true or false, got "yes"/);
   });
 
@@ -65,6 +65,8 @@ describe('adjoint train --model gpt', () => {
       '2',
       '--data',
       join(dir, 'small.txt'),
+      '--bias',
+      'false',
       '--save',
       save,
     ]);
@@ -131,7 +133,11 @@ describe('GptRun', () => {
   });
 
   it('the whole-split validation loss is the mean over consecutive non-overlapping windows', () => {
-    const r = new GptRun(text, { layers: 1, heads: 1, width: 8, context: 16, batch: 2, steps: 1, seed: 1 });
+    const small = { layers: 1, heads: 1, width: 8, context: 16, batch: 2, steps: 1, seed: 1 };
+    const withBias = new GptRun(text, small);
+    expect(withBias.model.bias).toBe(true); // the default
+    withBias.dispose();
+    const r = new GptRun(text, { ...small, bias: false });
     const T = 16,
       n = Math.floor((r.val.length - 1) / T);
     let total = 0;
@@ -152,7 +158,7 @@ describe('GptRun', () => {
       [0.1, true],
       [0, true],
     ]);
-    // nanoGPT's bias=False: no biases, so the undecayed group is the LayerNorm weights (2 a block + the final one).
+    // bias: false is nanoGPT's bias=False: no biases, so the undecayed group is the LayerNorm weights (2 a block + the final one).
     expect(r.model.bias).toBe(false);
     expect(r.optimizer.paramGroups[1].params).toEqual([
       r.model.blocks.at(0).ln1.weight,

@@ -7,7 +7,7 @@ export interface GptTrainArgs {
   heads: number;
   width: number;
   context: number;
-  /** Linear/LayerNorm biases (default false, as the published run). */
+  /** Linear/LayerNorm biases (default true; false is nanoGPT's bias = False). */
   bias: boolean;
   batch: number;
   steps: number;
@@ -29,7 +29,7 @@ export interface SampleArgs {
   threads: number;
 }
 
-export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64] [--bias false]
+export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64] [--bias true]
                      [--batch 12] [--steps 2000] [--seed 0] [--threads 1] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
@@ -93,7 +93,7 @@ export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
     heads: (g.heads as number) ?? 4,
     width: (g.width as number) ?? 128,
     context: (g.context as number) ?? 64,
-    bias: (g.bias as boolean) ?? false,
+    bias: (g.bias as boolean) ?? true,
     batch: (g.batch as number) ?? 12,
     steps: (g.steps as number) ?? 2000,
     seed: (g.seed as number) ?? 0,

@@ -1,4 +1,4 @@
-// One GPT training run on a text, as the published tiny-Shakespeare CPU setup (nanoGPT, no biases): AdamW (betas
+// One GPT training run on a text, as the published tiny-Shakespeare CPU setup (nanoGPT; with biases unless bias: false): AdamW (betas
 // 0.9/0.99, weight decay 0.1 on matrices only), lr 1e-3 with linear warm-up over 100 steps then
 // cosine decay toward 1e-4 (nanoGPT's get_lr, lr_decay_iters = steps), gradient-norm clipping at 1.0. The whole step (forward,
 // backward, clip, AdamW) is one compile()d function of the batch's int32 tensors, so from the
@@ -26,7 +26,7 @@ export interface GptRunConfig {
   lr?: number;
   minLr?: number;
   warmup?: number;
-  /** Linear/LayerNorm biases; default false, as nanoGPT's published run (train.py's bias = False). */
+  /** Linear/LayerNorm biases; default true (false is nanoGPT's published model, train.py's bias = False; docs/gpt.md says why the default differs). */
   bias?: boolean;
 }
 
@@ -68,7 +68,7 @@ export class GptRun {
       heads: c.heads,
       width: c.width,
       context: c.context,
-      bias: c.bias ?? false,
+      bias: c.bias ?? true,
       seed: c.seed,
     });
     const params = this.model.parameters();
