@@ -1,10 +1,10 @@
 // The busy-machine rule of the thread pool (src/wasm/congestion.ts): sequences of dispatches fed
-// to congestion() as a quiet and a busy machine produce them, the excuse for a worker still
+// to congestion() as a quiet and a busy machine produce them, the pauses' lengths, the excuse for a worker still
 // waking from its own sleep (waking()), and, on a real pool, the workers' NAP word and the HOLD
 // a compiled program asks for when a pause ends in its middle.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as A from '../src/index.js';
-import { busy, congestion, resetCongestion, threadStats, waking } from '../src/wasm/congestion.js';
+import { busy, congestion, paused, resetCongestion, threadStats, waking } from '../src/wasm/congestion.js';
 import { currentPool } from '../src/wasm/pool.js';
 import { holdPool } from '../src/wasm/threads.js';
 import { thresholds } from '../src/wasm/split.js';
@@ -54,6 +54,31 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
   it('still judges the wait of an excused dispatch (a woken worker that claimed its piece and was descheduled)', () => {
     feed(busy.grace, 0.1, 0, false);
     expect(feed(busy.strikes, 0.1, 5, true, true)).toBe(1);
+  });
+
+  it('pauses for firstPauseMs, doubling while pauses follow each other within pauseMs, up to pauseMs', () => {
+    let now = 10_000;
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
+    try {
+      feed(busy.grace, 0.1, 0, false);
+      /** Strikes the pool into a pause at `now` and returns how long it lasts (to 1 ms). */
+      const pauseLength = (): number => {
+        expect(feed(busy.strikes, 0.5, 0, true)).toBe(1);
+        const start = now;
+        while (paused()) now += 1;
+        return now - start;
+      };
+      const lengths: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        lengths.push(pauseLength());
+        now += 50; // busy again soon after the pause
+      }
+      expect(lengths).toEqual([100, 200, 400, 800, 1000, 1000]);
+      now += busy.pauseMs; // a long clean stretch: the next pause is short again
+      expect(pauseLength()).toBe(busy.firstPauseMs);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('pauseMs = 0 turns the rule off', () => {

@@ -14,7 +14,10 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * the caller waited, after its own piece, longer than both `ratio` times that piece and
  * `minWaitMs`, or when it had to run a worker's piece itself after an own piece of over
  * `claimMs` (time enough for a sleeping worker to wake); after `strikes` in a row the pool pauses
- * for `pauseMs` (kernels run on the calling thread, same bits), then tries again. `pauseMs = 0`
+ * for a while (kernels run on the calling thread, same bits), then tries again: `firstPauseMs`,
+ * doubled for each pause that starts within `pauseMs` of the previous one's end, up to `pauseMs`
+ * (a passing hitch, such as the engine's own background compilation at a program's first
+ * replay, costs a step or two; a machine that stays busy soon gets the full pause). `pauseMs = 0`
  * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
  * A piece taken from a worker that was asleep by its own choice (idle longer than its poll
@@ -27,6 +30,7 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
 export const busy = {
   strikes: 3,
   pauseMs: 1000,
+  firstPauseMs: 100,
   minWaitMs: 0.25,
   ratio: 2,
   claimMs: 0.25,
@@ -41,7 +45,9 @@ export const busy = {
 };
 let strikes = 0,
   pausedUntil = 0,
-  judged = 0;
+  judged = 0,
+  /** The length of the last pause (ms); 0 before the first. */
+  lastPause = 0;
 /** Per worker: the last sleep (its NAP word) a job was posted into, and when that first happened. */
 let naps: { nap: number; at: number }[] = [];
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
@@ -54,7 +60,7 @@ export function pauseUntil(at: number): void {
 
 /** A new pool starts unjudged and unpaused. */
 export function resetCongestion(): void {
-  strikes = judged = pausedUntil = 0;
+  strikes = judged = pausedUntil = lastPause = 0;
   naps = [];
 }
 
@@ -82,7 +88,10 @@ export function congestion(ownMs: number, waitMs: number, stole: boolean, excuse
     strikes = 0;
   } else if (++strikes >= busy.strikes) {
     strikes = 0;
-    pausedUntil = performance.now() + busy.pauseMs;
+    const now = performance.now(),
+      again = lastPause > 0 && now - pausedUntil < busy.pauseMs;
+    lastPause = Math.min(busy.pauseMs, again ? 2 * lastPause : busy.firstPauseMs);
+    pausedUntil = now + lastPause;
     threadStats.pauses++;
   }
 }
