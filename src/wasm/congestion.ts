@@ -20,9 +20,9 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * replay, costs a step or two; a machine that stays busy soon gets the full pause). `pauseMs = 0`
  * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
- * A piece taken from a worker that was asleep by its own choice (idle longer than its poll
- * window: between steps, in eager code) says nothing about the machine: waking takes a while
- * even on idle cores. Such a call is not judged (neither a strike nor a clean call) while the
+ * A piece taken, inside a compiled program, from a worker that was asleep by its own choice
+ * (idle longer than its poll window: at the start of a step) says nothing about the machine:
+ * waking takes a while even on idle cores. Such a call is not judged (neither a strike nor a clean call) while the
  * worker's sleep is under `wakeMs` old, counted from the first job posted into it; a worker
  * that still has not woken by then, or that sleeps because it is calm (it kept losing jobs while
  * polling), counts again. `wakeMs = 0` judges every steal (the rule before this excuse).

@@ -148,8 +148,11 @@ function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die:
   if (held && !holding) setHold(p, true);
   const dying = Array.from({ length: pieces - 1 }, (_, w) => dieOnNextJob.delete(w));
   const tp = performance.now();
-  // Read before posting: a worker asleep now had gone to sleep before this job came.
-  const napping = dying.map((_, w) => waking(w, Atomics.load(p.slots[w], SLOT.NAP), tp));
+  // Read before posting: a worker asleep now had gone to sleep before this job came. Only inside a
+  // compiled program, which holds the workers awake: there a worker sleeps only across a long
+  // gap (at most a few times a step). In eager code a worker on a busy core sleeps between most
+  // calls, and excusing each of them would keep it waking and polling instead of pausing.
+  const napping = dying.map((_, w) => held && waking(w, Atomics.load(p.slots[w], SLOT.NAP), tp));
   const seqs = dying.map((die, w) => postPiece(w, die));
   let own: unknown = null;
   const run = (i: number) => {
