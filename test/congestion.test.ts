@@ -12,10 +12,16 @@ import { SLOT } from '../src/wasm/worker-source.js';
 import { pauseFor, threadCount } from '../src/testing.js';
 
 const saved = { ...busy };
-/** Judges `n` dispatches alike and returns the pauses they caused. */
+/** The clock congestion() reads (performance.now(), mocked): feed() advances it by each dispatch's time. */
+let now = 10_000;
+/** Judges `n` dispatches alike, 0.05 ms apart, and returns the pauses they caused. */
 function feed(n: number, ownMs: number, waitMs: number, stole: boolean, excused = false): number {
   const p0 = threadStats.pauses;
-  for (let i = 0; i < n; i++) congestion(ownMs, waitMs, stole, excused);
+  for (let i = 0; i < n; i++) {
+    now += ownMs + waitMs;
+    congestion(ownMs, waitMs, stole, excused);
+    now += 0.05;
+  }
   return threadStats.pauses - p0;
 }
 
@@ -23,8 +29,10 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
   beforeEach(() => {
     Object.assign(busy, saved);
     resetCongestion();
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
   });
   afterEach(() => {
+    vi.restoreAllMocks();
     Object.assign(busy, saved);
     resetCongestion();
   });
@@ -36,19 +44,31 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
 
   it('pauses after `strikes` long waits or steals in a row (a busy machine), and a clean dispatch resets the count', () => {
     feed(busy.grace, 0.1, 0, false);
-    expect(feed(busy.strikes - 1, 0.5, 0, true)).toBe(0); // steals after own pieces over claimMs
+    expect(feed(busy.strikes - 1, 2, 0, true)).toBe(0); // steals after own pieces over claimMs
     expect(feed(1, 0.5, 0.01, false)).toBe(0); // a clean one: the count starts again
-    expect(feed(busy.strikes - 1, 0.1, 1, false)).toBe(0); // waits over ratio × own and minWaitMs
-    expect(feed(1, 0.5, 0, true)).toBe(1);
-    expect(feed(1, 0.5, 0, true)).toBe(0); // a new count after the pause
+    expect(feed(busy.strikes - 1, 0.1, 2, false)).toBe(0); // waits over ratio × own and minWaitMs
+    expect(feed(1, 2, 0, true)).toBe(1);
+    expect(feed(1, 2, 0, true)).toBe(0); // a new count after the pause
+  });
+
+  it('does not pause for strikes in a row that span less than strikeMs (a hitch of the second core on an idle machine)', () => {
+    feed(busy.grace, 0.1, 0, false);
+    // Three steals of 0.5 ms pieces: 1.65 ms in all.
+    expect(feed(busy.strikes, 0.5, 0, true)).toBe(0);
+    expect(feed(1, 0.3, 0, false)).toBe(0);
+    // The same hitch again, and again: never a pause while the worker comes back in between.
+    for (let i = 0; i < 100; i++) expect(feed(busy.strikes, 0.5, 0, true) + feed(1, 0.3, 0, false)).toBe(0);
+    // A worker gone for longer (a scheduler slice) pauses once the strikes span strikeMs.
+    expect(feed(7, 0.5, 0, true)).toBe(0); // 3.8 ms from the start of the first piece
+    expect(feed(1, 0.5, 0, true)).toBe(1); // 4.35 ms
   });
 
   it('never pauses for steals from workers still waking (a quiet machine after an idle gap), however many', () => {
     feed(busy.grace, 0.1, 0, false);
     expect(feed(1000, 1.5, 0, true, true)).toBe(0);
     // Nor do they reset the count: strike, excused, strike, excused, strike pauses.
-    expect(feed(1, 0.5, 0, true) + feed(1, 1, 0, true, true) + feed(1, 0.5, 0, true) + feed(1, 1, 0, true, true)).toBe(0);
-    expect(feed(1, 0.5, 0, true)).toBe(1);
+    expect(feed(1, 2, 0, true) + feed(1, 1, 0, true, true) + feed(1, 2, 0, true) + feed(1, 1, 0, true, true)).toBe(0);
+    expect(feed(1, 2, 0, true)).toBe(1);
   });
 
   it('still judges the wait of an excused dispatch (a woken worker that claimed its piece and was descheduled)', () => {
@@ -56,29 +76,25 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
     expect(feed(busy.strikes, 0.1, 5, true, true)).toBe(1);
   });
 
-  it('pauses for firstPauseMs, doubling while pauses follow each other within pauseMs, up to pauseMs', () => {
-    let now = 10_000;
-    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
-    try {
-      feed(busy.grace, 0.1, 0, false);
-      /** Strikes the pool into a pause at `now` and returns how long it lasts (to 1 ms). */
-      const pauseLength = (): number => {
-        expect(feed(busy.strikes, 0.5, 0, true)).toBe(1);
-        const start = now;
-        while (paused()) now += 1;
-        return now - start;
-      };
-      const lengths: number[] = [];
-      for (let i = 0; i < 6; i++) {
-        lengths.push(pauseLength());
-        now += 50; // busy again soon after the pause
-      }
-      expect(lengths).toEqual([100, 200, 400, 800, 1000, 1000]);
-      now += busy.pauseMs; // a long clean stretch: the next pause is short again
-      expect(pauseLength()).toBe(busy.firstPauseMs);
-    } finally {
-      clock.mockRestore();
+  it('pauses for firstPauseMs, doubling while each pause follows the last within its length, up to pauseMs', () => {
+    feed(busy.grace, 0.1, 0, false);
+    /** Strikes the pool into a pause and returns how long it lasts (to 0.1 ms). */
+    const pauseLength = (): number => {
+      expect(feed(busy.strikes, 2, 0, true)).toBe(1);
+      const start = now;
+      while (paused()) now += 0.1;
+      return Math.round(now - start);
+    };
+    const lengths: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      lengths.push(pauseLength());
+      now += 50; // busy again soon after the pause
     }
+    expect(lengths).toEqual([100, 200, 400, 800, 1000, 1000]);
+    now += busy.pauseMs; // a long clean stretch: the next pause is short again
+    expect(pauseLength()).toBe(busy.firstPauseMs);
+    now += busy.firstPauseMs + 1; // hitches further apart than the pause stay short
+    expect(pauseLength()).toBe(busy.firstPauseMs);
   });
 
   it('pauseMs = 0 turns the rule off', () => {

@@ -14,11 +14,12 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * the caller waited, after its own piece, longer than both `ratio` times that piece and
  * `minWaitMs`, or when it had to run a worker's piece itself after an own piece of over
  * `claimMs` (time enough for a sleeping worker to wake); after `strikes` in a row the pool pauses
- * for a while (kernels run on the calling thread, same bits), then tries again: `firstPauseMs`,
- * doubled for each pause that starts within `pauseMs` of the previous one's end, up to `pauseMs`
- * (a passing hitch, such as the engine's own background compilation at a program's first
- * replay, costs a step or two; a machine that stays busy soon gets the full pause). `pauseMs = 0`
- * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
+ * for a while (kernels run on the calling thread, same bits), then tries again. The strikes must
+ * span `strikeMs`: on the idle development VM the second core sometimes vanishes for a
+ * millisecond or two (the engine's own background threads, the hypervisor), long enough for
+ * three quick dispatches to strike. A pause lasts `firstPauseMs`, doubled for each pause that
+ * starts within the previous one's length of its end, up to `pauseMs`: a passing hitch costs a
+ * step, a machine that stays busy soon gets the full pause. `pauseMs = 0` turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
  * A piece taken, inside a compiled program, from a worker that was asleep by its own choice
  * (idle longer than its poll window: at the start of a step) says nothing about the machine:
@@ -29,6 +30,8 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  */
 export const busy = {
   strikes: 3,
+  /** The strikes in a row must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
+  strikeMs: 4,
   pauseMs: 1000,
   firstPauseMs: 100,
   minWaitMs: 0.25,
@@ -47,7 +50,9 @@ let strikes = 0,
   pausedUntil = 0,
   judged = 0,
   /** The length of the last pause (ms); 0 before the first. */
-  lastPause = 0;
+  lastPause = 0,
+  /** When the first of the current strikes began (performance.now()). */
+  firstStrike = 0;
 /** Per worker: the last sleep (its NAP word) a job was posted into, and when that first happened. */
 let naps: { nap: number; at: number }[] = [];
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
@@ -86,10 +91,13 @@ export function congestion(ownMs: number, waitMs: number, stole: boolean, excuse
   if (!waitedLong && stole && (excused || ownMs <= busy.claimMs)) return; // a sleeping worker, or too short to tell one from a starved one
   if (!waitedLong && !stole) {
     strikes = 0;
-  } else if (++strikes >= busy.strikes) {
+    return;
+  }
+  const now = performance.now();
+  if (strikes++ === 0) firstStrike = now - ownMs - waitMs;
+  if (strikes >= busy.strikes && now - firstStrike >= busy.strikeMs) {
     strikes = 0;
-    const now = performance.now(),
-      again = lastPause > 0 && now - pausedUntil < busy.pauseMs;
+    const again = lastPause > 0 && now - pausedUntil < lastPause;
     lastPause = Math.min(busy.pauseMs, again ? 2 * lastPause : busy.firstPauseMs);
     pausedUntil = now + lastPause;
     threadStats.pauses++;
