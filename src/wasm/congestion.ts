@@ -3,7 +3,7 @@
 import { hooks } from './hooks.js';
 
 /** Counters of the dispatches so far (read by tests and benches; not part of the public API). */
-export const threadStats = { dispatches: 0, lists: 0, stolen: 0, pauses: 0, ownMs: 0, waitMs: 0 };
+export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pauses: 0, ownMs: 0, waitMs: 0 };
 
 /**
  * Fork-join on cores that are busy with other work: a worker that has claimed its piece gets
@@ -14,16 +14,31 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, pauses: 0, ownM
  * the caller waited, after its own piece, longer than both `ratio` times that piece and
  * `minWaitMs`, or when it had to run a worker's piece itself after an own piece of over
  * `claimMs` (time enough for a sleeping worker to wake); after `strikes` in a row the pool pauses
- * for `pauseMs` (kernels run on the calling thread, same bits), then tries again. `pauseMs = 0`
- * turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
+ * for a while (kernels run on the calling thread, same bits), then tries again. The strikes must
+ * span `strikeMs`: on the idle development VM the second core sometimes vanishes for a
+ * millisecond or two (the engine's own background threads, the hypervisor), long enough for
+ * three quick dispatches to strike. A pause lasts `firstPauseMs`, doubled for each pause that
+ * starts within the previous one's length of its end, up to `pauseMs`: a passing hitch costs a
+ * step, a machine that stays busy soon gets the full pause. `pauseMs = 0` turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
+ *
+ * A piece taken, inside a compiled program, from a worker that was asleep by its own choice
+ * (idle longer than its poll window: at the start of a step) says nothing about the machine:
+ * waking takes a while even on idle cores. Such a call is not judged (neither a strike nor a clean call) while the
+ * worker's sleep is under `wakeMs` old, counted from the first job posted into it; a worker
+ * that still has not woken by then, or that sleeps because it is calm (it kept losing jobs while
+ * polling), counts again. `wakeMs = 0` judges every steal (the rule before this excuse).
  */
 export const busy = {
   strikes: 3,
+  /** The strikes in a row must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
+  strikeMs: 4,
   pauseMs: 1000,
+  firstPauseMs: 100,
   minWaitMs: 0.25,
   ratio: 2,
   claimMs: 0.25,
   grace: 32,
+  wakeMs: 2,
   /** Workers (read when a pool starts): how long an idle one polls before it sleeps; after losing `calmAfter` jobs in a row while polling, it sleeps between jobs for `calmMs`. */
   spinMs: 1,
   /** Workers: how long an idle one polls while a compiled program runs (the caller holds the pool awake for the step). */
@@ -33,7 +48,13 @@ export const busy = {
 };
 let strikes = 0,
   pausedUntil = 0,
-  judged = 0;
+  judged = 0,
+  /** The length of the last pause (ms); 0 before the first. */
+  lastPause = 0,
+  /** When the first of the current strikes began (performance.now()). */
+  firstStrike = 0;
+/** Per worker: the last sleep (its NAP word) a job was posted into, and when that first happened. */
+let naps: { nap: number; at: number }[] = [];
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
 export const paused = (): boolean => pausedUntil > 0 && hooks.recorder === null && performance.now() < pausedUntil;
 
@@ -44,19 +65,41 @@ export function pauseUntil(at: number): void {
 
 /** A new pool starts unjudged and unpaused. */
 export function resetCongestion(): void {
-  strikes = judged = pausedUntil = 0;
+  strikes = judged = pausedUntil = lastPause = 0;
+  naps = [];
 }
 
-/** Judges one dispatch: the caller's own piece took `ownMs`, it then waited `waitMs`; `stole`: it ran a worker's piece. */
-export function congestion(ownMs: number, waitMs: number, stole: boolean): void {
+/**
+ * Whether worker `w`, whose NAP word read `nap` as a job was posted to it at `now`, is waking from
+ * a sleep of its own choice begun (as far as the caller knows: its first job posted into it)
+ * under `wakeMs` ago. Polling (0) and calm sleeps (odd) are not.
+ */
+export function waking(w: number, nap: number, now: number): boolean {
+  if (nap === 0 || (nap & 1) === 1 || busy.wakeMs <= 0) return false;
+  const n = (naps[w] ??= { nap: 0, at: 0 });
+  if (n.nap !== nap) Object.assign(n, { nap, at: now });
+  return now - n.at < busy.wakeMs;
+}
+
+/**
+ * Judges one dispatch: the caller's own piece took `ownMs`, it then waited `waitMs`; `stole`: it
+ * ran a worker's piece; `excused`: every piece it ran was of a worker still waking (see waking()).
+ */
+export function congestion(ownMs: number, waitMs: number, stole: boolean, excused = false): void {
   if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
   const waitedLong = waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs);
-  if (!waitedLong && stole && ownMs <= busy.claimMs) return; // too short to tell a sleeping worker from a starved one
+  if (!waitedLong && stole && (excused || ownMs <= busy.claimMs)) return; // a sleeping worker, or too short to tell one from a starved one
   if (!waitedLong && !stole) {
     strikes = 0;
-  } else if (++strikes >= busy.strikes) {
+    return;
+  }
+  const now = performance.now();
+  if (strikes++ === 0) firstStrike = now - ownMs - waitMs;
+  if (strikes >= busy.strikes && now - firstStrike >= busy.strikeMs) {
     strikes = 0;
-    pausedUntil = performance.now() + busy.pauseMs;
+    const again = lastPause > 0 && now - pausedUntil < lastPause;
+    lastPause = Math.min(busy.pauseMs, again ? 2 * lastPause : busy.firstPauseMs);
+    pausedUntil = now + lastPause;
     threadStats.pauses++;
   }
 }

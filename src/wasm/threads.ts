@@ -8,7 +8,7 @@ import { AdjointError } from '../errors.js';
 import { SLOT, FAILED, DEAD, DIE, LIST } from './worker-source.js';
 import { hooks } from './hooks.js';
 import { currentPool, post, stopAfterDeath, type Pool } from './pool.js';
-import { congestion, paused, threadStats } from './congestion.js';
+import { congestion, paused, threadStats, waking } from './congestion.js';
 
 /** Atomics.load polls before the caller, waiting for a worker, goes to sleep (a few tens of µs). */
 const SPIN = 20000;
@@ -113,11 +113,23 @@ export function workerBusyMs(): number {
   return p === null ? 0 : p.slots.reduce((t, c) => t + (Atomics.load(c, SLOT.BUSY_US) >>> 0) / 1000, 0);
 }
 
+/** A compiled program runs (holdPool), and whether the workers' HOLD words are set for it. */
+let held = false,
+  holding = false;
+
 /** Keeps the workers polling (awake) while `on` (a compiled program runs), and wakes sleeping ones at its start. */
 export function holdPool(on: boolean): void {
+  held = on;
   const p = currentPool();
   // Not while the busy-machine pause is on: polling workers would only take CPU from the caller.
-  if (p === null || (on && paused())) return;
+  // A pause that ends mid-program sets HOLD at the next dispatch (fork), or the workers would
+  // sleep through the rest of the step and strike the pool into its next pause.
+  if (p === null) holding = false;
+  else if (!on || !paused()) setHold(p, on);
+}
+
+function setHold(p: Pool, on: boolean): void {
+  holding = on;
   for (const c of p.slots) {
     Atomics.store(c, SLOT.HOLD, on ? 1 : 0);
     if (on) Atomics.notify(c, SLOT.SEQ); // a sleeping worker wakes, sees no new job, and polls
@@ -133,7 +145,14 @@ function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die:
   const dead = p.slots.findIndex((c, w) => w < pieces - 1 && Atomics.load(c, SLOT.GONE) !== 0);
   if (dead >= 0) fail(p, [`worker ${dead + 1} of ${p.count - 1} had stopped (${message(p, dead)})`], name);
   threadStats.dispatches++;
+  if (held && !holding) setHold(p, true);
   const dying = Array.from({ length: pieces - 1 }, (_, w) => dieOnNextJob.delete(w));
+  const tp = performance.now();
+  // Read before posting: a worker asleep now had gone to sleep before this job came. Only inside a
+  // compiled program, which holds the workers awake: there a worker sleeps only across a long
+  // gap (at most a few times a step). In eager code a worker on a busy core sleeps between most
+  // calls, and excusing each of them would keep it waking and polling instead of pausing.
+  const napping = dying.map((_, w) => held && waking(w, Atomics.load(p.slots[w], SLOT.NAP), tp));
   const seqs = dying.map((die, w) => postPiece(w, die));
   let own: unknown = null;
   const run = (i: number) => {
@@ -168,7 +187,10 @@ function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die:
   const t3 = performance.now();
   threadStats.ownMs += t1 - t0;
   threadStats.waitMs += t3 - t2;
-  congestion(t1 - t0, t3 - t2, stolen.some(Boolean));
+  const stole = stolen.some(Boolean),
+    excused = stole && stolen.every((s, w) => !s || napping[w]);
+  if (excused) threadStats.excused++;
+  congestion(t1 - t0, t3 - t2, stole, excused);
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);

@@ -29,6 +29,8 @@ export const SLOT = {
   HOLD: 8,
   /** Microseconds this worker has spent running jobs, cumulative (wraps as an int32; benches read differences). */
   BUSY_US: 9,
+  /** 0 while the worker polls or runs; while it sleeps, a new even number per sleep, odd when the sleep is calm (congestion.ts). */
+  NAP: 10,
   /** A job list (LIST): f64 records [op, nargs, ...args] written by the caller, LIST_F64 values at most. */
   LIST_AT: 1024,
   LIST_F64: 8192,
@@ -98,17 +100,21 @@ function serve(d, reply, onExit, exit) {
   var quit = false;
   onExit(function (why) { if (!quit) gone(c, m, why); });
   var seen = Atomics.load(c, S.SEQ);
-  var spinMs = d.spinMs, calmUntil = 0, lost = 0;
+  var spinMs = d.spinMs, calmUntil = 0, lost = 0, naps = 0;
   reply({ ready: true });
   for (;;) {
     // Poll for up to spinMs (a training step's kernels come every few tens of µs, and waking a
     // sleeping thread can take longer than that), then sleep until the caller bumps SEQ. While a
     // compiled program runs (HOLD set) poll for up to holdMs, so the worker stays awake for the
     // whole step; the caller clears HOLD at the end of the step and the worker then sleeps.
+    // NAP tells the caller it sleeps: a job it misses while waking is no sign of a busy machine.
     var t0 = performance.now(), slept = false;
     for (var spin = 0; Atomics.load(c, S.SEQ) === seen; spin++) {
       if ((spin & 1023) === 1023 && performance.now() - t0 > (spinMs > 0 && Atomics.load(c, S.HOLD) !== 0 ? d.holdMs : spinMs)) {
+        naps = (naps % 0x3fffffff) + 1;
+        Atomics.store(c, S.NAP, (naps << 1) | (spinMs === 0 ? 1 : 0));
         Atomics.wait(c, S.SEQ, seen);
+        Atomics.store(c, S.NAP, 0);
         t0 = performance.now();
         slept = true;
       }

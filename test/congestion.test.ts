@@ -1,0 +1,189 @@
+// The busy-machine rule of the thread pool (src/wasm/congestion.ts): sequences of dispatches fed
+// to congestion() as a quiet and a busy machine produce them, the pauses' lengths, the excuse for a worker still
+// waking from its own sleep (waking()), and, on a real pool, the workers' NAP word and the HOLD
+// a compiled program asks for when a pause ends in its middle.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import * as A from '../src/index.js';
+import { busy, congestion, paused, resetCongestion, threadStats, waking } from '../src/wasm/congestion.js';
+import { currentPool } from '../src/wasm/pool.js';
+import { holdPool } from '../src/wasm/threads.js';
+import { thresholds } from '../src/wasm/split.js';
+import { SLOT } from '../src/wasm/worker-source.js';
+import { pauseFor, threadCount } from '../src/testing.js';
+
+const saved = { ...busy };
+/** The clock congestion() reads (performance.now(), mocked): feed() advances it by each dispatch's time. */
+let now = 10_000;
+/** Judges `n` dispatches alike, 0.05 ms apart, and returns the pauses they caused. */
+function feed(n: number, ownMs: number, waitMs: number, stole: boolean, excused = false): number {
+  const p0 = threadStats.pauses;
+  for (let i = 0; i < n; i++) {
+    now += ownMs + waitMs;
+    congestion(ownMs, waitMs, stole, excused);
+    now += 0.05;
+  }
+  return threadStats.pauses - p0;
+}
+
+describe('congestion(): which dispatch sequences pause the pool', () => {
+  beforeEach(() => {
+    Object.assign(busy, saved);
+    resetCongestion();
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+    Object.assign(busy, saved);
+    resetCongestion();
+  });
+
+  it('does not judge the first `grace` dispatches of a pool', () => {
+    expect(feed(busy.grace, 1, 10, true)).toBe(0);
+    expect(feed(busy.strikes, 1, 10, true)).toBe(1);
+  });
+
+  it('pauses after `strikes` long waits or steals in a row (a busy machine), and a clean dispatch resets the count', () => {
+    feed(busy.grace, 0.1, 0, false);
+    expect(feed(busy.strikes - 1, 2, 0, true)).toBe(0); // steals after own pieces over claimMs
+    expect(feed(1, 0.5, 0.01, false)).toBe(0); // a clean one: the count starts again
+    expect(feed(busy.strikes - 1, 0.1, 2, false)).toBe(0); // waits over ratio × own and minWaitMs
+    expect(feed(1, 2, 0, true)).toBe(1);
+    expect(feed(1, 2, 0, true)).toBe(0); // a new count after the pause
+  });
+
+  it('does not pause for strikes in a row that span less than strikeMs (a hitch of the second core on an idle machine)', () => {
+    feed(busy.grace, 0.1, 0, false);
+    // Three steals of 0.5 ms pieces: 1.65 ms in all.
+    expect(feed(busy.strikes, 0.5, 0, true)).toBe(0);
+    expect(feed(1, 0.3, 0, false)).toBe(0);
+    // The same hitch again, and again: never a pause while the worker comes back in between.
+    for (let i = 0; i < 100; i++) expect(feed(busy.strikes, 0.5, 0, true) + feed(1, 0.3, 0, false)).toBe(0);
+    // A worker gone for longer (a scheduler slice) pauses once the strikes span strikeMs.
+    expect(feed(7, 0.5, 0, true)).toBe(0); // 3.8 ms from the start of the first piece
+    expect(feed(1, 0.5, 0, true)).toBe(1); // 4.35 ms
+  });
+
+  it('never pauses for steals from workers still waking (a quiet machine after an idle gap), however many', () => {
+    feed(busy.grace, 0.1, 0, false);
+    expect(feed(1000, 1.5, 0, true, true)).toBe(0);
+    // Nor do they reset the count: strike, excused, strike, excused, strike pauses.
+    expect(feed(1, 2, 0, true) + feed(1, 1, 0, true, true) + feed(1, 2, 0, true) + feed(1, 1, 0, true, true)).toBe(0);
+    expect(feed(1, 2, 0, true)).toBe(1);
+  });
+
+  it('still judges the wait of an excused dispatch (a woken worker that claimed its piece and was descheduled)', () => {
+    feed(busy.grace, 0.1, 0, false);
+    expect(feed(busy.strikes, 0.1, 5, true, true)).toBe(1);
+  });
+
+  it('pauses for firstPauseMs, doubling while each pause follows the last within its length, up to pauseMs', () => {
+    feed(busy.grace, 0.1, 0, false);
+    /** Strikes the pool into a pause and returns how long it lasts (to 0.1 ms). */
+    const pauseLength = (): number => {
+      expect(feed(busy.strikes, 2, 0, true)).toBe(1);
+      const start = now;
+      while (paused()) now += 0.1;
+      return Math.round(now - start);
+    };
+    const lengths: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      lengths.push(pauseLength());
+      now += 50; // busy again soon after the pause
+    }
+    expect(lengths).toEqual([100, 200, 400, 800, 1000, 1000]);
+    now += busy.pauseMs; // a long clean stretch: the next pause is short again
+    expect(pauseLength()).toBe(busy.firstPauseMs);
+    now += busy.firstPauseMs + 1; // hitches further apart than the pause stay short
+    expect(pauseLength()).toBe(busy.firstPauseMs);
+  });
+
+  it('pauseMs = 0 turns the rule off', () => {
+    busy.pauseMs = 0;
+    expect(feed(busy.grace + 100, 1, 10, true)).toBe(0);
+  });
+});
+
+describe('waking(): which steals are excused', () => {
+  beforeEach(() => {
+    Object.assign(busy, saved);
+    resetCongestion();
+  });
+  afterAll(() => {
+    Object.assign(busy, saved);
+    resetCongestion();
+  });
+
+  it('excuses a worker asleep by choice for wakeMs from the first job posted into that sleep', () => {
+    const nap = 2 << 1; // its second sleep, not calm
+    expect(waking(0, nap, 100)).toBe(true);
+    expect(waking(0, nap, 100 + busy.wakeMs / 2)).toBe(true);
+    expect(waking(0, nap, 100 + busy.wakeMs + 0.01)).toBe(false); // still asleep: starved, judged again
+    expect(waking(0, 3 << 1, 100 + busy.wakeMs + 0.02)).toBe(true); // a new sleep, a new allowance
+    expect(waking(1, nap, 200)).toBe(true); // per worker
+  });
+
+  it('does not excuse a polling worker, a calm one (odd NAP), or any when wakeMs = 0', () => {
+    expect(waking(0, 0, 100)).toBe(false);
+    expect(waking(0, (5 << 1) | 1, 100)).toBe(false);
+    busy.wakeMs = 0;
+    expect(waking(0, 6 << 1, 100)).toBe(false);
+  });
+
+  it('forgets the sleeps it saw when a new pool starts', () => {
+    expect(waking(0, 4, 100)).toBe(true);
+    expect(waking(0, 4, 100 + busy.wakeMs * 2)).toBe(false);
+    resetCongestion();
+    expect(waking(0, 4, 100 + busy.wakeMs * 2)).toBe(true);
+  });
+});
+
+describe('the pool: NAP and HOLD words', () => {
+  const savedThresholds = { ...thresholds };
+  beforeAll(async () => {
+    await A.init({ threads: 2 });
+    thresholds.elementwise = 0;
+  }, 60_000);
+  afterAll(async () => {
+    Object.assign(thresholds, savedThresholds);
+    pauseFor(0);
+    await A.init({ threads: 1 });
+  });
+  const slot = () => currentPool()!.slots[0];
+  /** Blocks this thread until `ok()` or 5 s. */
+  const until = (ok: () => boolean) => {
+    const t = performance.now();
+    while (!ok() && performance.now() - t < 5000) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    return ok();
+  };
+  const split = () => {
+    const x = A.tensor(Float32Array.from({ length: 4096 }, (_, i) => i));
+    A.add(x, x).dispose();
+    x.dispose();
+  };
+
+  it('an idle worker sleeps with an even NAP number, a new one for each sleep', () => {
+    expect(threadCount()).toBe(2);
+    split();
+    expect(until(() => Atomics.load(slot(), SLOT.NAP) !== 0)).toBe(true);
+    const first = Atomics.load(slot(), SLOT.NAP);
+    expect(first & 1).toBe(0);
+    split(); // wakes it (or the caller runs its piece; either way it wakes)
+    expect(until(() => ![0, first].includes(Atomics.load(slot(), SLOT.NAP)))).toBe(true);
+    expect(Atomics.load(slot(), SLOT.NAP) & 1).toBe(0);
+  });
+
+  it('a compiled program that starts paused sets HOLD at its first dispatch after the pause ends, and clears it at its end', () => {
+    pauseFor(1e9);
+    holdPool(true);
+    expect(Atomics.load(slot(), SLOT.HOLD)).toBe(0); // paused: the workers are left asleep
+    split();
+    expect(Atomics.load(slot(), SLOT.HOLD)).toBe(0); // ran on the caller
+    pauseFor(0);
+    split();
+    expect(Atomics.load(slot(), SLOT.HOLD)).toBe(1);
+    holdPool(false);
+    expect(Atomics.load(slot(), SLOT.HOLD)).toBe(0);
+    split();
+    expect(Atomics.load(slot(), SLOT.HOLD)).toBe(0); // outside a program, dispatches leave it clear
+  });
+});
