@@ -42,9 +42,15 @@ export const DEEP_FLOPS = 3 * 2 * DEEP.batch * DEEP.width * DEEP.width * DEEP.de
 
 const pick = (t: { median: number; cpuMedian: number }, clock: 'cpu' | 'wall') => (clock === 'cpu' ? t.cpuMedian : t.median);
 
-/** The digits MLP's compiled step, timed; row against its FLOPs at `gflops`. */
-export async function digitsRow(gflops: number, clock: 'cpu' | 'wall', budget: TimeOptions): Promise<BoundRow> {
-  const B = 32;
+/** One step of a bound row's workload (its loss read back and freed), the compiled function's counters, and a dispose. */
+export interface StepRunner {
+  run: () => void;
+  stats: () => unknown;
+  dispose: () => void;
+}
+
+/** The digits MLP's compiled step (64-512-10, batch 32, SGD with Nesterov momentum) on four fixed random batches. */
+export function digitsStep(B = 32): StepRunner {
   const model = buildModel('digits', 'mlp', 0);
   const opt = new A.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true });
   const step = A.compile((x: A.Tensor, y: Int32Array) => {
@@ -57,15 +63,28 @@ export async function digitsRow(gflops: number, clock: 'cpu' | 'wall', budget: T
   const xs = [0, 1, 2, 3].map((s) => A.rand([B, 64], { seed: 700 + s })),
     ys = [0, 1, 2, 3].map((s) => Int32Array.from({ length: B }, (_, i) => (i * 7 + s) % 10));
   let i = 0;
-  const t = await time(() => {
-    const loss = step(xs[i & 3], ys[i & 3]);
-    i++;
-    loss.item();
-    loss.dispose();
-  }, budget);
-  xs.forEach((x) => x.dispose());
-  opt.dispose();
-  model.dispose();
+  return {
+    run: () => {
+      const loss = step(xs[i & 3], ys[i & 3]);
+      i++;
+      loss.item();
+      loss.dispose();
+    },
+    stats: () => step.stats,
+    dispose: () => {
+      xs.forEach((x) => x.dispose());
+      opt.dispose();
+      model.dispose();
+    },
+  };
+}
+
+/** The digits MLP's compiled step, timed; row against its FLOPs at `gflops`. */
+export async function digitsRow(gflops: number, clock: 'cpu' | 'wall', budget: TimeOptions): Promise<BoundRow> {
+  const B = 32;
+  const s = digitsStep(B);
+  const t = await time(s.run, budget);
+  s.dispose();
   const ms = pick(t, clock) * 1e3,
     bound = (digitsFlops(B) / (gflops * 1e9)) * 1e3;
   return {
@@ -95,7 +114,7 @@ export function deepRow(stepMs: number, gflops: number, how = 'eager'): BoundRow
  * The deep step compiled: the training table's computation (bench/adjoint-suite.ts: x·W + b → tanh
  * per layer, [in, out] weights, MSE to the target, optim.SGD), with zeroGrad at the end of the step.
  */
-export async function deepCompiledRow(gflops: number, clock: 'cpu' | 'wall', budget: TimeOptions): Promise<BoundRow> {
+export function deepCompiledStep(): StepRunner {
   const d = deepData();
   const x = A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] }),
     target = A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] });
@@ -113,13 +132,25 @@ export async function deepCompiledRow(gflops: number, clock: 'cpu' | 'wall', bud
     opt.zeroGrad();
     return loss;
   });
-  const t = await time(() => {
-    const loss = step(x, target);
-    loss.item();
-    loss.dispose();
-  }, budget);
-  for (const p of [x, target, ...ps]) p.dispose();
-  opt.dispose();
+  return {
+    run: () => {
+      const loss = step(x, target);
+      loss.item();
+      loss.dispose();
+    },
+    stats: () => step.stats,
+    dispose: () => {
+      for (const p of [x, target, ...ps]) p.dispose();
+      opt.dispose();
+    },
+  };
+}
+
+/** The compiled deep step, timed; row against 805 MFLOP at `gflops`. */
+export async function deepCompiledRow(gflops: number, clock: 'cpu' | 'wall', budget: TimeOptions): Promise<BoundRow> {
+  const s = deepCompiledStep();
+  const t = await time(s.run, budget);
+  s.dispose();
   return deepRow(pick(t, clock) * 1e3, gflops, 'compiled');
 }
 

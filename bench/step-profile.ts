@@ -7,10 +7,10 @@
 //
 //   node scripts/run-ts.mjs bench/step-profile.ts [gemm|deep|deepc|deeps|digits ...]
 import * as A from '../src/index.js';
-import { buildModel } from '../src/cli/models.js';
 import { runtime } from '../src/wasm/module.js';
 import { adjointSuite } from './adjoint-suite.js';
-import { DEEP, deepData } from './workloads.js';
+import { deepCompiledStep, digitsStep } from './step-bounds.js';
+import { DEEP } from './workloads.js';
 
 await A.init({ threads: 1 });
 const rt = runtime() as any;
@@ -86,25 +86,10 @@ if (want('deep')) {
 }
 
 if (want('deepc')) {
-  const d = deepData();
-  const x = A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] }),
-    target = A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] });
-  const ps = d.layers.flatMap((l) => [
-    A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }),
-    A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
-  ]);
-  const opt = new A.optim.SGD(ps, { lr: DEEP.lr });
-  const step = A.compile((x: A.Tensor, t: A.Tensor) => {
-    let h = x;
-    for (let i = 0; i < ps.length; i += 2) h = A.tanh(A.add(A.matmul(h, ps[i]), ps[i + 1]));
-    const loss = A.mseLoss(h, t);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  });
-  profile('deep step, compiled (the bounds row: bench ops + optim.SGD)', () => step(x, target).dispose(), 20);
-  console.log('  stats', JSON.stringify(step.stats));
+  const s = deepCompiledStep();
+  profile('deep step, compiled (the bounds row: bench ops + optim.SGD)', s.run, 20);
+  console.log('  stats', JSON.stringify(s.stats()));
+  s.dispose();
 }
 
 if (want('deeps')) {
@@ -128,28 +113,8 @@ if (want('deeps')) {
 }
 
 if (want('digits')) {
-  const B = 32;
-  const model = buildModel('digits', 'mlp', 0);
-  const opt = new A.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true });
-  const step = A.compile((x: A.Tensor, y: Int32Array) => {
-    const loss = A.crossEntropy(model.forward(x), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  });
-  const xs = [0, 1, 2, 3].map((s) => A.rand([B, 64], { seed: 700 + s })),
-    ys = [0, 1, 2, 3].map((s) => Int32Array.from({ length: B }, (_, i) => (i * 7 + s) % 10));
-  let i = 0;
-  profile(
-    'digits compiled step',
-    () => {
-      const loss = step(xs[i & 3], ys[i & 3]);
-      i++;
-      loss.item();
-      loss.dispose();
-    },
-    400,
-  );
-  console.log('  stats', JSON.stringify(step.stats));
+  const s = digitsStep();
+  profile('digits compiled step', s.run, 400);
+  console.log('  stats', JSON.stringify(s.stats()));
+  s.dispose();
 }

@@ -10,9 +10,7 @@ import * as A from '../src/index.js';
 import { Tensor } from '../src/ops/tensor.js';
 import { kernel, runtime } from '../src/wasm/module.js';
 import { adjointSuite } from './adjoint-suite.js';
-import { DEEP_FLOPS, digitsFlops } from './step-bounds.js';
-import { buildModel } from '../src/cli/models.js';
-import { DEEP, deepData } from './workloads.js';
+import { DEEP_FLOPS, deepCompiledStep, digitsFlops, digitsStep } from './step-bounds.js';
 
 const rounds = Number(process.argv[2] ?? 9);
 await A.init({ threads: 1 });
@@ -38,49 +36,11 @@ const gemmRun = () => {
 };
 
 // Deep step compiled (bench/step-bounds.ts's deepCompiledRow) and eager (the training table's).
-const d = deepData();
-const x = A.tensor(d.x, { shape: [DEEP.batch, DEEP.width] }),
-  target = A.tensor(d.target, { shape: [DEEP.batch, DEEP.width] });
-const ps = d.layers.flatMap((l) => [
-  A.tensor(l.w, { shape: [l.fanIn, l.fanOut], requiresGrad: true }),
-  A.tensor(l.b, { shape: [l.fanOut], requiresGrad: true }),
-]);
-const opt = new A.optim.SGD(ps, { lr: DEEP.lr });
-const deepStep = A.compile((x: A.Tensor, t: A.Tensor) => {
-  let h = x;
-  for (let i = 0; i < ps.length; i += 2) h = A.tanh(A.add(A.matmul(h, ps[i]), ps[i + 1]));
-  const loss = A.mseLoss(h, t);
-  loss.backward();
-  opt.step();
-  opt.zeroGrad();
-  return loss;
-});
-const deepRun = () => {
-  const l = deepStep(x, target);
-  l.item();
-  l.dispose();
-};
+const deepRun = deepCompiledStep().run;
 const eager = (await (await adjointSuite('dev')).make({ kind: 'deep', mode: 'step' })) as { run: () => void };
 
 // Digits compiled step (bench/step-bounds.ts's digitsRow).
-const model = buildModel('digits', 'mlp', 0);
-const dopt = new A.optim.SGD(model.parameters(), { lr: 0.05, momentum: 0.9, nesterov: true });
-const digitsStep = A.compile((x: A.Tensor, y: Int32Array) => {
-  const loss = A.crossEntropy(model.forward(x), y);
-  loss.backward();
-  dopt.step();
-  dopt.zeroGrad();
-  return loss;
-});
-const xs = [0, 1, 2, 3].map((s) => A.rand([32, 64], { seed: 700 + s })),
-  ys = [0, 1, 2, 3].map((s) => Int32Array.from({ length: 32 }, (_, i) => (i * 7 + s) % 10));
-let k = 0;
-const digitsRun = () => {
-  const l = digitsStep(xs[k & 3], ys[k & 3]);
-  k++;
-  l.item();
-  l.dispose();
-};
+const digitsRun = digitsStep().run;
 
 for (let i = 0; i < 5; i++) gemmRun(), deepRun(), eager.run(), digitsRun();
 const med = (v: number[]) => [...v].sort((p, q) => p - q)[v.length >> 1];

@@ -8,7 +8,7 @@ import { runPhase } from '../src/compile/parallel.js';
 import { runJobs } from '../src/wasm/threads.js';
 import { runTiles } from '../src/compile/fuse.js';
 import { randomLabels, randomValues } from './timing.js';
-import { GPT } from '../src/nn/gpt.js';
+import { gptRunner } from './gpt-step.js';
 
 const argv = process.argv.slice(2);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
@@ -70,28 +70,7 @@ function mlp(): () => void {
     y = randomLabels(BATCH, 10, 200);
   return () => f(x, y).dispose();
 }
-function gpt(): () => void {
-  const [V, T, B] = [65, 64, 12];
-  const m = new GPT({ vocabSize: V, layers: 4, heads: 4, width: 128, context: T, seed: 0 });
-  const params = m.parameters();
-  const opt = new A.optim.AdamW(
-    [
-      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
-      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
-    ],
-    { lr: 1e-3, betas: [0.9, 0.99] },
-  );
-  const f = A.compile((ids: Int32Array, y: Int32Array) => {
-    const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  });
-  const x = randomLabels(B * T, V, 300),
-    y = randomLabels(B * T, V, 400);
-  return () => f(x, y).dispose();
-}
+const gpt = (): (() => void) => gptRunner(1);
 
 const desc = (s: any): string => {
   if ('phase' in s) {

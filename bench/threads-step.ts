@@ -21,7 +21,7 @@ import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
 import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';
-import { GPT } from '../src/nn/gpt.js';
+import { gptRunner } from './gpt-step.js';
 import { schedule } from '../src/compile/parallel.js';
 import { workerBusyMs } from '../src/wasm/threads.js';
 
@@ -48,35 +48,6 @@ for (const [flag, key] of [
 }
 if (argv.includes('--gemm-log2')) thresholds.gemm = 2 ** opt('--gemm-log2', 17);
 if (argv.includes('--elementwise-log2')) thresholds.elementwise = 2 ** opt('--elementwise-log2', 17);
-
-/** The GPT step, compiled (random token batches; the vocabulary of tiny Shakespeare). */
-function gptRunner(): () => void {
-  const [V, T, B] = [65, 64, 12];
-  const m = new GPT({ vocabSize: V, layers: 4, heads: 4, width: 128, context: T, seed: 0 });
-  const params = m.parameters();
-  const opt = new A.optim.AdamW(
-    [
-      { params: params.filter((p) => p.shape.length >= 2), weightDecay: 0.1 },
-      { params: params.filter((p) => p.shape.length < 2), weightDecay: 0 },
-    ],
-    { lr: 1e-3, betas: [0.9, 0.99] },
-  );
-  const f = A.compile((ids: Int32Array, y: Int32Array) => {
-    const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  });
-  const data = [0, 1, 2, 3].map((s) => ({ x: randomLabels(B * T, V, 300 + s), y: randomLabels(B * T, V, 400 + s) }));
-  let i = 0;
-  return () => {
-    const b = data[i++ % data.length];
-    const loss = f(b.x, b.y);
-    loss.item();
-    loss.dispose();
-  };
-}
 
 function runner(compiled: boolean): () => void {
   if (MODEL === 'gpt') return gptRunner();
