@@ -103,7 +103,7 @@ function touchedBetween(trace: Trace, i: number, j: number, r: Ref): boolean {
  * that is the only reader of C, with momentum 0, over a parameter (an input or a tensor from
  * before the call) nothing between them touches, C freed before the call returns; else null.
  */
-function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number } | null {
+function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number; grad: number } | null {
   const g = trace.ops[i];
   if (g?.kind !== 'launch') return null;
   const m = /^gemm_f(32|64)$/.exec(g.name);
@@ -142,7 +142,7 @@ function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number } | nu
     },
     at: g.at,
   };
-  return { launch, sgd: j };
+  return { launch, sgd: j, grad: c.block };
 }
 
 /**
@@ -155,12 +155,13 @@ export function withEpilogues(trace: Trace): Trace {
   const ops: Trace['ops'][number][] = [];
   const dead = new Set<number>();
   const gone = new Set<number>(); // sgd launches folded into an earlier gemm_sgd
+  const grads = new Map<number, number>(); // their gradient blocks → the gemm_sgd's clock
   for (let i = 0; i < trace.ops.length; i++) {
     if (gone.has(i)) continue;
     const hit = match(trace, i);
     if (hit === null) {
       const sgd = epilogues.sgd ? matchSgd(trace, i) : null;
-      if (sgd !== null) gone.add(sgd.sgd);
+      if (sgd !== null) gone.add(sgd.sgd), grads.set(sgd.grad, sgd.launch.at);
       ops.push(sgd?.launch ?? trace.ops[i]);
       continue;
     }
@@ -169,7 +170,13 @@ export function withEpilogues(trace: Trace): Trace {
     i += 2;
   }
   if (dead.size === 0 && gone.size === 0) return trace;
-  const blocks: Block[] = trace.blocks.map((b) => (dead.has(b.id) ? { ...b, bytes: 0 } : b));
+  // A fused gradient is only the GEMM's output tile: its block is free right after the launch
+  // (so the plan reuses one block for every layer's gradient, which then stays in cache).
+  const blocks: Block[] = trace.blocks.map((b) => {
+    if (dead.has(b.id)) return { ...b, bytes: 0 };
+    const at = grads.get(b.id);
+    return at === undefined ? b : { ...b, free: at + 0.5 };
+  });
   // A view of the trace with these ops and blocks; everything else (outputs, inputs, reads) as traced.
   return Object.assign(Object.create(Object.getPrototypeOf(trace) as object) as Trace, trace, { ops, blocks });
 }
