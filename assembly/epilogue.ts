@@ -3,6 +3,8 @@
 // shared with dense.ts and src/ops/dense.ts. y = act(z + b), z the GEMM's finished sum: the
 // same single rounding as add(z, b), then unary.ts's activation (f32 tanh/sigmoid: the vmath.ts
 // lane code, tail included; f64: the scalar code), so y equals tanh(add(matmul, b)) bit for bit.
+// gemm_sgd's epilogue (sgdStep) is optim.ts's sgd without momentum on the finished gradient block:
+// the same operations in the same order, so the parameter gets the same bits as gemm then sgd.
 import { lanes, ld, st, at } from './lanes';
 import { tanh_s, sigmoid_s } from './scalar';
 import { tanh4, sigmoid4, loadTail, storeTail } from './vmath';
@@ -66,3 +68,32 @@ export function biasAct<T>(c: usize, ldc: i32, bias: usize, m: i32, n: i32, act:
   }
 }
 
+
+/** Epilogue code of gemm_sgd (beyond the ACT_* codes): the block is a gradient and updates p. */
+@inline export const EPI_SGD = 4;
+
+/** One row: p[0:n] = p − lr·(g + wd·p), the decay term only when wd ≠ 0 (optim.ts's sgd, momentum 0). */
+@inline function sgdRow<T>(g: usize, p: usize, n: i32, lrT: T, wdT: T, decay: bool): void {
+  const L = lanes<T>();
+  const vlr = v128.splat<T>(lrT), vwd = v128.splat<T>(wdT);
+  let j = 0;
+  for (; j + L <= n; j += L) {
+    const vp = v128.load(at<T>(p, j));
+    let d = v128.load(at<T>(g, j));
+    if (decay) d = v128.add<T>(d, v128.mul<T>(vwd, vp));
+    v128.store(at<T>(p, j), v128.sub<T>(vp, v128.mul<T>(vlr, d)));
+  }
+  for (; j < n; j++) {
+    const vp = ld<T>(p, j);
+    let d = ld<T>(g, j);
+    if (decay) d = d + wdT * vp;
+    st<T>(p, j, vp - lrT * d);
+  }
+}
+
+/** Epilogue on an m×n block of the gradient C and the same block of p (both row stride ldc): p = p − lr·(C + wd·p), lr and wd rounded to T once as sgd does. */
+export function sgdStep<T>(c: usize, p: usize, ldc: i32, m: i32, n: i32, lr: f64, wd: f64): void {
+  const lrT = <T>lr, wdT = <T>wd, stride = <usize>ldc * sizeof<T>();
+  if (wd != 0) for (let i = 0; i < m; i++) sgdRow<T>(c + <usize>i * stride, p + <usize>i * stride, n, lrT, wdT, true);
+  else for (let i = 0; i < m; i++) sgdRow<T>(c + <usize>i * stride, p + <usize>i * stride, n, lrT, wdT, false);
+}

@@ -21,8 +21,10 @@
 //
 // gemm_bias_act adds an epilogue (epilogue.ts's biasAct): once a C block's last K block is stored,
 // while the block is still in cache, C = act(C + bias) — the bias added to the finished sum,
-// one rounding, exactly as a separate add would, then the unary kernel's activation.
-import { biasAct } from './epilogue';
+// one rounding, exactly as a separate add would, then the unary kernel's activation. gemm_sgd's
+// epilogue (epilogue.ts's sgdStep) instead treats the finished block as a parameter's gradient
+// and applies the plain SGD update to the same block of the parameter.
+import { biasAct, sgdStep, EPI_SGD } from './epilogue';
 import { maddScalar } from './madd';
 import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, pack_a, pack_b } from './gemmtile';
 
@@ -71,22 +73,38 @@ export function gemm_bias_act_f64(a: usize, b: usize, c: usize, bias: usize, M: 
   gemm<f64>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, 0, bias, act);
 }
 
+/** f32 C[M,N] = op(A)·op(B), then p[M,N] (row stride ldc) = p − lr·(C + wd·p) on each finished block, as sgd_f32 with momentum 0: a weight gradient's GEMM fused with its SGD step; p must not alias A, B or C. */
+export function gemm_sgd_f32(a: usize, b: usize, c: usize, p: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, lr: f64, wd: f64): void {
+  gemm<f32>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, 0, p, EPI_SGD, lr, wd);
+}
+
+/** f64 C = op(A)·op(B), then p = p − lr·(C + wd·p); same contract as gemm_sgd_f32. */
+export function gemm_sgd_f64(a: usize, b: usize, c: usize, p: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, lr: f64, wd: f64): void {
+  gemm<f64>(a, b, c, M, N, K, lda, ldb, ldc, transA, transB, 0, p, EPI_SGD, lr, wd);
+}
+
+/** The epilogue on the m×n block of C at cb (row ic, column jc of C): bias + activation, or the SGD step on the same block of p (aux). */
+@inline function epilogue<T>(c: usize, cb: usize, ldc: i32, aux: usize, jc: i32, m: i32, n: i32, act: i32, lr: f64, wd: f64): void {
+  if (act == EPI_SGD) sgdStep<T>(cb, aux + (cb - c), ldc, m, n, lr, wd);
+  else biasAct<T>(cb, ldc, aux + <usize>jc * sizeof<T>(), m, n, act);
+}
+
 /** C[M,N] (+)= op(A)·op(B) for T = f32 | f64: normalises transposition into (row, col) element strides and dispatches to the packed or the unpacked path. act ≥ 0 runs the bias epilogue. */
 function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32, ldb: i32, ldc: i32, transA: i32, transB: i32, accumulate: i32,
-  bias: usize = 0, act: i32 = -1): void {
+  bias: usize = 0, act: i32 = -1, lr: f64 = 0, wd: f64 = 0): void {
   if (M <= 0 || N <= 0) return;
   const acc = accumulate != 0;
   if (K <= 0) {
     if (!acc) zero_c<T>(c, M, N, ldc);
-    if (act >= 0) biasAct<T>(c, ldc, bias, M, N, act);
+    if (act >= 0) epilogue<T>(c, c, ldc, bias, 0, M, N, act, lr, wd);
     return;
   }
   // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
   const ars = transA ? 1 : lda, acs = transA ? lda : 1;
   const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act)) {
+  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd)) {
     gemm_unpacked<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc);
-    if (act >= 0) biasAct<T>(c, ldc, bias, M, N, act);
+    if (act >= 0) epilogue<T>(c, c, ldc, bias, 0, M, N, act, lr, wd);
   }
 }
 
@@ -100,7 +118,7 @@ function zero_c<T>(c: usize, M: i32, N: i32, ldc: i32): void {
 
 /** Packed path: loops jc (NC) → pc (KC) → ic (MC) around the macro-tile; returns false, computing nothing, when the scratch region cannot hold one A block plus one B sliver. */
 function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool,
-  bias: usize, act: i32): bool {
+  bias: usize, act: i32, lr: f64, wd: f64): bool {
   if (scratchPtr == 0) return false;
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const base = (scratchPtr + 63) & ~(<usize>63); // cache-line aligned packed panels
@@ -120,14 +138,14 @@ function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i
     for (let pc = 0; pc < K; pc += KC) {
       const kc = imin(KC, K - pc);
       const overwrite = pc == 0 && !accumulate;
-      const epilogue = act >= 0 && pc + kc == K; // the block's sums are final after this K block
+      const epi = act >= 0 && pc + kc == K; // the block's sums are final after this K block
       pack_b<T>(bp, b + off<T>(pc, jc, brs, bcs), brs, bcs, kc, ncur);
       for (let ic = 0; ic < M; ic += mc) {
         const mcur = imin(mc, M - ic);
         const cb = c + off<T>(ic, jc, ldc, 1);
         pack_a<T>(ap, a + off<T>(ic, pc, ars, acs), ars, acs, mcur, kc);
         macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
-        if (epilogue) biasAct<T>(cb, ldc, bias + <usize>(jc * S), mcur, ncur, act);
+        if (epi) epilogue<T>(c, cb, ldc, bias, jc, mcur, ncur, act, lr, wd);
       }
     }
   }

@@ -6,10 +6,18 @@
 // the same bits as the three launches (the contract nn.Linear's fused dense path already rests
 // on, test/dense.test.ts). The two intermediates (the product and the pre-activation) are then
 // used by nothing and keep no room in the plan.
+//
+// A second peephole fuses a weight gradient's GEMM with its plain SGD step (gemm_sgd): when a
+// GEMM overwrites a block that only a later sgd launch (momentum 0) reads, as the gradient of a
+// parameter no op in between touches, and the block is freed before the call returns (zeroGrad()
+// inside the step: no .grad outlives it), the update runs in the GEMM's epilogue on each finished
+// block while it is in cache, and the sgd launch goes. The GEMM still writes the gradient (its
+// block is the GEMM's output tile); the update is sgd's own arithmetic (assembly/epilogue.ts's
+// sgdStep), so the parameters get the same bits.
 import type { Trace, Launch, Ref, Block } from './trace.js';
 
-/** Switch for benchmarks and tests: programs built while it is false keep the three launches. */
-export const epilogues = { enabled: true };
+/** Switches for benchmarks and tests: programs built while `enabled` is false keep every launch; while `sgd` is false, the gradient GEMMs and their sgd steps. */
+export const epilogues = { enabled: true, sgd: true };
 
 /** Activation codes of gemm_bias_act (assembly/epilogue.ts ACT_*), by unary kernel family. */
 const ACT: Readonly<Record<string, number>> = { tanh: 2, sigmoid: 3 };
@@ -72,27 +80,103 @@ function match(trace: Trace, i: number): { launch: Launch; dead: number[] } | nu
   return { launch, dead: [c.block, sum.block] };
 }
 
+/** Whether refs a and b point into the same buffer (any offsets). */
+function sameBuffer(a: Ref | null, b: Ref): boolean {
+  if (a === null || a.k !== b.k) return false;
+  if (a.k === 'block') return a.block === (b as typeof a).block;
+  if (a.k === 'input') return a.input === (b as typeof a).input;
+  if (a.k === 'ext') return a.storage === (b as typeof a).storage;
+  return false;
+}
+
+/** Whether any op strictly between i and j references the buffer of r. */
+function touchedBetween(trace: Trace, i: number, j: number, r: Ref): boolean {
+  for (let k = i + 1; k < j; k++) {
+    const op = trace.ops[k];
+    if (op.kind === 'write' ? sameBuffer(op.dest, r) : op.refs.some((rs) => rs.some((x) => sameBuffer(x, r)))) return true;
+  }
+  return false;
+}
+
+/**
+ * The gemm_sgd launch for the gemm at i (overwrite, C contiguous M×N) and the later sgd launch
+ * that is the only reader of C, with momentum 0, over a parameter (an input or a tensor from
+ * before the call) nothing between them touches, C freed before the call returns; else null.
+ */
+function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number; grad: number } | null {
+  const g = trace.ops[i];
+  if (g?.kind !== 'launch') return null;
+  const m = /^gemm_f(32|64)$/.exec(g.name);
+  if (m === null || !plain(g, g.name)) return null;
+  const [pa, pb, , M, N, K, lda, ldb, ldc, ta, tb, acc] = g.jobs[0];
+  const c = g.refs[0][2];
+  if (acc !== 0 || ldc !== N || !isBlock(c)) return null;
+  const block = trace.blocks.find((b) => b.id === c.block);
+  if (block === undefined || block.free < 0 || trace.outputs.some((o) => o.k === 'fresh' && o.block === c.block)) return null;
+  // The first later op that references C must be the sgd reading it as the gradient.
+  let j = i + 1;
+  for (; j < trace.ops.length; j++) {
+    const op = trace.ops[j];
+    if (op.kind === 'write' ? sameBuffer(op.dest, c) : op.refs.some((rs) => rs.some((x) => sameBuffer(x, c)))) break;
+  }
+  const s = trace.ops[j];
+  if (s?.kind !== 'launch' || s.name !== `sgd_f${m[1]}` || s.pooled || s.jobs.length !== 1 || s.dyn !== 5 || s.compute === null)
+    return null;
+  const [pp, , , n, , mu] = s.jobs[0];
+  const [p, gr] = s.refs[0];
+  if (n !== M * N || mu !== 0 || !isBlock(gr) || gr.block !== c.block || p === null || (p.k !== 'ext' && p.k !== 'input')) return null;
+  if (usedElsewhere(trace, c.block, [i, j]) || touchedBetween(trace, i, j, p) || g.refs[0].some((r) => sameBuffer(r, p))) return null;
+  const compute = s.compute;
+  const [lr, , , wd] = s.jobs[0].slice(4);
+  const launch: Launch = {
+    kind: 'launch',
+    name: `gemm_sgd_f${m[1]}`,
+    pooled: false,
+    jobs: [[pa, pb, g.jobs[0][2], pp, M, N, K, lda, ldb, ldc, ta, tb, lr, wd]],
+    refs: [[g.refs[0][0], g.refs[0][1], c, p, null, null, null, null, null, null, null, null, null, null]],
+    // sgd's per-call scalars (lr, momentum, dampening, weight decay, flags): lr and weight decay.
+    dyn: 2,
+    compute: () => {
+      const v = compute();
+      return [v[0], v[3]];
+    },
+    at: g.at,
+  };
+  return { launch, sgd: j, grad: c.block };
+}
+
 /**
  * The trace with every matmul → bias add → tanh/sigmoid triple replaced by one gemm_bias_act
- * launch (and the intermediates it no longer writes shrunk to nothing); the same trace when none
- * matches.
+ * launch (and the intermediates it no longer writes shrunk to nothing), and every weight
+ * gradient's gemm with its plain sgd step by one gemm_sgd launch; the same trace when none matches.
  */
 export function withEpilogues(trace: Trace): Trace {
   if (!epilogues.enabled) return trace;
   const ops: Trace['ops'][number][] = [];
   const dead = new Set<number>();
+  const gone = new Set<number>(); // sgd launches folded into an earlier gemm_sgd
+  const grads = new Map<number, number>(); // their gradient blocks → the gemm_sgd's clock
   for (let i = 0; i < trace.ops.length; i++) {
+    if (gone.has(i)) continue;
     const hit = match(trace, i);
     if (hit === null) {
-      ops.push(trace.ops[i]);
+      const sgd = epilogues.sgd ? matchSgd(trace, i) : null;
+      if (sgd !== null) gone.add(sgd.sgd), grads.set(sgd.grad, sgd.launch.at);
+      ops.push(sgd?.launch ?? trace.ops[i]);
       continue;
     }
     ops.push(hit.launch);
     for (const b of hit.dead) dead.add(b);
     i += 2;
   }
-  if (dead.size === 0) return trace;
-  const blocks: Block[] = trace.blocks.map((b) => (dead.has(b.id) ? { ...b, bytes: 0 } : b));
+  if (dead.size === 0 && gone.size === 0) return trace;
+  // A fused gradient is only the GEMM's output tile: its block is free right after the launch
+  // (so the plan reuses one block for every layer's gradient, which then stays in cache).
+  const blocks: Block[] = trace.blocks.map((b) => {
+    if (dead.has(b.id)) return { ...b, bytes: 0 };
+    const at = grads.get(b.id);
+    return at === undefined ? b : { ...b, free: at + 0.5 };
+  });
   // A view of the trace with these ops and blocks; everything else (outputs, inputs, reads) as traced.
   return Object.assign(Object.create(Object.getPrototypeOf(trace) as object) as Trace, trace, { ops, blocks });
 }

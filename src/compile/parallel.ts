@@ -92,6 +92,8 @@ const gemmSpan =
 const ROLES: readonly (readonly [RegExp, Role])[] = [
   [f('gemm'), { arity: 12, writes: [2], cost: (a) => a[3] * a[4] * a[5], span: gemmSpan(3) }],
   [f('gemm_bias_act'), { arity: 13, writes: [2], cost: (a) => a[4] * a[5] * a[6], span: gemmSpan(4) }],
+  // (a, b, c, p, M, N, K, lda, ldb, ldc, ta, tb, lr, wd): writes the gradient C and the parameter p (laid out as C).
+  [f('gemm_sgd'), { arity: 14, writes: [2, 3], cost: (a) => a[4] * a[5] * a[6], span: (a, i) => gemmSpan(4)(a, i === 3 ? 2 : i) }],
   [f('sgd'), { arity: 9, writes: [0, 2], cost: (a) => a[3], span: (a) => a[3] }],
   [f('adam'), { arity: 12, writes: [0, 2, 3], cost: (a) => 2 * a[4], span: (a) => a[4] }],
   // (y, g, gz, db, M, N, rs, act): gz is not written without an activation (act 0).
