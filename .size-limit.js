@@ -15,9 +15,9 @@ const withoutKernels = {
 /** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
 const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
 
-// Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 41.3 kB
+// Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 41.7 kB
 // (shrinkLevel 1; the LSTM/GRU cells shared by the cell and sequence kernels), the whole bundle
-// 140.2 kB (kernels embedded DEFLATE-compressed), its JS without kernels 93.6 kB, one op 86.6 kB.
+// 141.5 kB (kernels embedded DEFLATE-compressed), its JS without kernels 94.5 kB, one op 87.4 kB.
 // The 30 kB / 60 kB goals predate this round's kernels and features and are not met;
 // docs/packaging.md says what the remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
