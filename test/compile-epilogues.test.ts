@@ -6,7 +6,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
-import { runtime } from '../src/wasm/module.js';
+import { compiledMatchesEager, type StepNet as Net } from './helpers.js';
 import { epilogues } from '../src/compile/epilogues.js';
 
 type DT = 'float32' | 'float64';
@@ -14,37 +14,9 @@ beforeAll(async () => {
   await A.init({ threads: 1 });
 });
 
-// Counts gemm_bias_act launches made through the export table (a program binds its kernels when
-// it is built, so the counter is in place before the first compiled call and removed after).
-type Rt = { exports: Record<string, unknown> };
-let saved: Record<string, unknown> | null = null;
-let fusedCalls = 0;
-function countFused(): void {
-  const rt = runtime() as unknown as Rt;
-  saved = rt.exports;
-  const wrapped: Record<string, unknown> = { ...saved };
-  for (const name of ['gemm_bias_act_f32', 'gemm_bias_act_f64']) {
-    const f = saved[name] as (...a: number[]) => void;
-    wrapped[name] = (...a: number[]) => {
-      fusedCalls++;
-      return f(...a);
-    };
-  }
-  rt.exports = wrapped;
-}
 afterEach(() => {
   epilogues.enabled = true;
-  if (saved !== null) (runtime() as unknown as Rt).exports = saved;
-  saved = null;
-  fusedCalls = 0;
 });
-
-const bytesOf = (t: Tensor): string => Buffer.from(t.toArray().buffer).toString('base64');
-
-interface Net {
-  ps: Tensor[];
-  step: (x: Tensor, t: Tensor) => Tensor;
-}
 
 /** An MLP of `sizes` with act after every layer, MSE to t, SGD; weights [in, out] or [out, in] (transB). */
 function net(sizes: number[], act: 'tanh' | 'sigmoid', dtype: DT, transB: boolean, extra?: (pre: Tensor) => Tensor): Net {
@@ -89,18 +61,8 @@ function compare(
     t = A.rand([B, sizes[sizes.length - 1]], { seed: 2, dtype });
   const eager = net(sizes, act, dtype, transB, extra),
     comp = net(sizes, act, dtype, transB, extra);
-  const compiled = A.compile(comp.step);
-  countFused();
-  for (let s = 0; s < 6; s++) {
-    const le = A.tidy(() => eager.step(x, t));
-    const lc = compiled(x, t);
-    expect(bytesOf(lc), `loss, step ${s}`).toBe(bytesOf(le));
-    le.dispose(), lc.dispose();
-  }
-  expect(compiled.stats.replayed).toBe(3);
   // Calls 4–6 replay: one fused launch per layer each (the eager and traced calls run none).
-  expect(fusedCalls).toBe(3 * expectFused);
-  eager.ps.forEach((p, i) => expect(bytesOf(comp.ps[i]), `parameter ${i}`).toBe(bytesOf(p)));
+  expect(compiledMatchesEager(eager, comp, x, t, ['gemm_bias_act_f32', 'gemm_bias_act_f64'])).toBe(3 * expectFused);
   for (const p of [x, t, ...eager.ps, ...comp.ps]) p.dispose();
 }
 

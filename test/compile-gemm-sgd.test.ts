@@ -7,7 +7,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
-import { runtime } from '../src/wasm/module.js';
+import { compiledMatchesEager } from './helpers.js';
 import { epilogues } from '../src/compile/epilogues.js';
 
 type DT = 'float32' | 'float64';
@@ -15,31 +15,9 @@ beforeAll(async () => {
   await A.init({ threads: 1 });
 });
 
-// Counts gemm_sgd launches through the export table (a program binds its kernels when built).
-type Rt = { exports: Record<string, unknown> };
-let saved: Record<string, unknown> | null = null;
-let fusedCalls = 0;
-function countFused(): void {
-  const rt = runtime() as unknown as Rt;
-  saved = rt.exports;
-  const wrapped: Record<string, unknown> = { ...saved };
-  for (const name of ['gemm_sgd_f32', 'gemm_sgd_f64']) {
-    const f = saved[name] as (...a: number[]) => void;
-    wrapped[name] = (...a: number[]) => {
-      fusedCalls++;
-      return f(...a);
-    };
-  }
-  rt.exports = wrapped;
-}
 afterEach(() => {
   epilogues.sgd = true;
-  if (saved !== null) (runtime() as unknown as Rt).exports = saved;
-  saved = null;
-  fusedCalls = 0;
 });
-
-const bytesOf = (t: Tensor): string => Buffer.from(t.toArray().buffer).toString('base64');
 
 interface Case {
   sizes: number[];
@@ -86,17 +64,7 @@ function compare(c: Case, fused: number) {
     t = A.rand([c.batch, c.sizes[c.sizes.length - 1]], { seed: 2, dtype: c.dtype });
   const eager = net(c),
     comp = net(c);
-  const compiled = A.compile(comp.step);
-  countFused();
-  for (let s = 0; s < 6; s++) {
-    const le = A.tidy(() => eager.step(x, t));
-    const lc = compiled(x, t);
-    expect(bytesOf(lc), `loss, step ${s}`).toBe(bytesOf(le));
-    le.dispose(), lc.dispose();
-  }
-  expect(compiled.stats.replayed, JSON.stringify(compiled.stats)).toBe(3);
-  expect(fusedCalls).toBe(3 * fused);
-  eager.ps.forEach((p, i) => expect(bytesOf(comp.ps[i]), `parameter ${i}`).toBe(bytesOf(p)));
+  expect(compiledMatchesEager(eager, comp, x, t, ['gemm_sgd_f32', 'gemm_sgd_f64'])).toBe(3 * fused);
   for (const p of [x, t, ...eager.ps, ...comp.ps]) p.dispose();
 }
 
