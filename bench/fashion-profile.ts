@@ -7,37 +7,16 @@
 //   node scripts/run-ts.mjs bench/fashion-profile.ts [steps]
 import { init, tidy, crossEntropy, optim, tensor } from '../src/index.js';
 import { buildModel } from '../src/cli/models.js';
-import { runtime } from '../src/wasm/module.js';
+import { timeKernels } from './kernel-times.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 await init();
-const rt = runtime() as any;
-const acc = new Map<string, { ms: number; n: number }>();
-let on = false;
-const wrapped: Record<string, unknown> = {};
-for (const [name, f] of Object.entries(rt.exports)) {
-  if (typeof f !== 'function') {
-    wrapped[name] = f;
-    continue;
-  }
-  wrapped[name] = (...a: number[]) => {
-    if (!on) return (f as any)(...a);
-    const t = process.cpuUsage();
-    const r = (f as any)(...a);
-    const u = process.cpuUsage(t);
-    let key = name;
-    if (name.startsWith('conv2d')) {
-      const g = new Int32Array((rt.exports.memory as WebAssembly.Memory).buffer, a[4], 16);
-      key = `${name} C${g[1]} ${g[2]}×${g[3]} O${g[4]} k${g[5]} s${g[7]} p${g[9]}`;
-    }
-    const e = acc.get(key) ?? { ms: 0, n: 0 };
-    e.ms += (u.user + u.system) / 1000;
-    e.n++;
-    acc.set(key, e);
-    return r;
-  };
-}
-rt.exports = wrapped;
+// Convolutions by their geometry block (assembly/conv.ts: C, H, W, O, kh, …, sh, …, ph).
+const times = timeKernels((name, a, memory) => {
+  if (!name.startsWith('conv2d')) return { key: name };
+  const g = new Int32Array(memory.buffer, a[4], 16);
+  return { key: `${name} C${g[1]} ${g[2]}×${g[3]} O${g[4]} k${g[5]} s${g[7]} p${g[9]}` };
+});
+const { acc } = times;
 
 const B = 128;
 const model = buildModel('fashion-mnist', 'cnn', 0);
@@ -54,12 +33,12 @@ const step = () =>
   });
 for (let i = 0; i < 3; i++) step();
 const N = Number(process.argv[2] ?? 10);
-on = true;
+times.on = true;
 const cpu0 = process.cpuUsage(),
   t0 = performance.now();
 for (let i = 0; i < N; i++) step();
 const wall = (performance.now() - t0) / N;
-on = false;
+times.on = false;
 const cpu = process.cpuUsage(cpu0);
 const rows = [...acc].sort((a, b) => b[1].ms - a[1].ms);
 const ksum = rows.reduce((s, [, e]) => s + e.ms, 0);

@@ -7,44 +7,14 @@
 //
 //   node scripts/run-ts.mjs bench/step-profile.ts [gemm|deep|deepc|deeps|digits ...]
 import * as A from '../src/index.js';
-import { runtime } from '../src/wasm/module.js';
+import { timeKernels } from './kernel-times.js';
 import { adjointSuite } from './adjoint-suite.js';
 import { deepCompiledStep, digitsStep } from './step-bounds.js';
 import { DEEP } from './workloads.js';
 
 await A.init({ threads: 1 });
-const rt = runtime() as any;
-const flops = new Map<string, number>();
-const acc = new Map<string, { ms: number; n: number }>();
-let on = false;
-const orig = rt.exports;
-const wrapped: Record<string, unknown> = {};
-const gemmKey = (n: string, a: number[]): [string, number] | null => {
-  if (n === 'gemm_f32') return [`gemm M${a[3]} N${a[4]} K${a[5]} tA${a[9]} tB${a[10]} acc${a[11]}`, 2 * a[3] * a[4] * a[5]];
-  if (n === 'gemm_bias_act_f32') return [`gba M${a[4]} N${a[5]} K${a[6]} tA${a[10]} tB${a[11]} act${a[12]}`, 2 * a[4] * a[5] * a[6]];
-  return null;
-};
-for (const [n, f] of Object.entries(orig)) {
-  if (typeof f !== 'function') {
-    wrapped[n] = f;
-    continue;
-  }
-  wrapped[n] = (...a: number[]) => {
-    if (!on) return (f as any)(...a);
-    const t = process.cpuUsage();
-    const r = (f as any)(...a);
-    const u = process.cpuUsage(t);
-    const g = gemmKey(n, a);
-    const key = g ? g[0] : n;
-    if (g) flops.set(key, g[1]);
-    const e = acc.get(key) ?? { ms: 0, n: 0 };
-    e.ms += (u.user + u.system) / 1000;
-    e.n++;
-    acc.set(key, e);
-    return r;
-  };
-}
-rt.exports = wrapped;
+const times = timeKernels();
+const { acc, flops } = times;
 
 function profile(name: string, run: () => void, N: number): void {
   for (let i = 0; i < 5; i++) run();
@@ -53,9 +23,9 @@ function profile(name: string, run: () => void, N: number): void {
   const c0 = process.cpuUsage();
   for (let i = 0; i < N; i++) run();
   const c1 = process.cpuUsage(c0);
-  on = true;
+  times.on = true;
   for (let i = 0; i < N; i++) run();
-  on = false;
+  times.on = false;
   const rows = [...acc].sort((a, b) => b[1].ms - a[1].ms);
   const ksum = rows.reduce((s, [, e]) => s + e.ms, 0);
   const launches = rows.reduce((s, [, e]) => s + e.n, 0);
