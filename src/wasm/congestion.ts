@@ -13,11 +13,14 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * 0.55–0.75× the speed of 1 with one core taken by another process). A call is a strike when
  * the caller waited, after its own piece, longer than both `ratio` times that piece and
  * `minWaitMs`, or when it had to run a worker's piece itself after an own piece of over
- * `claimMs` (time enough for a sleeping worker to wake); after `strikes` in a row the pool pauses
- * for a while (kernels run on the calling thread, same bits), then tries again. The strikes must
- * span `strikeMs`: on the idle development VM the second core sometimes vanishes for a
- * millisecond or two (the engine's own background threads, the hypervisor), long enough for
- * three quick dispatches to strike. A pause lasts `firstPauseMs`, doubled for each pause that
+ * `claimMs` (time enough for a sleeping worker to wake); when `strikes` of the last `window`
+ * judged calls were strikes, the pool pauses for a while (kernels run on the calling thread,
+ * same bits), then tries again. A busy machine strikes call after call; an idle one, too, now
+ * and then: the second core vanishes for a millisecond or two (the engine's own background
+ * threads, the hypervisor) and two or three calls in a row strike (the MLP step measured on the
+ * idle development VM: runs of 1–3 struck calls, about one run per 150 calls; with the second
+ * core taken by another process, 40–75 % of calls struck), so a run of a few is not enough. The
+ * counted strikes must also span `strikeMs`. A pause lasts `firstPauseMs`, doubled for each pause that
  * starts within the previous one's length of its end, up to `pauseMs`: a passing hitch costs a
  * step, a machine that stays busy soon gets the full pause. `pauseMs = 0` turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
@@ -29,8 +32,10 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * polling), counts again. `wakeMs = 0` judges every steal (the rule before this excuse).
  */
 export const busy = {
-  strikes: 3,
-  /** The strikes in a row must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
+  /** Strikes among the last `window` judged calls that pause the pool (`window` ≤ `strikes`: that many in a row). */
+  strikes: 6,
+  window: 12,
+  /** The counted strikes must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
   strikeMs: 4,
   pauseMs: 1000,
   firstPauseMs: 100,
@@ -46,13 +51,12 @@ export const busy = {
   calmAfter: 3,
   calmMs: 100,
 };
-let strikes = 0,
-  pausedUntil = 0,
+let pausedUntil = 0,
   judged = 0,
   /** The length of the last pause (ms); 0 before the first. */
-  lastPause = 0,
-  /** When the first of the current strikes began (performance.now()). */
-  firstStrike = 0;
+  lastPause = 0;
+/** The last judged calls, oldest first: when each strike began (performance.now()), NaN for a clean call. */
+let recent: number[] = [];
 /** Per worker: the last sleep (its NAP word) a job was posted into, and when that first happened. */
 let naps: { nap: number; at: number }[] = [];
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
@@ -65,7 +69,8 @@ export function pauseUntil(at: number): void {
 
 /** A new pool starts unjudged and unpaused. */
 export function resetCongestion(): void {
-  strikes = judged = pausedUntil = lastPause = 0;
+  judged = pausedUntil = lastPause = 0;
+  recent = [];
   naps = [];
 }
 
@@ -89,14 +94,13 @@ export function congestion(ownMs: number, waitMs: number, stole: boolean, excuse
   if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
   const waitedLong = waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs);
   if (!waitedLong && stole && (excused || ownMs <= busy.claimMs)) return; // a sleeping worker, or too short to tell one from a starved one
-  if (!waitedLong && !stole) {
-    strikes = 0;
-    return;
-  }
   const now = performance.now();
-  if (strikes++ === 0) firstStrike = now - ownMs - waitMs;
-  if (strikes >= busy.strikes && now - firstStrike >= busy.strikeMs) {
-    strikes = 0;
+  recent.push(!waitedLong && !stole ? NaN : now - ownMs - waitMs);
+  if (recent.length > Math.max(busy.window, busy.strikes)) recent.shift();
+  if (!waitedLong && !stole) return;
+  const struck = recent.filter((t) => !Number.isNaN(t));
+  if (struck.length >= busy.strikes && now - struck[0] >= busy.strikeMs) {
+    recent = [];
     const again = lastPause > 0 && now - pausedUntil < lastPause;
     lastPause = Math.min(busy.pauseMs, again ? 2 * lastPause : busy.firstPauseMs);
     pausedUntil = now + lastPause;
