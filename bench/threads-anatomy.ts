@@ -2,7 +2,7 @@
 // alone on the calling thread (the work as cut, without concurrency), the phase run by the pool,
 // and the one-thread program's kernels. Separates the cut's extra work (packing a shared operand
 // twice, smaller tiles) from what running concurrently adds (memory traffic, waits, wake-ups).
-//   node scripts/run-ts.mjs bench/threads-anatomy.ts [--model mlp|deep] [--optim sgd|adam] [--reps 200]
+//   node scripts/run-ts.mjs bench/threads-anatomy.ts [--model mlp|deep] [--optim sgd|adam] [--relaxed] [--reps 200] [--pause]
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import * as A from '../src/index.js';
 import { Program } from '../src/compile/program.js';
@@ -108,7 +108,7 @@ const desc = (s: any): string =>
       ? `tiled ${s.ops.map((o: any) => o.name.replace(/_f32$/, '')).join(',')}`
       : `${name({ name: s.name, args: s.argv[0] })}${s.pooled ? ` ×${s.argv.length}` : ''}`;
 
-await A.init({ threads: 2 });
+await A.init({ threads: 2, relaxedSimd: argv.includes('--relaxed') });
 // The busy-machine pause would mix one-thread phases into the two-thread times: off unless --pause.
 if (!argv.includes('--pause')) busy.pauseMs = 0;
 for (const threads of [1, 2]) {

@@ -61,12 +61,19 @@ function gone(c, m, why) {
 }
 `;
 
-// A job list: \`count\` records [op, nargs, ...args] of f64 at byte offset \`at\`, run in order.
+// A job list: \`count\` records [op, nargs, ...args] of f64 in \`l\` (the slot's list area), run in
+// order. Argument arrays are reused (one per length, in \`arrays\`): a worker that allocated per
+// call collected garbage every second or so in the middle of a step, long enough for the caller
+// to take its pieces (the idle VM: 0.2–5 ms scavenges).
 const runList = `
-function runList(fns, memory, at, count) {
-  var l = new Float64Array(memory.buffer, at, ${SLOT.LIST_F64});
+function argsOf(arrays, n) {
+  var a = arrays[n];
+  if (a === undefined) a = arrays[n] = new Array(n);
+  return a;
+}
+function runList(fns, l, count, arrays) {
   for (var k = 0, p = 0; k < count; k++) {
-    var op = l[p], n = l[p + 1], args = new Array(n);
+    var op = l[p], n = l[p + 1], args = argsOf(arrays, n);
     for (var i = 0; i < n; i++) args[i] = l[p + 2 + i];
     p += 2 + n;
     fns[op].apply(null, args);
@@ -90,6 +97,9 @@ function serve(d, reply, onExit, exit) {
   var c = new Int32Array(d.memory.buffer, d.slot, S.ARGS_AT >> 2);
   var a = new Float64Array(d.memory.buffer, d.slot + S.ARGS_AT, S.MAX_ARGS);
   var m = new Uint16Array(d.memory.buffer, d.slot + S.MSG_AT, S.MSG_CHARS);
+  // The slot lies in the memory as it was at the start; a shared memory's views stay valid as it grows.
+  var list = new Float64Array(d.memory.buffer, d.slot + S.LIST_AT, S.LIST_F64);
+  var arrays = [];
   var done = function (seq, status) {
     c[S.STATUS] = status;
     Atomics.store(c, S.DONE, seq);
@@ -134,9 +144,9 @@ function serve(d, reply, onExit, exit) {
     if (op === ${DIE}) { exit(); return; }
     var status = ${OK}, tj = performance.now();
     try {
-      if (op === ${LIST}) runList(fns, d.memory, d.slot + S.LIST_AT, a[0]);
+      if (op === ${LIST}) runList(fns, list, a[0], arrays);
       else {
-        var n = c[S.NARGS], args = new Array(n);
+        var n = c[S.NARGS], args = argsOf(arrays, n);
         for (var i = 0; i < n; i++) args[i] = a[i];
         fns[op].apply(null, args);
       }
