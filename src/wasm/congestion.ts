@@ -19,8 +19,11 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * and then: the second core vanishes for a millisecond or two (the engine's own background
  * threads, the hypervisor) and two or three calls in a row strike (the MLP step measured on the
  * idle development VM: runs of 1–3 struck calls, about one run per 150 calls; with the second
- * core taken by another process, 40–75 % of calls struck), so a run of a few is not enough. The
- * counted strikes must also span `strikeMs`. A pause lasts `firstPauseMs`, doubled for each pause that
+ * core taken by another process, 40–75 % of calls struck, also in runs of at most 3: after three
+ * lost jobs the worker sleeps between jobs, and a woken thread gets its core back). So a run of
+ * three is no sign, but four in twelve calls are: two hitches close together, or a busy machine
+ * (6 in 12 reacted too late there: steps 1.2–1.7× slower than with 3 in a row). The counted
+ * strikes must also span `strikeMs`. A pause lasts `firstPauseMs`, doubled for each pause that
  * starts within the previous one's length of its end, up to `pauseMs`: a passing hitch costs a
  * step, a machine that stays busy soon gets the full pause. `pauseMs = 0` turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
@@ -33,7 +36,7 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  */
 export const busy = {
   /** Strikes among the last `window` judged calls that pause the pool (`window` ≤ `strikes`: that many in a row). */
-  strikes: 6,
+  strikes: 4,
   window: 12,
   /** The counted strikes must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
   strikeMs: 4,
