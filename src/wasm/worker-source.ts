@@ -62,9 +62,9 @@ function gone(c, m, why) {
 `;
 
 // A job list: \`count\` records [op, nargs, ...args] of f64 in \`l\` (the slot's list area), run in
-// order. Argument arrays are reused (one per length, in \`arrays\`): a worker that allocated per
-// call collected garbage every second or so in the middle of a step, long enough for the caller
-// to take its pieces (the idle VM: 0.2–5 ms scavenges).
+// order. Argument arrays are reused (one per length, in \`arrays\`): allocating one per call, the
+// worker collected its young generation every 1.5 s or so at the MLP step's pace, 0.2–5 ms each,
+// long enough for the caller to take its pieces meanwhile.
 const runList = `
 function argsOf(arrays, n) {
   var a = arrays[n];
