@@ -26,7 +26,7 @@
 // and applies the plain SGD update to the same block of the parameter.
 import { biasAct, sgdStep, EPI_SGD } from './epilogue';
 import { maddScalar } from './madd';
-import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, pack_a, pack_b } from './gemmtile';
+import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, macro_tile_t, pack_a, pack_b } from './gemmtile';
 
 /** Rows of op(A) packed at once (multiple of MR: 64 default, 72 relaxed): the pre-broadcast MC×KC block (256 or 288 KB) stays L2-resident while every B sliver streams past it. */
 const MC: i32 = ASC_FEATURE_RELAXED_SIMD ? 72 : 64;
@@ -37,11 +37,25 @@ const NC: i32 = 512;
 let scratchPtr: usize = 0;
 let scratchBytes: i32 = 0;
 
+/**
+ * Whether the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ instead (macro_tile_t): the pre-broadcast
+ * pack costs 16 B of stores per element of the packed-A side, reused N/NR times, so when op(A) has
+ * many more rows than op(B) has columns the smaller operand takes that side.
+ */
+@inline function swapAB<T>(M: i32, N: i32): bool {
+  return sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && M >= 2 * N;
+}
+
 /** Scratch bytes for full-speed packing of a gemm of this shape (elemBytes 4 or 8), including 64 B alignment slack; the value for (2^30, 2^30, 2^30, 8) bounds every call. 0 for empty shapes. */
 export function gemm_scratch_bytes(M: i32, N: i32, K: i32, elemBytes: i32): i32 {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   const nr = NRV * (16 / elemBytes);
   const kc = imin(K, KC);
+  if (elemBytes == 4 && swapAB<f32>(M, N)) {
+    const t = M;
+    M = N;
+    N = t;
+  }
   const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
   const elems = roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
   return elems * elemBytes + 64;
@@ -102,7 +116,10 @@ function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32,
   // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
   const ars = transA ? 1 : lda, acs = transA ? lda : 1;
   const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd)) {
+  const done = swapAB<T>(M, N)
+    ? gemm_packed<T>(b, bcs, brs, a, acs, ars, c, ldc, N, M, K, acc, bias, act, lr, wd, true)
+    : gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd, false);
+  if (!done) {
     gemm_unpacked<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc);
     if (act >= 0) epilogue<T>(c, c, ldc, bias, 0, M, N, act, lr, wd);
   }
@@ -118,7 +135,7 @@ function zero_c<T>(c: usize, M: i32, N: i32, ldc: i32): void {
 
 /** Packed path: loops jc (NC) → pc (KC) → ic (MC) around the macro-tile; returns false, computing nothing, when the scratch region cannot hold one A block plus one B sliver. */
 function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool,
-  bias: usize, act: i32, lr: f64, wd: f64): bool {
+  bias: usize, act: i32, lr: f64, wd: f64, ct: bool): bool {
   if (scratchPtr == 0) return false;
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const base = (scratchPtr + 63) & ~(<usize>63); // cache-line aligned packed panels
@@ -142,10 +159,17 @@ function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i
       pack_b<T>(bp, b + off<T>(pc, jc, brs, bcs), brs, bcs, kc, ncur);
       for (let ic = 0; ic < M; ic += mc) {
         const mcur = imin(mc, M - ic);
-        const cb = c + off<T>(ic, jc, ldc, 1);
         pack_a<T>(ap, a + off<T>(ic, pc, ars, acs), ars, acs, mcur, kc);
-        macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
-        if (epi) epilogue<T>(c, cb, ldc, bias, jc, mcur, ncur, act, lr, wd);
+        if (sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && ct) {
+          // The block is C[jc:jc+ncur, ic:ic+mcur] of the caller's C.
+          const cb = c + off<T>(jc, ic, ldc, 1);
+          macro_tile_t<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
+          if (epi) epilogue<T>(c, cb, ldc, bias, ic, ncur, mcur, act, lr, wd);
+        } else {
+          const cb = c + off<T>(ic, jc, ldc, 1);
+          macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
+          if (epi) epilogue<T>(c, cb, ldc, bias, jc, mcur, ncur, act, lr, wd);
+        }
       }
     }
   }
