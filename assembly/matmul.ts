@@ -38,26 +38,30 @@ let scratchPtr: usize = 0;
 let scratchBytes: i32 = 0;
 
 /**
- * Whether the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ instead (macro_tile_t): the pre-broadcast
- * pack costs 16 B of stores per element of the packed-A side, reused N/NR times, so when op(A) has
- * many more rows than op(B) has columns the smaller operand takes that side.
+ * Whether the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ instead (macro_tile_t, tiles stored
+ * transposed), for M ≥ 2N: the pre-broadcast pack (16 B of stores per element, reused N/NR times)
+ * then takes the smaller operand, and an N below 2·NR pads MR-row tiles instead of NR-column ones.
+ * With op(A) row-major (transA = 0) and a wider N, op(A)ᵀ needs the transposing pack and the
+ * transposed stores cost what the smaller pack saves (measured), so those shapes stay as they are.
  */
-@inline function swapAB<T>(M: i32, N: i32): bool {
-  return sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && M >= 2 * N;
+@inline function swapAB<T>(M: i32, N: i32, transA: i32): bool {
+  return sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && M >= 2 * N && (transA != 0 || N < 2 * NRV * 4);
+}
+
+/** Elements of scratch for packing an M×N×K gemm in the given orientation (A block, B panel, edge tile). */
+function scratchElems(M: i32, N: i32, kc: i32, elemBytes: i32): i32 {
+  const nr = NRV * (16 / elemBytes);
+  const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
+  return roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
 }
 
 /** Scratch bytes for full-speed packing of a gemm of this shape (elemBytes 4 or 8), including 64 B alignment slack; the value for (2^30, 2^30, 2^30, 8) bounds every call. 0 for empty shapes. */
 export function gemm_scratch_bytes(M: i32, N: i32, K: i32, elemBytes: i32): i32 {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
-  const nr = NRV * (16 / elemBytes);
   const kc = imin(K, KC);
-  if (elemBytes == 4 && swapAB<f32>(M, N)) {
-    const t = M;
-    M = N;
-    N = t;
-  }
-  const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
-  const elems = roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
+  let elems = scratchElems(M, N, kc, elemBytes);
+  // Either orientation may run (swapAB depends on transA too): room for both.
+  if (elemBytes == 4 && swapAB<f32>(M, N, 1)) elems = max(elems, scratchElems(N, M, kc, elemBytes));
   return elems * elemBytes + 64;
 }
 
@@ -116,7 +120,7 @@ function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32,
   // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
   const ars = transA ? 1 : lda, acs = transA ? lda : 1;
   const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-  const done = swapAB<T>(M, N)
+  const done = swapAB<T>(M, N, transA)
     ? gemm_packed<T>(b, bcs, brs, a, acs, ars, c, ldc, N, M, K, acc, bias, act, lr, wd, true)
     : gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd, false);
   if (!done) {
