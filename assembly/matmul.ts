@@ -17,7 +17,10 @@
 // acc = acc + a·b for k ascending (separate mul and add, no FMA), then C = acc (first block when
 // not accumulating) or C = C + acc. It depends only on (M, N, K, transA, transB) — never on the
 // scratch size, the MC/NC blocking or the engine. The relaxed build (madd.ts) fuses acc + a·b
-// into one rounding where the engine has FMA, in the same order, on both paths.
+// into one rounding where the engine has FMA, in the same order, on both paths. For some shapes
+// (swapAB) the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ with the tiles stored transposed:
+// each product is b·a instead of a·b (the same value) and the order over k is the same, so the
+// bits are too (only which NaN payload propagates could differ).
 //
 // gemm_bias_act adds an epilogue (epilogue.ts's biasAct): once a C block's last K block is stored,
 // while the block is still in cache, C = act(C + bias) — the bias added to the finished sum,
