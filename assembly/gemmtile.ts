@@ -40,32 +40,7 @@ export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, 
         }
       } else {
         micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
-        merge_edge<T>(tile, nr, ct, ldc, 1, mm, nn, overwrite);
-      }
-    }
-  }
-}
-
-/**
- * macro_tile for a transposed C (f32, default build): block element (i, j) is at c + (j*ldc + i)
- * elements, i.e. the packed A holds op(B)ᵀ and the packed B op(A)ᵀ of the caller's GEMM. Each
- * element gets the same products (a·b = b·a) summed in the same order as macro_tile's.
- */
-export function macro_tile_t<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, n: i32, kc: i32, overwrite: bool, tile: usize): void {
-  const S = <i32>sizeof<T>(), nr = nrOf<T>();
-  const ldcB = <usize>ldc * S;
-  for (let jr = 0; jr < n; jr += nr) {
-    const nn = imin(nr, n - jr);
-    const bs = bp + <usize>(jr * kc * S);
-    for (let ir = 0; ir < m; ir += MR) {
-      const mm = imin(MR, m - ir);
-      const as = ap + <usize>(ir * kc * 16);
-      const ct = c + off<T>(ir, jr, 1, ldc);
-      if (mm == MR && nn == nr) {
-        kernel_4x2v_t(kc, as, bs, ct, ldcB, overwrite);
-      } else {
-        micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
-        merge_edge<T>(tile, nr, ct, 1, ldc, mm, nn, overwrite);
+        merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
       }
     }
   }
@@ -105,46 +80,6 @@ export function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: us
   store_row<T>(c + ldcB, c10, c11, overwrite);
   store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
   store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
-}
-
-/** kernel_4x2v (f32) storing its 4×8 tile transposed: C rows 0..7 get 4 columns each (ldcB is C's row stride in bytes), C = acc or C + acc as store_row. */
-export function kernel_4x2v_t(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize, overwrite: bool): void {
-  const z = f32x4.splat(0);
-  let c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
-  const bEnd = bp + <usize>kc * 32;
-  while (bp < bEnd) {
-    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
-    let a = v128.load(ap);
-    c00 = madd<f32>(a, b0, c00);
-    c01 = madd<f32>(a, b1, c01);
-    a = v128.load(ap, 16);
-    c10 = madd<f32>(a, b0, c10);
-    c11 = madd<f32>(a, b1, c11);
-    a = v128.load(ap, 32);
-    c20 = madd<f32>(a, b0, c20);
-    c21 = madd<f32>(a, b1, c21);
-    a = v128.load(ap, 48);
-    c30 = madd<f32>(a, b0, c30);
-    c31 = madd<f32>(a, b1, c31);
-    ap += 64;
-    bp += 32;
-  }
-  store_t4(c, ldcB, c00, c10, c20, c30, overwrite);
-  store_t4(c + 4 * ldcB, ldcB, c01, c11, c21, c31, overwrite);
-}
-
-/** Stores the transpose of the 4×4 block whose columns are v0..v3 into 4 C rows (ldcB bytes apart), overwriting or adding to C (C + acc). */
-@inline function store_t4(c: usize, ldcB: usize, v0: v128, v1: v128, v2: v128, v3: v128, overwrite: bool): void {
-  const t0 = v128.shuffle<f32>(v0, v1, 0, 4, 1, 5), t1 = v128.shuffle<f32>(v0, v1, 2, 6, 3, 7);
-  const t2 = v128.shuffle<f32>(v2, v3, 0, 4, 1, 5), t3 = v128.shuffle<f32>(v2, v3, 2, 6, 3, 7);
-  store_vec(c, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5), overwrite);
-  store_vec(c + ldcB, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), overwrite);
-  store_vec(c + 2 * ldcB, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), overwrite);
-  store_vec(c + 3 * ldcB, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), overwrite);
-}
-
-@inline function store_vec(c: usize, v: v128, overwrite: bool): void {
-  v128.store(c, overwrite ? v : v128.add<f32>(v128.load(c), v));
 }
 
 /** Relaxed build's micro-kernel, 6 rows × 2 vectors (6×8 f32 / 6×4 f64): C tile = acc (overwrite only: macro_tile adds to C with add_tile), acc as in kernel_4x2v. */
@@ -209,17 +144,17 @@ function add_tile<T>(t: usize, c: usize, ldcB: usize): void {
   v128.store(c, v1, 16);
 }
 
-/** Copies the valid m×n corner of an edge tile (row stride ldt) into C (element strides crs, ccs) with the same overwrite/add rule as full tiles. */
-export function merge_edge<T>(t: usize, ldt: i32, c: usize, crs: i32, ccs: i32, m: i32, n: i32, overwrite: bool): void {
-  if (ccs == 1 && n == nrOf<T>()) {
+/** Copies the valid m×n corner of an edge tile (row stride ldt) into C with the same overwrite/add rule as full tiles. */
+export function merge_edge<T>(t: usize, ldt: i32, c: usize, ldc: i32, m: i32, n: i32, overwrite: bool): void {
+  if (n == nrOf<T>()) {
     // Full rows (an edge in M only): store_row's vector ops, the same sums.
-    for (let i = 0; i < m; i++) store_row<T>(c + off<T>(i, 0, crs, 1), v128.load(t + off<T>(i, 0, ldt, 1)), v128.load(t + off<T>(i, 0, ldt, 1), 16), overwrite);
+    for (let i = 0; i < m; i++) store_row<T>(c + off<T>(i, 0, ldc, 1), v128.load(t + off<T>(i, 0, ldt, 1)), v128.load(t + off<T>(i, 0, ldt, 1), 16), overwrite);
     return;
   }
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
       const v = load<T>(t + off<T>(i, j, ldt, 1));
-      const p = c + off<T>(i, j, crs, ccs);
+      const p = c + off<T>(i, j, ldc, 1);
       store<T>(p, overwrite ? v : load<T>(p) + v);
     }
   }
@@ -290,24 +225,7 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
 export function pack_b<T>(dst: usize, b: usize, rs: i32, cs: i32, kc: i32, n: i32): void {
   const S = sizeof<T>(), nr = nrOf<T>();
   const rsB = <usize>rs * S, csB = <usize>cs * S;
-  let j = 0;
-  if (cs == 1) {
-    // Row-major op(B): two slivers per pass, so each k's 64-byte source line is read once.
-    const sl = <usize>(nr * kc) * S;
-    for (; j + 2 * nr <= n; j += 2 * nr) {
-      let p = b + off<T>(0, j, rs, cs), d = dst;
-      for (let k = 0; k < kc; k++) {
-        v128.store(d, v128.load(p));
-        v128.store(d, v128.load(p, 16), 16);
-        v128.store(d + sl, v128.load(p, 32));
-        v128.store(d + sl, v128.load(p, 48), 16);
-        d += 32;
-        p += rsB;
-      }
-      dst += 2 * sl;
-    }
-  }
-  for (; j < n; j += nr) {
+  for (let j = 0; j < n; j += nr) {
     const cols = imin(nr, n - j);
     let p = b + off<T>(0, j, rs, cs);
     if (cols == nr && cs == 1) {

@@ -17,10 +17,7 @@
 // acc = acc + a·b for k ascending (separate mul and add, no FMA), then C = acc (first block when
 // not accumulating) or C = C + acc. It depends only on (M, N, K, transA, transB) — never on the
 // scratch size, the MC/NC blocking or the engine. The relaxed build (madd.ts) fuses acc + a·b
-// into one rounding where the engine has FMA, in the same order, on both paths. For some shapes
-// (swapAB) the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ with the tiles stored transposed:
-// each product is b·a instead of a·b (the same value) and the order over k is the same, so the
-// bits are too (only which NaN payload propagates could differ).
+// into one rounding where the engine has FMA, in the same order, on both paths.
 //
 // gemm_bias_act adds an epilogue (epilogue.ts's biasAct): once a C block's last K block is stored,
 // while the block is still in cache, C = act(C + bias) — the bias added to the finished sum,
@@ -29,7 +26,7 @@
 // and applies the plain SGD update to the same block of the parameter.
 import { biasAct, sgdStep, EPI_SGD } from './epilogue';
 import { maddScalar } from './madd';
-import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, macro_tile_t, pack_a, pack_b } from './gemmtile';
+import { MR, NRV, KC, nrOf, imin, roundUp, off, macro_tile, pack_a, pack_b } from './gemmtile';
 
 /** Rows of op(A) packed at once (multiple of MR: 64 default, 72 relaxed): the pre-broadcast MC×KC block (256 or 288 KB) stays L2-resident while every B sliver streams past it. */
 const MC: i32 = ASC_FEATURE_RELAXED_SIMD ? 72 : 64;
@@ -40,31 +37,13 @@ const NC: i32 = 512;
 let scratchPtr: usize = 0;
 let scratchBytes: i32 = 0;
 
-/**
- * Whether the f32 default build computes Cᵀ = op(B)ᵀ·op(A)ᵀ instead (macro_tile_t, tiles stored
- * transposed), for M ≥ 2N: the pre-broadcast pack (16 B of stores per element, reused N/NR times)
- * then takes the smaller operand, and an N below 2·NR pads MR-row tiles instead of NR-column ones.
- * With op(A) row-major (transA = 0) and a wider N, op(A)ᵀ needs the transposing pack and the
- * transposed stores cost what the smaller pack saves (measured), so those shapes stay as they are.
- */
-@inline function swapAB<T>(M: i32, N: i32, transA: i32): bool {
-  return sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && M >= 2 * N && (transA != 0 || N < 2 * NRV * 4);
-}
-
-/** Elements of scratch for packing an M×N×K gemm in the given orientation (A block, B panel, edge tile). */
-function scratchElems(M: i32, N: i32, kc: i32, elemBytes: i32): i32 {
-  const nr = NRV * (16 / elemBytes);
-  const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
-  return roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
-}
-
 /** Scratch bytes for full-speed packing of a gemm of this shape (elemBytes 4 or 8), including 64 B alignment slack; the value for (2^30, 2^30, 2^30, 8) bounds every call. 0 for empty shapes. */
 export function gemm_scratch_bytes(M: i32, N: i32, K: i32, elemBytes: i32): i32 {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
+  const nr = NRV * (16 / elemBytes);
   const kc = imin(K, KC);
-  let elems = scratchElems(M, N, kc, elemBytes);
-  // Either orientation may run (swapAB depends on transA too): room for both.
-  if (elemBytes == 4 && swapAB<f32>(M, N, 1)) elems = max(elems, scratchElems(N, M, kc, elemBytes));
+  const lanes = 16 / elemBytes; // packed A is pre-broadcast: one v128 per element
+  const elems = roundUp(imin(M, MC), MR) * kc * lanes + kc * roundUp(imin(N, NC), nr) + MR * nr;
   return elems * elemBytes + 64;
 }
 
@@ -123,10 +102,7 @@ function gemm<T>(a: usize, b: usize, c: usize, M: i32, N: i32, K: i32, lda: i32,
   // op(X)[i, j] lives at X + (i*rs + j*cs) elements.
   const ars = transA ? 1 : lda, acs = transA ? lda : 1;
   const brs = transB ? 1 : ldb, bcs = transB ? ldb : 1;
-  const done = swapAB<T>(M, N, transA)
-    ? gemm_packed<T>(b, bcs, brs, a, acs, ars, c, ldc, N, M, K, acc, bias, act, lr, wd, true)
-    : gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd, false);
-  if (!done) {
+  if (!gemm_packed<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc, bias, act, lr, wd)) {
     gemm_unpacked<T>(a, ars, acs, b, brs, bcs, c, ldc, M, N, K, acc);
     if (act >= 0) epilogue<T>(c, c, ldc, bias, 0, M, N, act, lr, wd);
   }
@@ -142,7 +118,7 @@ function zero_c<T>(c: usize, M: i32, N: i32, ldc: i32): void {
 
 /** Packed path: loops jc (NC) → pc (KC) → ic (MC) around the macro-tile; returns false, computing nothing, when the scratch region cannot hold one A block plus one B sliver. */
 function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i32, c: usize, ldc: i32, M: i32, N: i32, K: i32, accumulate: bool,
-  bias: usize, act: i32, lr: f64, wd: f64, ct: bool): bool {
+  bias: usize, act: i32, lr: f64, wd: f64): bool {
   if (scratchPtr == 0) return false;
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const base = (scratchPtr + 63) & ~(<usize>63); // cache-line aligned packed panels
@@ -166,17 +142,10 @@ function gemm_packed<T>(a: usize, ars: i32, acs: i32, b: usize, brs: i32, bcs: i
       pack_b<T>(bp, b + off<T>(pc, jc, brs, bcs), brs, bcs, kc, ncur);
       for (let ic = 0; ic < M; ic += mc) {
         const mcur = imin(mc, M - ic);
+        const cb = c + off<T>(ic, jc, ldc, 1);
         pack_a<T>(ap, a + off<T>(ic, pc, ars, acs), ars, acs, mcur, kc);
-        if (sizeof<T>() == 4 && !ASC_FEATURE_RELAXED_SIMD && ct) {
-          // The block is C[jc:jc+ncur, ic:ic+mcur] of the caller's C.
-          const cb = c + off<T>(jc, ic, ldc, 1);
-          macro_tile_t<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
-          if (epi) epilogue<T>(c, cb, ldc, bias, ic, ncur, mcur, act, lr, wd);
-        } else {
-          const cb = c + off<T>(ic, jc, ldc, 1);
-          macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
-          if (epi) epilogue<T>(c, cb, ldc, bias, jc, mcur, ncur, act, lr, wd);
-        }
+        macro_tile<T>(ap, bp, cb, ldc, mcur, ncur, kc, overwrite, tile);
+        if (epi) epilogue<T>(c, cb, ldc, bias, jc, mcur, ncur, act, lr, wd);
       }
     }
   }

@@ -1,8 +1,9 @@
 // The GEMM's shape-dependent packed paths give the unpacked path's bits (the reference summation
 // order: K blocks of 256, acc from 0, then C = acc or C + acc) and match a float64 reference:
-// C computed transposed (Cᵀ = op(B)ᵀ·op(A)ᵀ when M ≥ 2N, f32), op(A) stored transposed packed four
-// slivers at a time, row-major op(B) packed two slivers at a time, edge tiles in M merged as rows;
-// with the bias/activation and SGD epilogues, and with scratch sized for the shape or smaller.
+// op(A) stored transposed packed four slivers at a time (and its leftover slivers one at a time),
+// edge tiles short in M merged as rows of vectors, for every transposition, overwrite and
+// accumulate, with the bias/activation and SGD epilogues, and with scratch sized for the shape or
+// smaller.
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 
@@ -40,13 +41,14 @@ const DTYPES = [
   { t: 'f64', Arr: Float64Array, tol: 1e-12 },
 ] as const;
 type DType = (typeof DTYPES)[number];
-// [M, N, K]: transposed C with edges both ways, over several K blocks, past NC = 512 columns of
-// Cᵀ, M edges under full-width tiles, and shapes that take neither new path.
+// [M, N, K]: edges both ways, several K blocks, M past MC = 64 (and 16-row groups with leftover
+// slivers), M edges under full-width tiles, N past NC = 512, and shapes that take neither new path.
 const SHAPES = [
   [70, 13, 300],
   [40, 20, 33],
   [200, 40, 257],
   [1100, 20, 16],
+  [20, 530, 16],
   [10, 16, 20],
   [37, 17, 9],
   [64, 48, 600],
