@@ -20,7 +20,7 @@ export const KC: i32 = 256;
 }
 
 
-/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch) and are merged with scalar code. */
+/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch; slivers of ≤ NR/2 columns computed one vector wide) and are merged into C. */
 export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, n: i32, kc: i32, overwrite: bool, tile: usize): void {
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const ldcB = <usize>ldc * S;
@@ -39,7 +39,8 @@ export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, 
           micro_kernel<T>(kc, as, bs, ct, ldcB, overwrite);
         }
       } else {
-        micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
+        if (nn <= nr / 2) kernel_x1v<T>(kc, as, bs, tile, <usize>(nr * S));
+        else micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
         merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
       }
     }
@@ -80,6 +81,34 @@ export function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: us
   store_row<T>(c + ldcB, c10, c11, overwrite);
   store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
   store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
+}
+
+/** Edge micro-kernel for a B sliver of at most NR/2 columns (its upper half zero padding): the first vector of each of the MR rows of the tile at c (overwrite), the same sums as the full kernels' first vector. */
+function kernel_x1v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize): void {
+  const z = v128.splat<T>(<T>0);
+  let c0 = z, c1 = z, c2 = z, c3 = z, c4 = z, c5 = z;
+  const bEnd = bp + <usize>kc * 32;
+  while (bp < bEnd) {
+    const b = v128.load(bp);
+    c0 = madd<T>(v128.load(ap), b, c0);
+    c1 = madd<T>(v128.load(ap, 16), b, c1);
+    c2 = madd<T>(v128.load(ap, 32), b, c2);
+    c3 = madd<T>(v128.load(ap, 48), b, c3);
+    if (MR == 6) {
+      c4 = madd<T>(v128.load(ap, 64), b, c4);
+      c5 = madd<T>(v128.load(ap, 80), b, c5);
+    }
+    ap += <usize>(MR * 16);
+    bp += 32;
+  }
+  v128.store(c, c0);
+  v128.store(c + ldcB, c1);
+  v128.store(c + 2 * ldcB, c2);
+  v128.store(c + 3 * ldcB, c3);
+  if (MR == 6) {
+    v128.store(c + 4 * ldcB, c4);
+    v128.store(c + 5 * ldcB, c5);
+  }
 }
 
 /** Relaxed build's micro-kernel, 6 rows × 2 vectors (6×8 f32 / 6×4 f64): C tile = acc (overwrite only: macro_tile adds to C with add_tile), acc as in kernel_4x2v. */

@@ -1,7 +1,8 @@
 // The GEMM's shape-dependent packed paths give the unpacked path's bits (the reference summation
 // order: K blocks of 256, acc from 0, then C = acc or C + acc) and match a float64 reference:
 // op(A) stored transposed packed four slivers at a time (and its leftover slivers one at a time),
-// edge tiles short in M merged as rows of vectors, for every transposition, overwrite and
+// edge tiles short in M merged as rows of vectors, edge slivers of ≤ 4 columns (f32; 2 for f64)
+// computed one vector wide, for every transposition, overwrite and
 // accumulate, with the bias/activation and SGD epilogues, and with scratch sized for the shape or
 // smaller.
 import { readFileSync } from 'node:fs';
