@@ -20,7 +20,7 @@ export const KC: i32 = 256;
 }
 
 
-/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch) and are merged with scalar code. */
+/** Runs the micro-kernel over an m×n block of C from packed A (m rows) and B (n cols) of depth kc; edge tiles go through `tile` (MR×NR scratch; slivers of ≤ NR/2 columns computed one vector wide) and are merged into C. */
 export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, n: i32, kc: i32, overwrite: bool, tile: usize): void {
   const S = <i32>sizeof<T>(), nr = nrOf<T>();
   const ldcB = <usize>ldc * S;
@@ -39,7 +39,8 @@ export function macro_tile<T>(ap: usize, bp: usize, c: usize, ldc: i32, m: i32, 
           micro_kernel<T>(kc, as, bs, ct, ldcB, overwrite);
         }
       } else {
-        micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
+        if (nn <= nr / 2) kernel_x1v<T>(kc, as, bs, tile, <usize>(nr * S));
+        else micro_kernel<T>(kc, as, bs, tile, <usize>(nr * S), true);
         merge_edge<T>(tile, nr, ct, ldc, mm, nn, overwrite);
       }
     }
@@ -80,6 +81,34 @@ export function kernel_4x2v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: us
   store_row<T>(c + ldcB, c10, c11, overwrite);
   store_row<T>(c + 2 * ldcB, c20, c21, overwrite);
   store_row<T>(c + 3 * ldcB, c30, c31, overwrite);
+}
+
+/** Edge micro-kernel for a B sliver of at most NR/2 columns (its upper half zero padding): the first vector of each of the MR rows of the tile at c (overwrite), the same sums as the full kernels' first vector. */
+function kernel_x1v<T>(kc: i32, ap: usize, bp: usize, c: usize, ldcB: usize): void {
+  const z = v128.splat<T>(<T>0);
+  let c0 = z, c1 = z, c2 = z, c3 = z, c4 = z, c5 = z;
+  const bEnd = bp + <usize>kc * 32;
+  while (bp < bEnd) {
+    const b = v128.load(bp);
+    c0 = madd<T>(v128.load(ap), b, c0);
+    c1 = madd<T>(v128.load(ap, 16), b, c1);
+    c2 = madd<T>(v128.load(ap, 32), b, c2);
+    c3 = madd<T>(v128.load(ap, 48), b, c3);
+    if (MR == 6) {
+      c4 = madd<T>(v128.load(ap, 64), b, c4);
+      c5 = madd<T>(v128.load(ap, 80), b, c5);
+    }
+    ap += <usize>(MR * 16);
+    bp += 32;
+  }
+  v128.store(c, c0);
+  v128.store(c + ldcB, c1);
+  v128.store(c + 2 * ldcB, c2);
+  v128.store(c + 3 * ldcB, c3);
+  if (MR == 6) {
+    v128.store(c + 4 * ldcB, c4);
+    v128.store(c + 5 * ldcB, c5);
+  }
 }
 
 /** Relaxed build's micro-kernel, 6 rows × 2 vectors (6×8 f32 / 6×4 f64): C tile = acc (overwrite only: macro_tile adds to C with add_tile), acc as in kernel_4x2v. */
@@ -146,6 +175,11 @@ function add_tile<T>(t: usize, c: usize, ldcB: usize): void {
 
 /** Copies the valid m×n corner of an edge tile (row stride ldt) into C with the same overwrite/add rule as full tiles. */
 export function merge_edge<T>(t: usize, ldt: i32, c: usize, ldc: i32, m: i32, n: i32, overwrite: bool): void {
+  if (n == nrOf<T>()) {
+    // Full rows (an edge in M only): store_row's vector ops, the same sums.
+    for (let i = 0; i < m; i++) store_row<T>(c + off<T>(i, 0, ldc, 1), v128.load(t + off<T>(i, 0, ldt, 1)), v128.load(t + off<T>(i, 0, ldt, 1), 16), overwrite);
+    return;
+  }
   for (let i = 0; i < m; i++) {
     for (let j = 0; j < n; j++) {
       const v = load<T>(t + off<T>(i, j, ldt, 1));
@@ -159,7 +193,22 @@ export function merge_edge<T>(t: usize, ldt: i32, c: usize, ldc: i32, m: i32, n:
 export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i32): void {
   const S = sizeof<T>();
   const rsB = <usize>rs * S, csB = <usize>cs * S;
-  for (let i = 0; i < m; i += MR) {
+  let i = 0;
+  if (rs == 1) {
+    // Stored transposed (the MR rows of a k are contiguous): four slivers per pass, so each k's
+    // source line is read once rather than once per sliver (kc lines lda apart alias in L1).
+    const sl = <usize>(MR * kc * 16);
+    for (; i + 4 * MR <= m; i += 4 * MR) {
+      let p = a + off<T>(i, 0, rs, cs), d = dst;
+      for (let k = 0; k < kc; k++) {
+        for (let g: usize = 0; g < 4; g++) splat_rows<T>(d + g * sl, p + g * <usize>MR * S);
+        d += <usize>(MR * 16);
+        p += csB;
+      }
+      dst += 4 * sl;
+    }
+  }
+  for (; i < m; i += MR) {
     const rows = imin(MR, m - i);
     let p = a + off<T>(i, 0, rs, cs);
     if (rows == MR) {
@@ -185,6 +234,19 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
         p += csB;
       }
     }
+  }
+}
+
+/** One k of a pre-broadcast sliver from MR contiguous elements at p: MR v128 splats at d. */
+@inline function splat_rows<T>(d: usize, p: usize): void {
+  const S = sizeof<T>();
+  v128.store(d, v128.splat<T>(load<T>(p)));
+  v128.store(d, v128.splat<T>(load<T>(p, S)), 16);
+  v128.store(d, v128.splat<T>(load<T>(p, 2 * S)), 32);
+  v128.store(d, v128.splat<T>(load<T>(p, 3 * S)), 48);
+  if (MR == 6) {
+    v128.store(d, v128.splat<T>(load<T>(p, 4 * S)), 64);
+    v128.store(d, v128.splat<T>(load<T>(p, 5 * S)), 80);
   }
 }
 
