@@ -3,7 +3,7 @@
 // element, src/compile/gelu-grad.ts), in alternating paired rounds of process-CPU time; checks
 // that both give the same loss bits at every step and prints the median per-round ratio.
 //
-//   taskset -c 1 node scripts/run-ts.mjs bench/gpt-epilogue-ab.ts [--switch gelu] [--rounds 9] [--steps 6]
+//   taskset -c 1 node scripts/run-ts.mjs bench/gpt-epilogue-ab.ts [--switch gelu] [--rounds 9] [--steps 6] [--bias false]
 import os from 'node:os';
 import * as A from '../src/index.js';
 import { GptRun } from '../src/cli/gpt-run.js';
@@ -16,7 +16,7 @@ const key = opt('switch', 'gelu') as 'gelu' | 'sgd' | 'enabled',
   steps = Number(opt('steps', '6'));
 await A.init({ threads: 1 });
 const text = await A.data.shakespeare('data/tinyshakespeare.txt.gz');
-const config = { layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0 };
+const config = { layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0, bias: opt('bias', 'true') !== 'false' };
 /** A run whose compiled step is built while the switch is `on` (programs read it when built). */
 const build = (on: boolean) => {
   epilogues[key] = on;

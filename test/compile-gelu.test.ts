@@ -2,9 +2,9 @@
 // step computes erf once per element (gelu_erf_with_grad keeps gelu' for the backward, where
 // gelu_erf_vjp and the Linear's bias gradient become one bias_act_vjp pass) and gives the same
 // bytes as eager mode: losses and every parameter after several Adam steps, f32 and f64, with
-// element counts that end mid-vector, 2-D and 3-D inputs, two GELU layers. A pre-activation that
-// is read again (returned into the loss), or a GELU with no bias gradient after it, is left as it
-// was, with the same bytes.
+// element counts that end mid-vector, 2-D and 3-D inputs, two GELU layers, and a Linear without
+// bias (the VJP becomes a plain multiply). A pre-activation that is read again (returned into the
+// loss) is left as it was, with the same bytes.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
@@ -28,7 +28,7 @@ interface Case {
   dtype: DT;
   /** The first pre-activation also enters the loss (its mean). */
   readPre?: boolean;
-  /** The first Linear without a bias (no bias gradient pass to ride on). */
+  /** The first Linear without a bias (no bias gradient pass to ride on: the product is a mul). */
   noBias?: boolean;
 }
 
@@ -78,9 +78,11 @@ describe('compiled Linear → exact GELU: erf once per element, gelu_erf_vjp and
   it('a pre-activation read again keeps both erf passes, same bytes', () => {
     compare({ sizes: [13, 45, 7], lead: [37], dtype: 'float32', readPre: true }, 0);
   });
-  it('a GELU after a Linear without bias (no bias gradient pass) keeps both erf passes, same bytes', () => {
-    compare({ sizes: [13, 45, 7], lead: [37], dtype: 'float32', noBias: true }, 0);
-  });
+  for (const dtype of ['float32', 'float64'] as const) {
+    it(`${dtype}: a GELU after a Linear without bias (no bias gradient pass): g·gelu′ as a mul, same bytes`, () => {
+      compare({ sizes: [13, 45, 7], lead: [37], dtype, noBias: true }, 1);
+    });
+  }
   it('switched off, the same bytes with no fused launch', () => {
     epilogues.gelu = false;
     compare({ sizes: [13, 45, 7], lead: [37], dtype: 'float32' }, 0);
