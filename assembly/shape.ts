@@ -52,7 +52,7 @@ import { lanes, ld, st, at, ldi } from './lanes';
     }
     let o: usize = 0;
     for (; o + 16 <= bytes; o += 16) v128.store(y + o, v128.load(x + o));
-    for (let i = <i32>(o >> alignof<T>()); i < n; i++) st<T>(y, i, ld<T>(x, i));
+    for (; o < bytes; o += 4) store<u32>(y + o, load<u32>(x + o)); // raw bits, as memory.copy (every T is 4 or 8 bytes)
   } else {
     for (let i = 0; i < n; i++) st<T>(y, i * sy, ld<T>(x, i * sx));
   }
