@@ -52,11 +52,12 @@ import { lanes, ld, st, at, hsum } from './lanes';
 
 // Two rows at once (r and r + 1), each with the single-row helpers' operations in their order:
 // two independent accumulator chains instead of one (a row's sums are bound by the add's
-// latency), the same bits. The second row's result goes out through `second`.
+// latency), the same bits. The second row's result goes out through `second`. f32 only, and
+// called rather than inlined (one call per pair of rows): the code stays small.
 let second: f64 = 0;
 
 /** rowSum of x0 (returned) and x1 (in `second`). */
-@inline function rowSum2<T>(x0: usize, x1: usize, n: i32): T {
+function rowSum2<T>(x0: usize, x1: usize, n: i32): T {
   const L = lanes<T>();
   let v0 = v128.splat<T>(<T>0), v1 = v0;
   let j = 0;
@@ -71,7 +72,7 @@ let second: f64 = 0;
 }
 
 /** rowSquares of x0 around m0 (returned) and x1 around m1 (in `second`). */
-@inline function rowSquares2<T>(x0: usize, x1: usize, n: i32, m0: T, m1: T): T {
+function rowSquares2<T>(x0: usize, x1: usize, n: i32, m0: T, m1: T): T {
   const L = lanes<T>();
   const mv0 = v128.splat<T>(m0), mv1 = v128.splat<T>(m1);
   let v0 = v128.splat<T>(<T>0), v1 = v0;
@@ -92,7 +93,7 @@ let second: f64 = 0;
 }
 
 /** rowDotNormed of (x0, g0) (returned) and (x1, g1) (in `second`). */
-@inline function rowDotNormed2<T>(x0: usize, g0: usize, x1: usize, g1: usize, n: i32, m0: T, den0: T, m1: T, den1: T): T {
+function rowDotNormed2<T>(x0: usize, g0: usize, x1: usize, g1: usize, n: i32, m0: T, den0: T, m1: T, den1: T): T {
   const L = lanes<T>();
   const mv0 = v128.splat<T>(m0), dv0 = v128.splat<T>(den0), mv1 = v128.splat<T>(m1), dv1 = v128.splat<T>(den1);
   let v0 = v128.splat<T>(<T>0), v1 = v0;
@@ -124,7 +125,7 @@ let second: f64 = 0;
 @inline function layerNorm<T>(x: usize, y: usize, rows: i32, cols: i32, epsd: f64): void {
   const d = <T>cols, eps = <T>epsd;
   let r = 0;
-  for (; r + 2 <= rows; r += 2) {
+  for (; sizeof<T>() == 4 && r + 2 <= rows; r += 2) {
     const x0 = at<T>(x, r * cols), x1 = at<T>(x, (r + 1) * cols);
     const m0 = rowSum2<T>(x0, x1, cols) / d, m1 = <T>second / d;
     const q0 = rowSquares2<T>(x0, x1, cols, m0, m1), q1 = <T>second;
@@ -162,7 +163,7 @@ export function layer_norm_f64(x: usize, y: usize, rows: i32, cols: i32, eps: f6
 @inline function layerNormVjp<T>(x: usize, g: usize, dx: usize, rows: i32, cols: i32, epsd: f64): void {
   const d = <T>cols, eps = <T>epsd;
   let r = 0;
-  for (; r + 2 <= rows; r += 2) {
+  for (; sizeof<T>() == 4 && r + 2 <= rows; r += 2) {
     const x0 = at<T>(x, r * cols), x1 = at<T>(x, (r + 1) * cols), g0 = at<T>(g, r * cols), g1 = at<T>(g, (r + 1) * cols);
     const m0 = rowSum2<T>(x0, x1, cols) / d, m1 = <T>second / d;
     const q0 = rowSquares2<T>(x0, x1, cols, m0, m1), q1 = <T>second;

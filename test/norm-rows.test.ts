@@ -1,7 +1,8 @@
-// assembly/norm.ts normalises rows two at a time (two independent accumulator chains) with the
+// assembly/norm.ts normalises f32 rows two at a time (two independent accumulator chains) with the
 // single-row code's operations in its order: layer_norm and layer_norm_vjp over many rows at once
-// give exactly the bits of the same kernels called one row at a time (the single-row path), f32
-// and f64, odd and even row counts, row lengths with and without a SIMD tail.
+// give exactly the bits of the same kernels called one row at a time (the single-row path), odd
+// and even row counts, row lengths with and without a SIMD tail (f64, which runs rows one at a
+// time either way, as a control).
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import { runtime } from '../src/wasm/module.js';
