@@ -4,12 +4,20 @@
 import { lanes, ld, st, at } from './lanes';
 import { ACT_NONE, ACT_RELU, ACT_TANH, ACT_SIGMOID } from './epilogue';
 
+/**
+ * bias_act_vjp's code (beyond ACT_* and EPI_SGD) for a y that holds act'(z) itself, saved by the
+ * forward pass: gz = g·y. A compiled step uses it for GELU (gelu_erf_with_grad's d), so
+ * gelu_erf_vjp's product g·gelu'(z) and the bias gradient come in one pass, with its bits.
+ */
+@inline const ACT_GIVEN = 5;
+
 /** g·act'(y) from the saved output y, as unary.ts's fused VJPs (g itself for ACT_NONE). */
 @inline function dS<T>(act: i32, y: T, g: T): T {
   switch (act) {
     case ACT_TANH: return g * (<T>1 - y * y);
     case ACT_SIGMOID: return g * (y * (<T>1 - y));
     case ACT_RELU: return g * (y > <T>0 ? <T>1 : <T>0); // a multiply: NaN·0 stays NaN
+    case ACT_GIVEN: return g * y;
   }
   return g;
 }
@@ -20,6 +28,7 @@ import { ACT_NONE, ACT_RELU, ACT_TANH, ACT_SIGMOID } from './epilogue';
     case ACT_TANH: return v128.mul<T>(g, v128.sub<T>(one, v128.mul<T>(y, y)));
     case ACT_SIGMOID: return v128.mul<T>(g, v128.mul<T>(y, v128.sub<T>(one, y)));
     case ACT_RELU: return v128.mul<T>(g, v128.and(one, v128.gt<T>(y, v128.splat<T>(<T>0))));
+    case ACT_GIVEN: return v128.mul<T>(g, y);
   }
   return g;
 }
@@ -56,10 +65,11 @@ function biasActVjp<T>(y: usize, g: usize, gz: usize, db: usize, M: i32, N: i32,
     case ACT_RELU: biasActVjpRows<T>(ACT_RELU, y, g, gz, db, M, N, rs); break;
     case ACT_TANH: biasActVjpRows<T>(ACT_TANH, y, g, gz, db, M, N, rs); break;
     case ACT_SIGMOID: biasActVjpRows<T>(ACT_SIGMOID, y, g, gz, db, M, N, rs); break;
+    case ACT_GIVEN: biasActVjpRows<T>(ACT_GIVEN, y, g, gz, db, M, N, rs); break;
     default: biasActVjpRows<T>(ACT_NONE, y, g, gz, db, M, N, rs);
   }
 }
 
-/** gz = g·act'(y), db = column sums of gz (see biasActVjp); act: 0 none, 1 relu, 2 tanh, 3 sigmoid */
+/** gz = g·act'(y), db = column sums of gz (see biasActVjp); act: 0 none, 1 relu, 2 tanh, 3 sigmoid, 5 y is act'(z) (gz = g·y) */
 export function bias_act_vjp_f32(y: usize, g: usize, gz: usize, db: usize, M: i32, N: i32, rs: i32, act: i32): void { biasActVjp<f32>(y, g, gz, db, M, N, rs, act); }
 export function bias_act_vjp_f64(y: usize, g: usize, gz: usize, db: usize, M: i32, N: i32, rs: i32, act: i32): void { biasActVjp<f64>(y, g, gz, db, M, N, rs, act); }

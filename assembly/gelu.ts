@@ -37,7 +37,7 @@ const SIGN = memory.data<i32>([0x80000000]);
 
 /** erf c per lane for GELU (absolute error ≤ 4e-7, see above); NaN stays NaN, the sign is kept. */
 @inline function erfRational4(c: v128): v128 {
-  const a = f32x4.min(f32x4.abs(c), k(FOUR)); // NaN stays NaN
+  const a = f32x4.pmin(f32x4.abs(c), k(FOUR)); // 4 < |c| ? 4 : |c|: min's value (NaN stays NaN), one instruction on x86
   const z = mul(a, a);
   let p = add(mul(k(P6), z), k(P5));
   p = add(mul(p, z), k(P4));
@@ -54,14 +54,29 @@ const SIGN = memory.data<i32>([0x80000000]);
   return v128.or(y, v128.and(c, k(SIGN)));
 }
 
+/** erf(x/√2) per lane: the term GELU and its derivative share (gelu_erf_with_grad computes it once for both). */
+@inline export function geluErfTerm4(x: v128): v128 {
+  return erfRational4(mul(x, k(SQRT_HALF)));
+}
+
+/** ½x·(1 + e) per lane, e = geluErfTerm4(x). */
+@inline export function geluFromTerm4(x: v128, e: v128): v128 {
+  return mul(mul(x, k(HALF)), add(e, k(ONE)));
+}
+
+/** ½(1 + e) + x·e^{−x²/2}/√(2π) per lane, e = geluErfTerm4(x). */
+@inline export function geluGradFromTerm4(x: v128, e: v128): v128 {
+  const cdf = mul(k(HALF), add(e, k(ONE)));
+  const pdf = mul(exp4(mul(mul(x, x), k(NEG_HALF))), k(INV_SQRT_2PI));
+  return add(cdf, mul(x, pdf));
+}
+
 /** ½x·(1 + erf(x/√2)) per lane, in the rounding order of mul(mul(x, ½), add(erf(mul(x, √½)), 1)). */
 @inline export function geluErf4(x: v128): v128 {
-  return mul(mul(x, k(HALF)), add(erfRational4(mul(x, k(SQRT_HALF))), k(ONE)));
+  return geluFromTerm4(x, geluErfTerm4(x));
 }
 
 /** Φ(x) + x·φ(x) per lane: ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), GELU's derivative. */
 @inline export function geluErfGrad4(x: v128): v128 {
-  const cdf = mul(k(HALF), add(erfRational4(mul(x, k(SQRT_HALF))), k(ONE)));
-  const pdf = mul(exp4(mul(mul(x, x), k(NEG_HALF))), k(INV_SQRT_2PI));
-  return add(cdf, mul(x, pdf));
+  return geluGradFromTerm4(x, geluErfTerm4(x));
 }

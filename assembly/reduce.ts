@@ -28,6 +28,24 @@ import { lanes, ld, st, at, hsum, hmax } from './lanes';
 @inline function columnReduce<T>(op: i32, x: usize, y: usize, r: i32, inner: i32, cols: i32): void {
   const L = lanes<T>();
   let i = 0;
+  // Four vectors of columns per pass over the rows: four independent accumulator chains (one
+  // chain is bound by the add's latency) and 64 contiguous bytes per row; each column is still
+  // summed alone over j ascending, so the bits are those of one vector at a time.
+  for (; i + 4 * L <= cols; i += 4 * L) {
+    let v0 = v128.splat<T>(id<T>(op)), v1 = v0, v2 = v0, v3 = v0;
+    for (let j = 0; j < r; j++) {
+      const row = at<T>(x, j * inner + i);
+      v0 = accv<T>(op, v0, v128.load(row));
+      v1 = accv<T>(op, v1, v128.load(row, 16));
+      v2 = accv<T>(op, v2, v128.load(row, 32));
+      v3 = accv<T>(op, v3, v128.load(row, 48));
+    }
+    const yr = at<T>(y, i);
+    v128.store(yr, v0);
+    v128.store(yr, v1, 16);
+    v128.store(yr, v2, 32);
+    v128.store(yr, v3, 48);
+  }
   for (; i + L <= cols; i += L) {
     let v = v128.splat<T>(id<T>(op));
     for (let j = 0; j < r; j++) v = accv<T>(op, v, v128.load(at<T>(x, j * inner + i)));

@@ -9,7 +9,18 @@ import { lanes, ld, st, at, ldi } from './lanes';
   const n = ldi(shape, last), sx = ldi(xs, last), sy = ldi(ys, last);
   let rows = 1;
   for (let k = 0; k < last; k++) rows *= ldi(shape, k);
-  if (n == 0) return;
+  if (n == 0 || rows == 0) return;
+  if (last <= 3) {
+    // Up to three leading axes (the head split/merge copies of attention are [B, T, H, D]) as
+    // nested loops: no per-row index decomposition (three integer divisions per row of 32).
+    const a = last - 3, b = last - 2, c = last - 1;
+    const na = dim(shape, a), nb = dim(shape, b), nc = dim(shape, c);
+    const xa = step(xs, a), xb = step(xs, b), xc = step(xs, c), ya = step(ys, a), yb = step(ys, b), yc = step(ys, c);
+    for (let i = 0; i < na; i++)
+      for (let j = 0; j < nb; j++)
+        for (let k = 0; k < nc; k++) copyRow<T>(at<T>(x, i * xa + j * xb + k * xc), at<T>(y, i * ya + j * yb + k * yc), n, sx, sy);
+    return;
+  }
   for (let r = 0; r < rows; r++) {
     // Decompose the row number into the leading indices (last axis runs inside).
     let rem = r, xo = 0, yo = 0;
@@ -23,9 +34,25 @@ import { lanes, ld, st, at, ldi } from './lanes';
   }
 }
 
+/** Extent of axis k, 1 for the axes a shape of fewer than four is padded with (k < 0). */
+@inline function dim(shape: usize, k: i32): i32 { return k >= 0 ? ldi(shape, k) : 1; }
+/** Stride of axis k, 0 for a padding axis. */
+@inline function step(strides: usize, k: i32): i32 { return k >= 0 ? ldi(strides, k) : 0; }
+
+/** Rows below this many bytes are moved with v128 loads and stores: memory.copy is a call into the engine, which costs more than a short row. */
+@inline const SHORT_ROW: usize = 512;
+
 @inline function copyRow<T>(x: usize, y: usize, n: i32, sx: i32, sy: i32): void {
   if (sx == 1 && sy == 1) {
-    memory.copy(y, x, <usize>n << alignof<T>());
+    const bytes = <usize>n << alignof<T>();
+    // memory.copy is memmove: overlapping rows keep it.
+    if (bytes >= SHORT_ROW || (y < x + bytes && x < y + bytes)) {
+      memory.copy(y, x, bytes);
+      return;
+    }
+    let o: usize = 0;
+    for (; o + 16 <= bytes; o += 16) v128.store(y + o, v128.load(x + o));
+    for (; o < bytes; o += 4) store<u32>(y + o, load<u32>(x + o)); // raw bits, as memory.copy (every T is 4 or 8 bytes)
   } else {
     for (let i = 0; i < n; i++) st<T>(y, i * sy, ld<T>(x, i * sx));
   }

@@ -7,7 +7,7 @@
 import { lanes, ld, st, at } from './lanes';
 import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s, erf_s } from './scalar';
 import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } from './vmath';
-import { geluErf4, geluErfGrad4 } from './gelu';
+import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 } from './gelu';
 
 @inline const NEG = 0;
 @inline const EXP = 1;
@@ -239,3 +239,35 @@ export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64):
 /** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: scalar erf and exp) */
 export function gelu_erf_vjp_f32(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f32>(x, g, dx, n); }
 export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f64>(x, g, dx, n); }
+
+/**
+ * y = gelu(x) and d = gelu'(x) in one pass, erf computed once per element: the same bits as
+ * gelu_erf and gelu_erf_grad (the same lane code, tail included; f64 the scalar code). A compiled
+ * step runs it in the forward pass when x is otherwise only read by gelu_erf_vjp, which then
+ * becomes g·d (src/compile/gelu-grad.ts). (x, y, d: n elements of T; d may alias x; y must not alias d.)
+ */
+@inline function geluWithGrad<T>(x: usize, y: usize, d: usize, n: i32): void {
+  let i = 0;
+  if (sizeof<T>() == 4) {
+    for (; i + 4 <= n; i += 4) {
+      const v = v128.load(at<T>(x, i)), e = geluErfTerm4(v);
+      v128.store(at<T>(y, i), geluFromTerm4(v, e));
+      v128.store(at<T>(d, i), geluGradFromTerm4(v, e));
+    }
+    if (i < n) {
+      const v = loadTail(at<T>(x, i), n - i), e = geluErfTerm4(v);
+      storeTail(at<T>(y, i), geluFromTerm4(v, e), n - i);
+      storeTail(at<T>(d, i), geluGradFromTerm4(v, e), n - i);
+    }
+    return;
+  }
+  for (; i < n; i++) {
+    const v = ld<T>(x, i);
+    st<T>(y, i, f<T>(GELU_ERF, v, <T>0, <T>0));
+    st<T>(d, i, geluGrad<T>(v));
+  }
+}
+
+/** y = gelu(x), d = gelu'(x) in one pass (the bits of gelu_erf_f32 and gelu_erf_grad_f32); d may alias x, not y */
+export function gelu_erf_with_grad_f32(x: usize, y: usize, d: usize, n: i32): void { geluWithGrad<f32>(x, y, d, n); }
+export function gelu_erf_with_grad_f64(x: usize, y: usize, d: usize, n: i32): void { geluWithGrad<f64>(x, y, d, n); }

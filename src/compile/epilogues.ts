@@ -14,10 +14,17 @@
 // block while it is in cache, and the sgd launch goes. The GEMM still writes the gradient (its
 // block is the GEMM's output tile); the update is sgd's own arithmetic (assembly/epilogue.ts's
 // sgdStep), so the parameters get the same bits.
+//
+// A third (src/compile/gelu-grad.ts) computes exact GELU's erf once per element in a training
+// step: the forward keeps gelu' for the backward, whose gelu_erf_vjp and bias gradient become one pass.
 import type { Trace, Launch, Ref, Block } from './trace.js';
+import { withGeluGrad } from './gelu-grad.js';
 
-/** Switches for benchmarks and tests: programs built while `enabled` is false keep every launch; while `sgd` is false, the gradient GEMMs and their sgd steps. */
-export const epilogues = { enabled: true, sgd: true };
+/**
+ * Switches for benchmarks and tests: programs built while `enabled` is false keep every launch;
+ * while `sgd` is false, the gradient GEMMs and their sgd steps; while `gelu` is false, GELU's two erf passes.
+ */
+export const epilogues = { enabled: true, sgd: true, gelu: true };
 
 /** Activation codes of gemm_bias_act (assembly/epilogue.ts ACT_*), by unary kernel family. */
 const ACT: Readonly<Record<string, number>> = { tanh: 2, sigmoid: 3 };
@@ -150,8 +157,9 @@ function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number; grad:
  * launch (and the intermediates it no longer writes shrunk to nothing), and every weight
  * gradient's gemm with its plain sgd step by one gemm_sgd launch; the same trace when none matches.
  */
-export function withEpilogues(trace: Trace): Trace {
-  if (!epilogues.enabled) return trace;
+export function withEpilogues(traced: Trace): Trace {
+  if (!epilogues.enabled) return traced;
+  const trace = epilogues.gelu ? withGeluGrad(traced) : traced;
   const ops: Trace['ops'][number][] = [];
   const dead = new Set<number>();
   const gone = new Set<number>(); // sgd launches folded into an earlier gemm_sgd
