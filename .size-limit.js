@@ -15,9 +15,9 @@ const withoutKernels = {
 /** The digits data is its own module (dist/data/digits.js): a core measurement leaves it out. */
 const withoutDigits = (config) => ({ ...config, external: [...(config.external ?? []), './data/digits.js', 'node:*'] });
 
-// Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 41.7 kB
+// Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 43.8 kB
 // (shrinkLevel 1; the LSTM/GRU cells shared by the cell and sequence kernels), the whole bundle
-// 141.5 kB (kernels embedded DEFLATE-compressed), its JS without kernels 94.5 kB, one op 87.4 kB.
+// 144.6 kB (kernels embedded DEFLATE-compressed), its JS without kernels 95.4 kB, one op 90.0 kB.
 // The issue's 30 kB / 60 kB goals predate this round's kernels and features and are not met;
 // docs/packaging.md says what the remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
@@ -27,7 +27,7 @@ export default [
     // Measured as the file itself: esbuild copies it unchanged.
     modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
     gzip: true,
-    limit: '43.5 KB',
+    limit: '46 KB',
   },
   {
     // The kernels ride along compressed, as base64 (src/wasm/bytes.generated.ts, about 41 kB of it gzipped),
@@ -37,7 +37,7 @@ export default [
     import: '*',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '147 KB',
+    limit: '152 KB',
   },
   {
     // What users download, the shipped bundle, with the kernels' base64 (WASM_DEFLATE_BASE64 and the
@@ -50,7 +50,7 @@ export default [
       ...withoutDigits(config),
       plugins: [...(config.plugins ?? []), withoutKernels],
     }),
-    limit: '98 KB',
+    limit: '100 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
@@ -58,6 +58,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '91 KB',
+    limit: '94.5 KB',
   },
 ];
