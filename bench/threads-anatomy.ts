@@ -10,7 +10,7 @@ import { runPhase } from '../src/compile/parallel.js';
 import { runJobs, holdPool, workerBusyMs } from '../src/wasm/threads.js';
 import { busy, threadStats } from '../src/testing.js';
 import { runTiles } from '../src/compile/fuse.js';
-import { randomLabels, randomValues } from './timing.js';
+import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 
 const argv = process.argv.slice(2);
 const arg = (name: string, d: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : d);
@@ -55,24 +55,9 @@ const { views } = await import('../src/wasm/module.js');
 const { shiftOf } = await import('../src/compile/trace.js');
 
 function step(): () => void {
-  const BATCH = 128,
-    SIZES = MODEL === 'deep' ? [256, ...Array<number>(32).fill(256), 10] : [784, 256, 256, 10];
-  const layers: A.nn.Module[] = [];
-  for (let i = 0; i + 1 < SIZES.length; i++) {
-    layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
-    if (i + 2 < SIZES.length) layers.push(MODEL === 'deep' ? new A.nn.Tanh() : new A.nn.ReLU());
-  }
-  const m = new A.nn.Sequential(...layers);
-  const opt = OPTIM === 'adam' ? new A.optim.Adam(m.parameters(), { lr: 1e-3 }) : new A.optim.SGD(m.parameters(), { lr: 0.01 });
-  const f = A.compile((x: A.Tensor, y: Int32Array) => {
-    const loss = A.crossEntropy(m.forward(x), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  });
-  const x = A.tensor(randomValues(BATCH * SIZES[0], 100), { shape: [BATCH, SIZES[0]] }),
-    y = randomLabels(BATCH, 10, 200);
+  const { step: train, inputs } = denseStep(MODEL as DenseModel, OPTIM as 'sgd' | 'adam');
+  const f = A.compile(train);
+  const { x, y } = denseBatch(inputs);
   // The last result stays alive: the replayed steps keep pointing into it while they are timed alone.
   let last: A.Tensor | null = null;
   return () => {

@@ -7,8 +7,8 @@ import { Program } from '../src/compile/program.js';
 import { runPhase } from '../src/compile/parallel.js';
 import { runJobs } from '../src/wasm/threads.js';
 import { runTiles } from '../src/compile/fuse.js';
-import { randomLabels, randomValues } from './timing.js';
 import { gptRunner } from './gpt-step.js';
+import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 
 const argv = process.argv.slice(2);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
@@ -50,24 +50,9 @@ const { shiftOf } = await import('../src/compile/trace.js');
 };
 
 function mlp(): () => void {
-  const BATCH = 128,
-    SIZES = MODEL === 'deep' ? [256, ...Array<number>(32).fill(256), 10] : [784, 256, 256, 10];
-  const layers: A.nn.Module[] = [];
-  for (let i = 0; i + 1 < SIZES.length; i++) {
-    layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
-    if (i + 2 < SIZES.length) layers.push(MODEL === 'deep' ? new A.nn.Tanh() : new A.nn.ReLU());
-  }
-  const m = new A.nn.Sequential(...layers);
-  const sgd = new A.optim.SGD(m.parameters(), { lr: 0.01 });
-  const f = A.compile((x: A.Tensor, y: Int32Array) => {
-    const loss = A.crossEntropy(m.forward(x), y);
-    loss.backward();
-    sgd.step();
-    sgd.zeroGrad();
-    return loss;
-  });
-  const x = A.tensor(randomValues(BATCH * SIZES[0], 100), { shape: [BATCH, SIZES[0]] }),
-    y = randomLabels(BATCH, 10, 200);
+  const { step, inputs } = denseStep(MODEL as DenseModel, 'sgd');
+  const f = A.compile(step);
+  const { x, y } = denseBatch(inputs);
   return () => f(x, y).dispose();
 }
 const gpt = (): (() => void) => gptRunner(1);

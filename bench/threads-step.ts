@@ -24,9 +24,9 @@
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
-import { randomLabels, randomValues } from './timing.js';
 import { Worker } from 'node:worker_threads';
 import { gptRunner } from './gpt-step.js';
+import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 import { schedule } from '../src/compile/parallel.js';
 import { workerBusyMs } from '../src/wasm/threads.js';
 
@@ -36,8 +36,6 @@ const ROUNDS = opt('--rounds', 15),
   REPS = opt('--reps', 20);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
 const OPTIM = argv.includes('--optim') ? argv[argv.indexOf('--optim') + 1] : 'sgd';
-const BATCH = 128,
-  SIZES = MODEL === 'deep' ? [256, ...Array<number>(32).fill(256), 10] : [784, 256, 256, 10];
 if (argv.includes('--no-phases')) schedule.enabled = false;
 
 await A.init({ threads: 2, relaxedSimd: argv.includes('--relaxed') });
@@ -59,25 +57,9 @@ if (argv.includes('--elementwise-log2')) thresholds.elementwise = 2 ** opt('--el
 
 function runner(compiled: boolean): () => void {
   if (MODEL === 'gpt') return gptRunner();
-  const layers: A.nn.Module[] = [];
-  for (let i = 0; i + 1 < SIZES.length; i++) {
-    layers.push(new A.nn.Linear(SIZES[i], SIZES[i + 1], { seed: 10 + i }));
-    if (i + 2 < SIZES.length) layers.push(MODEL === 'deep' ? new A.nn.Tanh() : new A.nn.ReLU());
-  }
-  const m = new A.nn.Sequential(...layers);
-  const opt = OPTIM === 'adam' ? new A.optim.Adam(m.parameters(), { lr: 1e-3 }) : new A.optim.SGD(m.parameters(), { lr: 0.01 });
-  const step = (x: A.Tensor, y: Int32Array) => {
-    const loss = A.crossEntropy(m.forward(x), y);
-    loss.backward();
-    opt.step();
-    opt.zeroGrad();
-    return loss;
-  };
+  const { step, inputs } = denseStep(MODEL as DenseModel, OPTIM as 'sgd' | 'adam');
   const f = compiled ? A.compile(step) : (x: A.Tensor, y: Int32Array) => A.tidy(() => step(x, y));
-  const data = [0, 1, 2, 3].map((s) => ({
-    x: A.tensor(randomValues(BATCH * SIZES[0], 100 + s), { shape: [BATCH, SIZES[0]] }),
-    y: randomLabels(BATCH, 10, 200 + s),
-  }));
+  const data = [0, 1, 2, 3].map((s) => denseBatch(inputs, s));
   let i = 0;
   return () => {
     const b = data[i++ % data.length];
