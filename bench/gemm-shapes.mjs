@@ -6,8 +6,8 @@
 // the per-round time ratios B/A, and checks the outputs are identical bit for bit. Pins itself to
 // the last core, as bench/run.ts does.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { loadKernels } from '../scripts/kernel-load.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : dflt);
@@ -24,19 +24,8 @@ const cpu = () => {
 };
 const PAGES = 2048; // 128 MiB each
 async function load(file) {
-  const memory = new WebAssembly.Memory({ initial: PAGES, maximum: PAGES });
-  const { instance } = await WebAssembly.instantiate(readFileSync(file), { env: { memory } });
-  const k = instance.exports;
-  let top = (Number(k.heap_base()) + 63) & ~63;
-  const alloc = (bytes) => {
-    const p = top;
-    top = (top + bytes + 63) & ~63;
-    if (top > PAGES * 65536) throw new Error('out of memory');
-    return p;
-  };
-  const scratch = k.gemm_scratch_bytes(2 ** 30, 2 ** 30, 2 ** 30, 8);
-  k.gemm_set_scratch(alloc(scratch), scratch);
-  return { k, memory, alloc, evict: alloc(8 << 20) };
+  const m = await loadKernels(file, PAGES);
+  return { ...m, evict: m.alloc(8 << 20) };
 }
 // --instances n: each build instantiated n times, its time the mean over them (one compiled
 // instance can run a few % slower or faster than another of the same bytes, by code placement).

@@ -5,8 +5,8 @@
 // median of per-round CPU-time ratios B/A and their range. Pins itself to the last core (taskset),
 // as bench/run.ts does. Results must be identical bit for bit: the script checks the outputs.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { loadKernels } from './kernel-load.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : dflt);
@@ -17,21 +17,7 @@ if (!fileA || !fileB) throw new Error('usage: node scripts/kernel-ab.mjs A.wasm 
 spawnSync('taskset', ['-p', '-c', String(os.cpus().length - 1), String(process.pid)], { stdio: 'ignore' });
 
 const PAGES = 1024; // 64 MiB each
-async function load(file) {
-  const memory = new WebAssembly.Memory({ initial: PAGES, maximum: PAGES });
-  const { instance } = await WebAssembly.instantiate(readFileSync(file), { env: { memory } });
-  const k = instance.exports;
-  let top = (Number(k.heap_base()) + 63) & ~63;
-  const alloc = (bytes) => {
-    const p = top;
-    top = (top + bytes + 63) & ~63;
-    if (top > PAGES * 65536) throw new Error('out of memory');
-    return p;
-  };
-  const scratch = k.gemm_scratch_bytes(2 ** 30, 2 ** 30, 2 ** 30, 8);
-  k.gemm_set_scratch(alloc(scratch), scratch);
-  return { k, memory, alloc };
-}
+const load = (file) => loadKernels(file, PAGES);
 const mods = [await load(fileA), await load(fileB)];
 
 /** Fills n f32 (or f64) at p with the same pseudo-random values in [-2, 2) in both modules. */
