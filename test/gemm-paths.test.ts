@@ -7,6 +7,7 @@
 // smaller.
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
+import { signedRng as rng } from './rng.js';
 
 type Fn = (...args: number[]) => void;
 interface Exports {
@@ -26,16 +27,6 @@ const SCRATCH_BYTES = k.gemm_scratch_bytes(1 << 30, 1 << 30, 1 << 30, 8);
 const SCRATCH = align64(k.heap_base());
 const REGION = 8 << 20;
 const [PA, PB, PC, PX] = [0, 1, 2, 3].map((i) => align64(SCRATCH + SCRATCH_BYTES) + i * REGION);
-
-/** Deterministic values in [-1, 1) (mulberry32). */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  };
-}
 
 const DTYPES = [
   { t: 'f32', Arr: Float32Array, tol: 1e-5 },

@@ -3,6 +3,7 @@
 // the packed (scratch) and unpacked (no scratch) paths.
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
+import { signedRng as rng } from './rng.js';
 
 interface GemmExports {
   heap_base(): number;
@@ -38,16 +39,6 @@ const SCRATCH = align64(k.heap_base());
 const arena = align64(SCRATCH + SCRATCH_BYTES);
 const REGION = 8 << 20; // bytes per operand region: enough for the large case in f64
 const [PA, PB, PC] = [0, 1, 2].map((i) => arena + i * REGION);
-
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  };
-}
 
 interface Case {
   M: number;

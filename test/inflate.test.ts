@@ -1,17 +1,8 @@
 import { describe, it, expect } from 'vitest';
+import { rng } from './rng.js';
 import { constants, crc32, deflateRawSync, gzipSync } from 'node:zlib';
 import { FormatError } from '../src/errors.js';
 import { gunzip, isGzip } from '../src/io/inflate.js';
-
-/** mulberry32: a tiny seeded PRNG so failures reproduce. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomBytes(n: number, seed: number): Uint8Array {
   const r = rng(seed);

@@ -1,15 +1,7 @@
 import { describe, it, expect } from 'vitest';
+import { rng } from './rng.js';
 import { ArgumentError, DtypeError, FormatError, ShapeError } from '../src/errors.js';
 import { decodeSafetensors, decodeSafetensorsFile, encodeSafetensors, type SafetensorsEntry } from '../src/io/safetensors-format.js';
-
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function thrown(f: () => unknown): Error {
   try {

@@ -9,17 +9,8 @@ import { dense } from '../src/ops/dense.js';
 import { lstmCell, gruCell } from '../src/ops/rnn.js';
 import { lstmSequence, gruSequence } from '../src/ops/rnnseq.js';
 import { SEQ_SPECS } from './seq-specs.js';
-
-/** Deterministic uniform [0, 1) stream (mulberry32), so failures reproduce. */
-export function rng(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './rng.js';
+export { rng };
 
 /** n input values drawn from a domain. */
 export type Domain = (n: number, r: () => number) => number[];
