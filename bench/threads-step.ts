@@ -46,6 +46,7 @@ for (const [flag, key] of [
   ['--spin-ms', 'spinMs'],
   ['--calm-after', 'calmAfter'],
   ['--pause-ms', 'pauseMs'],
+  ['--first-pause-ms', 'firstPauseMs'],
   ['--hold-ms', 'holdMs'],
   ['--strikes', 'strikes'],
   ['--window', 'window'],
