@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as A from '../src/index.js';
 import { GptRun } from '../src/cli/gpt-run.js';
+import { threadStats } from '../src/testing.js';
 
 const STEP_GFLOP = 3.9,
   WASM_GFLOPS = 47,
@@ -44,6 +45,8 @@ interface Row {
   tokensPerSecCpu: number;
   boundShare: number | null;
   note?: string;
+  /** Busy-machine pauses of the thread pool during the timed steps (threads > 1). */
+  pauses?: number;
 }
 
 function row(library: string, threads: number, ms: number, cpuMs: number, note?: string): Row {
@@ -70,6 +73,7 @@ async function adjointStep(text: string, threads: number, steps: number, relaxed
   for (let i = 0; i < 3; i++) run.trainStep(); // warm-up: wasm tier-up, first-touch memory
   const wall: number[] = [],
     cpu: number[] = [];
+  const pauses0 = threadStats.pauses;
   for (let i = 0; i < steps; i++) {
     const t = performance.now(),
       c = process.cpuUsage();
@@ -79,7 +83,8 @@ async function adjointStep(text: string, threads: number, steps: number, relaxed
     cpu.push((d.user + d.system) / 1000);
   }
   run.dispose();
-  return row('adjoint', threads, median(wall), median(cpu), relaxed ? 'relaxed SIMD' : undefined);
+  const r = row('adjoint', threads, median(wall), median(cpu), relaxed ? 'relaxed SIMD' : undefined);
+  return threads > 1 ? { ...r, pauses: threadStats.pauses - pauses0 } : r;
 }
 
 function torchStep(steps: number): Row | { skipped: string } {
@@ -142,7 +147,8 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
       throw new Error(`${label} step failed: ${(r.stderr ?? '').trim()}`);
     }
     rows.push(JSON.parse(line) as Row);
-    process.stderr.write(`  ${label}: ${rows.at(-1)!.msPerStep} ms/step\n`);
+    const last = rows.at(-1)!;
+    process.stderr.write(`  ${label}: ${last.msPerStep} ms/step${last.pauses === undefined ? '' : `, ${last.pauses} pool pauses`}\n`);
   }
   const jax = jaxStep(Number(opt('jax-steps', '10')));
   if ('library' in jax) rows.push(jax);
