@@ -21,38 +21,24 @@ const MODEL = arg('--model', 'mlp'),
 let captured: any = null;
 /** In-situ times: per program step, summed over replays while `insitu.on`. */
 const insitu = { on: false, t: [] as number[], own: [] as number[], wait: [] as number[], worker: [] as number[], n: 0 };
+// Each step of a replayed program timed in place: Program's runStep wrapped.
 const proto = Program.prototype as any;
-proto.replay = function (this: any, inPtr: number[], fresh: A.Tensor[], bound: ArrayLike<number>[]) {
-  captured = this;
-  if (insitu.on) insitu.n++;
-  this.steps.forEach((s: any, i: number) => {
-    const t0 = performance.now(),
-      s0 = { ...threadStats },
-      w0 = workerBusyMs();
-    if ('phase' in s) runPhase(s);
-    else if (s.w) {
-      const at = s.base === 0 ? s.off : (s.base === 1 ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
-      const v = views();
-      const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
-      dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
-    } else if (s.tiled) runTiles(s.ops, s.n, s.tile, s.threads);
-    else {
-      if (s.compute !== null) {
-        const vals = s.compute();
-        for (const a of s.argv) for (let k = 0, at = a.length - s.dyn; k < s.dyn; k++) a[at + k] = vals[k];
-      }
-      if (s.pooled) runJobs(s.name, s.argv, s.f);
-      else s.f.apply(null, s.argv[0]);
-    }
-    if (!insitu.on) return;
-    insitu.t[i] = (insitu.t[i] ?? 0) + performance.now() - t0;
-    insitu.own[i] = (insitu.own[i] ?? 0) + threadStats.ownMs - s0.ownMs;
-    insitu.wait[i] = (insitu.wait[i] ?? 0) + threadStats.waitMs - s0.waitMs;
-    insitu.worker[i] = (insitu.worker[i] ?? 0) + workerBusyMs() - w0;
-  });
+const runStep = proto.runStep as (i: number, ...rest: unknown[]) => void;
+proto.runStep = function (this: any, i: number, ...rest: unknown[]) {
+  if (i === 0) {
+    captured = this;
+    if (insitu.on) insitu.n++;
+  }
+  const t0 = performance.now(),
+    s0 = { ...threadStats },
+    w0 = workerBusyMs();
+  runStep.call(this, i, ...rest);
+  if (!insitu.on) return;
+  insitu.t[i] = (insitu.t[i] ?? 0) + performance.now() - t0;
+  insitu.own[i] = (insitu.own[i] ?? 0) + threadStats.ownMs - s0.ownMs;
+  insitu.wait[i] = (insitu.wait[i] ?? 0) + threadStats.waitMs - s0.waitMs;
+  insitu.worker[i] = (insitu.worker[i] ?? 0) + workerBusyMs() - w0;
 };
-const { views } = await import('../src/wasm/module.js');
-const { shiftOf } = await import('../src/compile/trace.js');
 
 function step(): () => void {
   const { step: train, inputs } = denseStep(MODEL as DenseModel, OPTIM as 'sgd' | 'adam');

@@ -4,9 +4,6 @@
 //   node scripts/run-ts.mjs bench/threads-plan.ts [--model mlp|deep|gpt] [--reps 50]
 import * as A from '../src/index.js';
 import { Program } from '../src/compile/program.js';
-import { runPhase } from '../src/compile/parallel.js';
-import { runJobs } from '../src/wasm/threads.js';
-import { runTiles } from '../src/compile/fuse.js';
 import { gptRunner } from './gpt-step.js';
 import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 
@@ -14,39 +11,17 @@ const argv = process.argv.slice(2);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
 const REPS = argv.includes('--reps') ? Number(argv[argv.indexOf('--reps') + 1]) : 50;
 
-type AnyStep = Record<string, unknown> & { w: boolean };
 const times = new Map<Program, Float64Array>();
+// Each step of a replayed program timed in place: Program's runStep wrapped.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const proto = Program.prototype as any;
-proto.replay = function (this: { steps: AnyStep[] }, inPtr: number[], fresh: A.Tensor[], bound: ArrayLike<number>[]) {
+const runStep = proto.runStep as (i: number, ...rest: unknown[]) => void;
+proto.runStep = function (this: { steps: unknown[] }, i: number, ...rest: unknown[]) {
   let t = times.get(this as never);
   if (!t) times.set(this as never, (t = new Float64Array(this.steps.length)));
-  for (let i = 0; i < this.steps.length; i++) {
-    const s = this.steps[i] as never as any;
-    const t0 = performance.now();
-    if ('phase' in s) runPhase(s);
-    else if (s.w) {
-      // JS write: reuse the original for simplicity
-      const at = s.base === 0 ? s.off : (s.base === 1 ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
-      (globalThis as any).__adjointViews(s, at, bound);
-    } else if (s.tiled) runTiles(s.ops, s.n, s.tile, s.threads);
-    else {
-      if (s.compute !== null) {
-        const vals = s.compute();
-        for (const a of s.argv) for (let k = 0, at = a.length - s.dyn; k < s.dyn; k++) a[at + k] = vals[k];
-      }
-      if (s.pooled) runJobs(s.name, s.argv, s.f);
-      else s.f.apply(null, s.argv[0]);
-    }
-    t[i] += performance.now() - t0;
-  }
-};
-const { views } = await import('../src/wasm/module.js');
-const { shiftOf } = await import('../src/compile/trace.js');
-(globalThis as any).__adjointViews = (s: any, at: number, bound: ArrayLike<number>[]) => {
-  const v = views();
-  const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
-  dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
+  const t0 = performance.now();
+  runStep.call(this, i, ...rest);
+  t[i] += performance.now() - t0;
 };
 
 function mlp(): () => void {

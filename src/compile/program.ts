@@ -285,29 +285,30 @@ export class Program {
   }
 
   private replay(inPtr: readonly number[], fresh: readonly Tensor[], bound: readonly ArrayLike<number>[]): void {
-    for (const s of this.steps) {
-      if ('phase' in s) {
-        runPhase(s);
-        continue;
-      }
-      if (s.w) {
-        const at = s.base === ABS ? s.off : (s.base === IN ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
-        const v = views();
-        const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
-        dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
-        continue;
-      }
-      if (s.tiled) {
-        if (!runTileLists(s.ops, s.n, s.tile, s.threads)) runTiles(s.ops, s.n, s.tile, s.threads);
-        continue;
-      }
-      if (s.compute !== null) {
-        const vals = s.compute();
-        for (const a of s.argv) for (let i = 0, at = a.length - s.dyn; i < s.dyn; i++) a[at + i] = vals[i];
-      }
-      if (s.pooled) runJobs(s.name, s.argv, s.f);
-      else s.f.apply(null, s.argv[0]);
+    for (let i = 0; i < this.steps.length; i++) this.runStep(i, inPtr, fresh, bound);
+  }
+
+  /** Runs step i of the program (its own method so the thread benches can time each step in place). */
+  private runStep(i: number, inPtr: readonly number[], fresh: readonly Tensor[], bound: readonly ArrayLike<number>[]): void {
+    const s = this.steps[i];
+    if ('phase' in s) return runPhase(s);
+    if (s.w) {
+      const at = s.base === ABS ? s.off : (s.base === IN ? inPtr[s.idx] : fresh[s.idx].ptr) + s.off;
+      const v = views();
+      const dst = s.elem === 'f32' ? v.f32 : s.elem === 'f64' ? v.f64 : s.elem === 'i32' ? v.i32 : v.u8;
+      dst.set(s.bind >= 0 ? bound[s.bind] : s.data, at >> shiftOf(s.elem));
+      return;
     }
+    if (s.tiled) {
+      if (!runTileLists(s.ops, s.n, s.tile, s.threads)) runTiles(s.ops, s.n, s.tile, s.threads);
+      return;
+    }
+    if (s.compute !== null) {
+      const vals = s.compute();
+      for (const a of s.argv) for (let k = 0, at = a.length - s.dyn; k < s.dyn; k++) a[at + k] = vals[k];
+    }
+    if (s.pooled) runJobs(s.name, s.argv, s.f);
+    else s.f.apply(null, s.argv[0]);
   }
 
   /** Frees the plan block. */
