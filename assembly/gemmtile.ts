@@ -201,7 +201,7 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
     for (; i + 4 * MR <= m; i += 4 * MR) {
       let p = a + off<T>(i, 0, rs, cs), d = dst;
       for (let k = 0; k < kc; k++) {
-        for (let g: usize = 0; g < 4; g++) splat_rows<T>(d + g * sl, p + g * <usize>MR * S);
+        for (let g: usize = 0; g < 4; g++) splat_rows<T>(d + g * sl, p + g * <usize>MR * S, <usize>S);
         d += <usize>(MR * 16);
         p += csB;
       }
@@ -213,14 +213,7 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
     let p = a + off<T>(i, 0, rs, cs);
     if (rows == MR) {
       for (let k = 0; k < kc; k++) {
-        v128.store(dst, v128.splat<T>(load<T>(p)));
-        v128.store(dst, v128.splat<T>(load<T>(p + rsB)), 16);
-        v128.store(dst, v128.splat<T>(load<T>(p + 2 * rsB)), 32);
-        v128.store(dst, v128.splat<T>(load<T>(p + 3 * rsB)), 48);
-        if (MR == 6) {
-          v128.store(dst, v128.splat<T>(load<T>(p + 4 * rsB)), 64);
-          v128.store(dst, v128.splat<T>(load<T>(p + 5 * rsB)), 80);
-        }
+        splat_rows<T>(dst, p, rsB);
         dst += <usize>(MR * 16);
         p += csB;
       }
@@ -237,16 +230,15 @@ export function pack_a<T>(dst: usize, a: usize, rs: i32, cs: i32, m: i32, kc: i3
   }
 }
 
-/** One k of a pre-broadcast sliver from MR contiguous elements at p: MR v128 splats at d. */
-@inline function splat_rows<T>(d: usize, p: usize): void {
-  const S = sizeof<T>();
+/** One k of a pre-broadcast sliver: the MR elements at p, rsB bytes apart, as MR v128 splats at d. */
+@inline function splat_rows<T>(d: usize, p: usize, rsB: usize): void {
   v128.store(d, v128.splat<T>(load<T>(p)));
-  v128.store(d, v128.splat<T>(load<T>(p, S)), 16);
-  v128.store(d, v128.splat<T>(load<T>(p, 2 * S)), 32);
-  v128.store(d, v128.splat<T>(load<T>(p, 3 * S)), 48);
+  v128.store(d, v128.splat<T>(load<T>(p + rsB)), 16);
+  v128.store(d, v128.splat<T>(load<T>(p + 2 * rsB)), 32);
+  v128.store(d, v128.splat<T>(load<T>(p + 3 * rsB)), 48);
   if (MR == 6) {
-    v128.store(d, v128.splat<T>(load<T>(p, 4 * S)), 64);
-    v128.store(d, v128.splat<T>(load<T>(p, 5 * S)), 80);
+    v128.store(d, v128.splat<T>(load<T>(p + 4 * rsB)), 64);
+    v128.store(d, v128.splat<T>(load<T>(p + 5 * rsB)), 80);
   }
 }
 
