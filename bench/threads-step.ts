@@ -50,6 +50,8 @@ for (const [flag, key] of [
   ['--hold-ms', 'holdMs'],
   ['--strikes', 'strikes'],
   ['--window', 'window'],
+  ['--runs', 'runs'],
+  ['--in-row', 'inRow'],
 ] as const) {
   if (argv.includes(flag)) busy[key] = opt(flag, busy[key]);
 }

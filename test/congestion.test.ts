@@ -37,21 +37,41 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
     resetCongestion();
   });
 
+  /** A busy machine as the steps meet it: a clean call and a strike (a 2 ms piece stolen), `n` times; returns the pauses. */
+  const busyCalls = (n: number): number => {
+    let p = 0;
+    for (let i = 0; i < n; i++) p += feed(1, 0.5, 0, false) + feed(1, 2, 0, true);
+    return p;
+  };
+
   it('does not judge the first `grace` dispatches of a pool', () => {
     expect(feed(busy.grace, 1, 10, true)).toBe(0);
-    expect(feed(busy.strikes, 1, 10, true)).toBe(1);
+    expect(busyCalls(busy.strikes)).toBe(1);
   });
 
-  it('pauses once `strikes` of the last `window` judged dispatches were long waits or steals (a busy machine)', () => {
+  it('pauses once `strikes` of the last `window` judged dispatches, in `runs` runs, were long waits or steals (a busy machine)', () => {
     feed(busy.grace, 0.1, 0, false);
-    expect(feed(busy.strikes - 1, 2, 0, true)).toBe(0); // steals after own pieces over claimMs
-    expect(feed(1, 0.5, 0.01, false)).toBe(0); // a clean one
+    expect(busyCalls(busy.strikes - 1)).toBe(0); // steals after own pieces over claimMs, each a run of its own
     expect(feed(1, 0.1, 2, false)).toBe(1); // a wait over ratio × own and minWaitMs: strikes of the last window
-    expect(feed(busy.strikes - 1, 2, 0, true)).toBe(0); // a new count after the pause
+    expect(busyCalls(busy.strikes - 1)).toBe(0); // a new count after the pause
     // Clean dispatches push strikes out of the window.
-    expect(feed(busy.window, 0.5, 0, false) + feed(1, 2, 0, true)).toBe(0);
-    // A busy machine as the MLP step met it: the worker loses three phases in a row, takes the next.
-    expect(feed(3, 2, 0, true) + feed(1, 0.8, 0, false) + feed(3, 2, 0, true)).toBe(1);
+    expect(feed(busy.window, 0.5, 0, false) + busyCalls(1)).toBe(0);
+  });
+
+  it('does not pause for two hitches close together (two runs), but for a third run in the window', () => {
+    feed(busy.grace, 0.1, 0, false);
+    // The GPT step on the idle VM: a hitch strikes the 0.6 ms calls in flight, 5 in a row within 3 ms.
+    expect(feed(5, 0.6, 0, true) + feed(2, 0.6, 0, false) + feed(3, 0.6, 0, true)).toBe(0);
+    expect(feed(1, 0.6, 0, false) + feed(1, 0.6, 0, true)).toBe(1);
+  });
+
+  it('pauses for `inRow` strikes in a row spanning strikeMs (a worker descheduled for a slice), not for fewer', () => {
+    feed(busy.grace, 0.1, 0, false);
+    expect(feed(busy.inRow - 1, 2, 0, true) + feed(1, 0.5, 0, false)).toBe(0);
+    expect(feed(busy.inRow, 2, 0, true)).toBe(1);
+    // Strikes in a row that span less than strikeMs (a hitch of 0.3 ms calls) do not.
+    now += busy.pauseMs;
+    expect(feed(busy.window, 0.5, 0, false) + feed(busy.inRow, 0.3, 0, true)).toBe(0);
   });
 
   it('window ≤ strikes: that many strikes in a row (a clean dispatch starts the count again)', () => {
@@ -70,30 +90,33 @@ describe('congestion(): which dispatch sequences pause the pool', () => {
 
   it('does not pause for strikes that span less than strikeMs (a hitch of the second core)', () => {
     feed(busy.grace, 0.1, 0, false);
-    // Strikes of 0.5 ms pieces, 0.05 ms apart: seven span 3.8 ms.
-    expect(feed(7, 0.5, 0, true)).toBe(0);
+    // A busy machine's pattern in 0.4 ms pieces: a window's six strikes span 3.4 ms.
+    const short = () => feed(1, 0.4, 0, true) + feed(1, 0.1, 0, false);
+    let p = 0;
+    for (let i = 0; i < 20; i++) p += short();
+    expect(p).toBe(0);
     // A worker gone for longer (a scheduler slice) pauses once the strikes span strikeMs.
-    expect(feed(1, 0.5, 0, true)).toBe(1); // 4.35 ms from the start of the first
+    expect(feed(1, 2, 0, true)).toBe(1);
   });
 
   it('never pauses for steals from workers still waking (a quiet machine after an idle gap), however many', () => {
     feed(busy.grace, 0.1, 0, false);
     expect(feed(1000, 1.5, 0, true, true)).toBe(0);
-    // Nor do they count as clean: strike, excused, strike, excused, … pauses at the strikes-th strike.
-    for (let i = 1; i < busy.strikes; i++) expect(feed(1, 2, 0, true) + feed(1, 1, 0, true, true)).toBe(0);
+    // Nor do they count as clean: strike, excused, strike, excused, … are strikes in a row: inRow of them pause.
+    for (let i = 1; i < busy.inRow; i++) expect(feed(1, 2, 0, true) + feed(1, 1, 0, true, true)).toBe(0);
     expect(feed(1, 2, 0, true)).toBe(1);
   });
 
   it('still judges the wait of an excused dispatch (a woken worker that claimed its piece and was descheduled)', () => {
     feed(busy.grace, 0.1, 0, false);
-    expect(feed(busy.strikes, 0.1, 5, true, true)).toBe(1);
+    expect(feed(busy.inRow, 0.1, 5, true, true)).toBe(1);
   });
 
   it('pauses for firstPauseMs, doubling while each pause follows the last within its length, up to pauseMs', () => {
     feed(busy.grace, 0.1, 0, false);
     /** Strikes the pool into a pause and returns how long it lasts (to 0.1 ms). */
     const pauseLength = (): number => {
-      expect(feed(busy.strikes, 2, 0, true)).toBe(1);
+      expect(busyCalls(busy.strikes)).toBe(1);
       const start = now;
       while (paused()) now += 0.1;
       return Math.round(now - start);

@@ -190,7 +190,7 @@ if (mode === 'compiled') {
   await A.init(t === undefined ? {} : { threads: Number(t) });
   if (argv.includes('--force')) Object.assign(thresholds, { gemm: 0, elementwise: 0 });
   busy.pauseMs = 0; // every phase really dispatched, whatever the machine's load
-  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 });
+  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, runs: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 });
   const digests = [
     compiledTrain(6, 'relu', 'sgd', 'float32'),
     compiledTrain(6, 'tanh', 'adam', 'float32'),
@@ -233,7 +233,7 @@ if (mode === 'compiled') {
     thresholds.elementwise = 0;
     busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
   }
-  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
+  if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, runs: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
   const f32 = train(4, 'float32'),
     f64 = train(2, 'float64'),
     wide = wideGemms(),

@@ -23,7 +23,12 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * lost jobs the worker sleeps between jobs, and a woken thread gets its core back). So a run of
  * three is no sign, but four in twelve calls are: two hitches close together, or a busy machine
  * (6 in 12 reacted too late there: steps 1.2–1.7× slower than with 3 in a row). The counted
- * strikes must also span `strikeMs`. A pause lasts `firstPauseMs`, doubled for each pause that
+ * strikes must also span `strikeMs`, and come in at least `runs` separate runs: a hitch strikes
+ * the calls in flight one after another (the GPT step's 0.3–0.7 ms calls: runs of up to 6 within
+ * 3 ms), so two hitches close together gave four strikes in twelve calls about once per 50 GPT
+ * steps on an idle machine, while a busy machine's strikes come as many short runs, one or two
+ * clean calls apart. `inRow` strikes in a row spanning `strikeMs` pause too: a worker that lost
+ * its core for a scheduler slice. A pause lasts `firstPauseMs`, doubled for each pause that
  * starts within the previous one's length of its end, up to `pauseMs`: a passing hitch costs a
  * step, a machine that stays busy soon gets the full pause. `pauseMs = 0` turns this off. The first `grace` calls of a new pool (workers warming up) are not judged.
  *
@@ -35,9 +40,12 @@ export const threadStats = { dispatches: 0, lists: 0, stolen: 0, excused: 0, pau
  * polling), counts again. `wakeMs = 0` judges every steal (the rule before this excuse).
  */
 export const busy = {
-  /** Strikes among the last `window` judged calls that pause the pool (`window` ≤ `strikes`: that many in a row). */
+  /** Strikes among the last `window` judged calls that pause the pool (`window` ≤ `strikes`: that many in a row)… */
   strikes: 4,
   window: 12,
+  /** …in at least this many separate runs of consecutive strikes; or `inRow` in a row. */
+  runs: 3,
+  inRow: 6,
   /** The counted strikes must also span this long (from the start of the first): a hitch of the second core shorter than a scheduler slice does not pause. */
   strikeMs: 4,
   pauseMs: 1000,
@@ -65,6 +73,12 @@ let naps: { nap: number; at: number }[] = [];
 /** Paused, unless compile() is tracing: a pause starting or ending between its two traces would make them differ. */
 export const paused = (): boolean => pausedUntil > 0 && hooks.recorder === null && performance.now() < pausedUntil;
 
+/** Where congestion() logs each dispatch it is given ([now, ownMs, waitMs, stole, excused]), for bench/pause-replay.ts; null: nowhere. */
+let record: number[][] | null = null;
+export function recordDispatches(into: number[][] | null): void {
+  record = into;
+}
+
 /** Pauses the pool until `at` (performance.now() time; 0 ends a pause), as a busy machine would (src/testing.ts). */
 export function pauseUntil(at: number): void {
   pausedUntil = at;
@@ -90,19 +104,44 @@ export function waking(w: number, nap: number, now: number): boolean {
 }
 
 /**
+ * `strikes` of the last `window` judged calls, spanning `strikeMs`, in at least `runs` separate
+ * runs (one when `window` ≤ `strikes`: then they are that many in a row).
+ */
+function spread(now: number): boolean {
+  const last = recent.slice(-Math.max(busy.window, busy.strikes));
+  let struck = 0,
+    runs = 0,
+    first = NaN;
+  last.forEach((t, i) => {
+    if (Number.isNaN(t)) return;
+    if (struck++ === 0) first = t;
+    if (i === 0 || Number.isNaN(last[i - 1])) runs++;
+  });
+  return struck >= busy.strikes && runs >= (busy.window > busy.strikes ? busy.runs : 1) && now - first >= busy.strikeMs;
+}
+
+/** The last `inRow` judged calls all struck, spanning `strikeMs`. */
+function inRow(now: number): boolean {
+  const k = busy.inRow;
+  if (k <= 0 || recent.length < k) return false;
+  const last = recent.slice(-k);
+  return last.every((t) => !Number.isNaN(t)) && now - last[0] >= busy.strikeMs;
+}
+
+/**
  * Judges one dispatch: the caller's own piece took `ownMs`, it then waited `waitMs`; `stole`: it
  * ran a worker's piece; `excused`: every piece it ran was of a worker still waking (see waking()).
  */
 export function congestion(ownMs: number, waitMs: number, stole: boolean, excused = false): void {
+  record?.push([performance.now(), ownMs, waitMs, stole ? 1 : 0, excused ? 1 : 0]);
   if (busy.pauseMs <= 0 || ++judged <= busy.grace) return;
   const waitedLong = waitMs > Math.max(busy.minWaitMs, busy.ratio * ownMs);
   if (!waitedLong && stole && (excused || ownMs <= busy.claimMs)) return; // a sleeping worker, or too short to tell one from a starved one
   const now = performance.now();
   recent.push(!waitedLong && !stole ? NaN : now - ownMs - waitMs);
-  if (recent.length > Math.max(busy.window, busy.strikes)) recent.shift();
+  if (recent.length > Math.max(busy.window, busy.strikes, busy.inRow)) recent.shift();
   if (!waitedLong && !stole) return;
-  const struck = recent.filter((t) => !Number.isNaN(t));
-  if (struck.length >= busy.strikes && now - struck[0] >= busy.strikeMs) {
+  if (spread(now) || inRow(now)) {
     recent = [];
     const again = lastPause > 0 && now - pausedUntil < lastPause;
     lastPause = Math.min(busy.pauseMs, again ? 2 * lastPause : busy.firstPauseMs);
