@@ -106,7 +106,9 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
       span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]),
     },
   ],
-  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp', 'gelu_erf_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  // (x, y, d, n): y = gelu(x) and d = gelu'(x), d in x's place (src/compile/gelu-grad.ts).
+  [f('gelu_erf_with_grad'), { arity: 4, writes: [1, 2], cost: (a) => a[3], span: (a) => a[3] }],
   // Elementwise maps (x, y, n, p0, p1), cut at multiples of 16 elements.
   [
     f('neg', 'exp', 'log', 'sqrt', 'abs', 'square', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'softplus', 'leaky_relu', 'clamp', 'step'),
@@ -226,8 +228,11 @@ function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
   };
 }
 
-/** The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the formulas are the same). */
-const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
+/**
+ * The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the
+ * formulas are the same; 5, y holding act'(z) as GELU's saved d: the product g·y, binary.ts's mul).
+ */
+const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp', '', 'mul'];
 
 /**
  * A dense layer's backward pass (bias_act_vjp: gz = g·act'(y) and db = column sums of gz) as two
@@ -244,7 +249,7 @@ function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
   if (small !== null) return [small];
   const m = /^bias_act_vjp_(f32|f64)$/.exec(s.name);
   const a = s.argv[0];
-  if (m === null || a[7] === 0 || !(a[7] in VJP)) return [s];
+  if (m === null || !VJP[a[7]]) return [s];
   const M = a[4],
     N = s.argv.reduce((n, p) => n + p[5], 0);
   const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && x.key === ''));
@@ -254,15 +259,23 @@ function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
   const [ty, tg, tz] = s.touches[0];
   const shift = (x: Extent | null, by: number): Extent => ({ ...x!, at: x!.at + by });
   const pieces = ranges(M, threads, 8);
+  // mul (a, b, y, rows, cols, sar, sac, sbr, sbc) forms g·y as the code-5 pass does (one IEEE product).
+  const mul = a[7] === 5;
   const gz: PlannedLaunch = {
     w: false,
     name,
     f: runtime().exports[name] as Kernel,
     pooled: pieces.length > 1,
-    argv: pieces.map(([r0, r1]) => [a[0], a[1], a[2]].map((p) => p + r0 * N * bytes).concat((r1 - r0) * N)),
+    argv: pieces.map(([r0, r1]) => {
+      const [y, g, z] = [a[0], a[1], a[2]].map((p) => p + r0 * N * bytes);
+      return mul ? [g, y, z, r1 - r0, N, N, 1, N, 1] : [y, g, z, (r1 - r0) * N];
+    }),
     dyn: 0,
     compute: null,
-    touches: pieces.map(([r0]): (Extent | null)[] => [...[ty, tg, tz].map((x) => shift(x, r0 * N * bytes)), null]),
+    touches: pieces.map(([r0]): (Extent | null)[] => {
+      const [y, g, z] = [ty, tg, tz].map((x) => shift(x, r0 * N * bytes));
+      return mul ? [g, y, z, null, null, null, null, null, null] : [y, g, z, null];
+    }),
   };
   const db: PlannedLaunch = {
     ...s,
