@@ -1,9 +1,9 @@
-// Strided copies in a compiled step on the 2-thread pool (src/compile/copies.ts): a copy reads
-// its shape and strides from the program's constants and is cut over its outermost axis, so it
-// joins the parallel schedule's phases. An attention training step (head split and merge, weight
-// slices, the attention kernels reading their geometry from the argument block after the
-// deferred writes) and a transpose chain give the bytes of eager mode; the cut rule keeps
-// pieces to disjoint writes.
+// Strided copies and attention in a compiled step on the 2-thread pool (src/compile/copies.ts):
+// a copy reads its shape and strides from the program's constants and is cut over its outermost
+// axis, attention its geometry (its pieces, by heads, get footprints), so both join the parallel
+// schedule's phases. Attention training steps (head split and merge, weight slices, causal,
+// dropout with its per-call seed) and a transpose chain give the bytes of eager mode; the cut rule
+// keeps pieces to disjoint writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
@@ -22,9 +22,9 @@ afterAll(() => void (busy.pauseMs = pauseMs));
 
 type DT = 'float32' | 'float64';
 
-/** Self-attention (4 heads) with a residual and a Linear read-out, AdamW; inputs [B, T, E]. */
-function attnNet(E: number, dtype: DT): StepNet {
-  const mha = new A.nn.MultiheadAttention(E, 4, { seed: 3, dtype });
+/** Self-attention (4 heads, optionally with dropout on the weights) with a residual and a Linear read-out, AdamW; inputs [B, T, E]. */
+function attnNet(E: number, dtype: DT, dropout = 0): StepNet {
+  const mha = new A.nn.MultiheadAttention(E, 4, { seed: 3, dtype, dropout });
   const out = new A.nn.Linear(E, 5, { seed: 4, dtype });
   const ps = [...mha.parameters(), ...out.parameters()];
   const opt = new A.optim.AdamW(ps, { lr: 0.01 });
@@ -80,6 +80,13 @@ describe('compiled strided copies on the pool: constant arrays, cut over the out
       x.dispose(), t.dispose();
     });
   }
+  it('float32 with dropout on the attention weights (a seed drawn per call, computed before the phases)', () => {
+    const x = A.randn([8, 32, 64], { seed: 1 }),
+      t = A.rand([8, 32, 5], { seed: 2 });
+    const seen = run(() => attnNet(64, 'float32', 0.2), x, t, 'strided_copy_f32');
+    expect(seen.some(([e, c]) => c && e === 4)).toBe(true);
+    x.dispose(), t.dispose();
+  });
   it('a transpose chain with an odd outermost extent, f32', () => {
     const w = A.randn([7, 40, 33], { seed: 5 });
     const make = (): StepNet => {

@@ -26,14 +26,36 @@ const COPY = /^strided_copy_(f32|f64|i32)$/;
 export const isCopy = (name: string): boolean => COPY.test(name);
 
 /**
- * The shape and strides of each whole strided_copy launch of the trace (by op index) whose three
- * arrays are in static memory and were last written there by constant writes (replayed with the
- * same values on every call). Reads the writes in trace order; a write bound to an argument, or
- * any other launch with a pointer into static memory (which might write it), forgets what it covers.
+ * Pointer arguments that are i32 arrays JS writes into the argument block before the launch,
+ * with their lengths: a copy's shape and strides, attention's geometry (Tq, Tk, d, dv, causal,
+ * and the mask's layout: 9 values).
  */
-export function constantCopies(trace: Trace): Map<number, CopyArgs> {
+const ARRAYS: readonly (readonly [RegExp, (a: readonly number[]) => readonly (readonly [number, number])[]])[] = [
+  [
+    COPY,
+    (a) => [
+      [3, a[2]],
+      [4, a[2]],
+      [5, a[2]],
+    ],
+  ],
+  [/^attention_(f32|f64)$/, () => [[7, 9]]],
+  [/^attention_vjp_(f32|f64)$/, () => [[11, 9]]],
+];
+
+/** A launch's constant arrays: argument index → values (the same for every piece). */
+export type Arrays = ReadonlyMap<number, Int32Array>;
+
+/**
+ * The arrays of each launch of the trace (by op index) that reads i32 arrays from static memory
+ * (ARRAYS) last written there by constant writes (replayed with the same values on every call),
+ * every piece pointing at the same ones. Reads the writes in trace order; a write bound to an
+ * argument, or any other launch with a pointer into static memory (which might write it),
+ * forgets what it covers.
+ */
+export function constantArrays(trace: Trace): Map<number, Arrays> {
   const known = new Map<number, number>(); // address of an i32 → its value
-  const out = new Map<number, CopyArgs>();
+  const out = new Map<number, Arrays>();
   trace.ops.forEach((op, i) => {
     if (op.kind === 'write') {
       if (op.dest.k !== 'abs') return;
@@ -43,25 +65,54 @@ export function constantCopies(trace: Trace): Map<number, CopyArgs> {
       return;
     }
     const abs = (r: Ref | null): r is { k: 'abs'; ptr: number } => r !== null && r.k === 'abs' && r.ptr !== 0;
-    if (!isCopy(op.name) || op.jobs.length !== 1 || op.dyn !== 0) {
+    const lens = ARRAYS.find(([re]) => re.test(op.name))?.[1](op.jobs[0]);
+    if (lens === undefined || (isCopy(op.name) && op.jobs.length !== 1)) {
       if (op.refs.some((rs) => rs.some(abs))) known.clear();
       return;
     }
-    const [, , , ps, pxs, pys] = op.refs[0];
-    const n = op.jobs[0][2];
-    if (!abs(ps) || !abs(pxs) || !abs(pys) || n < 1) return;
-    const read = (p: number): Int32Array | null => {
-      const v = Int32Array.from({ length: n }, (_, k) => known.get(p + 4 * k) ?? NaN);
-      return v.some((e, k) => e !== known.get(p + 4 * k)) ? null : v;
+    const read = (r: Ref | null, n: number): Int32Array | null => {
+      if (!abs(r) || n < 1) return null;
+      const v = Int32Array.from({ length: n }, (_, k) => known.get(r.ptr + 4 * k) ?? NaN);
+      return v.some((e, k) => e !== known.get(r.ptr + 4 * k)) ? null : v;
     };
-    const [shape, xs, ys] = [ps.ptr, pxs.ptr, pys.ptr].map(read);
-    if (shape !== null && xs !== null && ys !== null) out.set(i, { shape, xs, ys });
+    const arrays = new Map<number, Int32Array>();
+    for (const [arg, n] of lens) {
+      const r = op.refs[0][arg];
+      const v = op.refs.every((rs) => abs(rs[arg]) && abs(r) && rs[arg].ptr === r.ptr) ? read(r, n) : null;
+      if (v === null) return;
+      arrays.set(arg, v);
+    }
+    out.set(i, arrays);
   });
   return out;
 }
 
-/** Bytes of constants a copy needs for `threads` pieces (a shape per piece, the two stride arrays). */
-export const copyBytes = (c: CopyArgs, threads: number): number => 4 * c.shape.length * (threads + 2);
+/** Bytes of constants launch `op` needs for its arrays, cut for `threads` threads. */
+export function constantBytes(op: Launch, arrays: Arrays, threads: number): number {
+  let n = 0;
+  for (const v of arrays.values()) n += 4 * v.length;
+  return isCopy(op.name) ? n + 4 * arrays.get(3)!.length * threads : n;
+}
+
+/**
+ * Launch `op` reading its arrays from constants written now at `at` (the program's constant
+ * area, constantBytes() bytes); a strided copy also cut for `threads` (constantCopy).
+ */
+export function constantLaunch(op: Launch, arrays: Arrays, threads: number, at: number): Launch {
+  if (isCopy(op.name)) return constantCopy(op, { shape: arrays.get(3)!, xs: arrays.get(4)!, ys: arrays.get(5)! }, threads, at);
+  const mem = new Int32Array(runtime().memory.buffer);
+  const ptrs = new Map<number, number>();
+  for (const [arg, v] of arrays) {
+    mem.set(v, at >> 2);
+    ptrs.set(arg, at);
+    at += 4 * v.length;
+  }
+  return {
+    ...op,
+    jobs: op.jobs.map((a) => a.map((x, i) => ptrs.get(i) ?? x)),
+    refs: op.refs.map((rs) => rs.map((r, i): Ref | null => (ptrs.has(i) ? { k: 'abs', ptr: ptrs.get(i)! } : r))),
+  };
+}
 
 /**
  * The outermost-axis pieces of copy `c` (element offsets into x and y, and each piece's extent of
@@ -94,7 +145,7 @@ const shift = (r: Ref | null, by: number): Ref | null =>
  * copyBytes(c, threads) bytes): cut over its outermost axis into pieces for `threads` threads
  * (pooled) when they write disjoint bytes and x and y are different buffers, else one call.
  */
-export function constantCopy(op: Launch, c: CopyArgs, threads: number, at: number): Launch {
+function constantCopy(op: Launch, c: CopyArgs, threads: number, at: number): Launch {
   const mem = new Int32Array(runtime().memory.buffer);
   const n = c.shape.length,
     bytes = op.name.endsWith('64') ? 8 : 4;

@@ -24,6 +24,7 @@ import { runLists, threadCount, type Call } from '../wasm/threads.js';
 import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { thresholds } from '../wasm/split.js';
+import { runtime } from '../wasm/module.js';
 import { copyCost, copySpan } from './copies.js';
 import { byRows } from './rows.js';
 
@@ -75,6 +76,10 @@ interface Role {
   readonly cost: (a: readonly number[]) => number;
   /** Elements pointer argument i reaches from where it points (undefined: the whole buffer, conservatively). */
   readonly span?: (a: readonly number[], i: number) => number | undefined;
+  /** Elements [from, to) pointer argument i reaches, counted from where it points (a kernel that starts at an offset of its own: attention's heads n0..n1). */
+  readonly range?: (a: readonly number[], i: number) => readonly [number, number] | undefined;
+  /** The argument that is each piece's own scratch: piece j's reaches up to where piece j + 1's begins. */
+  readonly scratch?: number;
 }
 const f = (...names: string[]): RegExp => new RegExp(`^(${names.join('|')})_(f32|f64)$`);
 /** Elements an (M × K) operand spans from its pointer with leading dimension ld, stored transposed or not. */
@@ -133,9 +138,39 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
   [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
   // (x, y, ndim, shape, xs, ys) with its arrays in the program's constants (src/compile/copies.ts).
   [/^strided_copy_(f32|f64|i32)$/, { arity: 6, writes: [1], cost: copyCost, span: (a, i) => (i < 2 ? copySpan(a, i) : undefined) }],
+  // Heads [n0, n1) of attention (q, k, v, mask, y, n0, n1, g, scale, p, scratch, seeds) and its
+  // VJP (q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, …, scratch at 14), geometry g in constants.
+  [
+    /^attention_(f32|f64)$/,
+    { arity: 13, writes: [4, 10], cost: (a) => heads(a, 5, 7), range: (a, i) => headRange(a, 5, 7, i), scratch: 10 },
+  ],
+  [
+    /^attention_vjp_(f32|f64)$/,
+    { arity: 17, writes: [6, 7, 8, 14], cost: (a) => 2 * heads(a, 9, 11), range: (a, i) => headRange(a, 9, 11, i), scratch: 14 },
+  ],
   // A scalar in, a scalar out: no memory (the traced call used its value for arguments the replay has).
   [/^sqrt_scalar$/, { arity: 1, writes: [], cost: () => 0 }],
 ];
+/** Attention's geometry (Tq, Tk, d, dv) from its constant block at argument g. */
+const geometry = (a: readonly number[], g: number): Int32Array => new Int32Array(runtime().memory.buffer, a[g], 4);
+/** Multiply-adds of attention's heads [a[n], a[n + 1]). */
+function heads(a: readonly number[], n: number, g: number): number {
+  const [Tq, Tk, d, dv] = geometry(a, g);
+  return (a[n + 1] - a[n]) * Tq * Tk * (d + dv);
+}
+/**
+ * Elements of pointer argument i that heads [n0, n1) reach: rows of q (and dq), k (dk), v (dv)
+ * and y (gy: [N, Tq, dv + 1], output and log-sum-exp) of those heads; the mask whole.
+ */
+function headRange(a: readonly number[], n: number, g: number, i: number): [number, number] | undefined {
+  const [Tq, Tk, d, dv] = geometry(a, g);
+  const per =
+    n === 5
+      ? [Tq * d, Tk * d, Tk * dv, 0, Tq * (dv + 1)]
+      : [Tq * d, Tk * d, Tk * dv, 0, Tq * (dv + 1), Tq * (dv + 1), Tq * d, Tk * d, Tk * dv];
+  const e = per[i];
+  return e === undefined || e === 0 ? undefined : [a[n] * e, a[n + 1] * e];
+}
 const roleCache = new Map<string, Role | null>();
 function roleOf(name: string): Role | null {
   let r = roleCache.get(name);
@@ -169,9 +204,14 @@ function accesses(s: PlannedLaunch, j: number): Access[] {
   s.touches[j].forEach((x, i) => {
     if (x === null) return;
     const n = role.span?.(s.argv[j], i);
-    const exact = n !== undefined && n > 0 && x.at >= x.lo;
-    const lo = exact ? x.at : x.lo,
-      hi = exact ? Math.min(x.hi, x.at + n * bytes) : x.hi;
+    let [from, to] = role.range?.(s.argv[j], i) ?? (n !== undefined ? [0, n] : [0, 0]);
+    if (i === role.scratch) {
+      const next = s.touches[j + 1]?.[i];
+      [from, to] = [0, ((next != null && next.key === x.key && next.at > x.at ? next.at : x.hi) - x.at) / bytes];
+    }
+    const exact = to > from && x.at >= x.lo;
+    const lo = exact ? Math.max(x.lo, x.at + from * bytes) : x.lo,
+      hi = exact ? Math.min(x.hi, x.at + to * bytes) : x.hi;
     out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: writes.includes(i) });
   });
   return out;

@@ -16,11 +16,11 @@ import { runtime, views } from '../wasm/module.js';
 import { runJobs, holdPool } from '../wasm/threads.js';
 import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
-import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
+import { shiftOf, type Trace, type Launch, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 import { withEpilogues } from './epilogues.js';
 import { parallelize, runPhase, runTileLists, schedule, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
-import { constantCopies, constantCopy, copyBytes, inArgs } from './copies.js';
+import { constantArrays, constantBytes, constantLaunch, inArgs } from './copies.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -118,12 +118,12 @@ export class Program {
         poolSize(),
       ),
     );
-    // With the pool up, strided copies read their shape and strides from constants after the plan (src/compile/copies.ts).
+    // With the pool up, strided copies and attention read their arrays from constants after the plan (src/compile/copies.ts).
     const threads = poolSize();
-    const copies = threads >= 2 && schedule.enabled ? constantCopies(trace) : new Map<number, never>();
+    const arrays = threads >= 2 && schedule.enabled ? constantArrays(trace) : new Map<number, never>();
     const constAt = new Map<number, number>();
     let bytes = total;
-    for (const [i, c] of copies) constAt.set(i, bytes), (bytes += copyBytes(c, threads));
+    for (const [i, c] of arrays) constAt.set(i, bytes), (bytes += constantBytes(trace.ops[i] as Launch, c, threads));
     const base = bytes > 0 ? runtime().arena.alloc(bytes) : 0;
     const exts = new Set<Storage>();
     const resolve = (r: Ref): [Base, number, number] => {
@@ -187,8 +187,8 @@ export class Program {
     const runAt = new Map(runs.map((r) => [r.first, r]));
     const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
     const step = (traced: Trace['ops'][number], at: number): LaunchStep | WriteStep => {
-      const c = copies.get(at);
-      const op = c === undefined || traced.kind === 'write' ? traced : constantCopy(traced, c, threads, base + constAt.get(at)!);
+      const c = arrays.get(at);
+      const op = c === undefined || traced.kind === 'write' ? traced : constantLaunch(traced, c, threads, base + constAt.get(at)!);
       if (op.kind === 'write') {
         const [b, idx, off] = resolve(op.dest);
         let bind = -1;
