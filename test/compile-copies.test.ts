@@ -129,6 +129,12 @@ describe('copyPieces: pieces only where they write disjoint bytes', () => {
     expect(copyPieces(args([4, 8], [8, 1], [16, -1]), 2, true)).toEqual([[0, 0, 4]]);
     expect(copyPieces(args([4, 8], [8, 1], [8, 1]), 2, false)).toEqual([[0, 0, 4]]);
     expect(copyPieces(args([4, 8], [8, 1], [8, 1]), 1, true)).toEqual([[0, 0, 4]]);
-    expect(copyPieces(args([32], [1], [1]), 2, true)).toEqual([[0, 0, 32]]);
+  });
+  it('a flat copy in pieces of whole 16-element groups', () => {
+    expect(copyPieces(args([40], [1], [1]), 2, true)).toEqual([
+      [0, 0, 32],
+      [32, 32, 8],
+    ]);
+    expect(copyPieces(args([16], [1], [1]), 2, true)).toEqual([[0, 0, 16]]);
   });
 });

@@ -123,8 +123,9 @@ export function copyPieces(c: CopyArgs, threads: number, distinct: boolean): [nu
   const { shape, xs, ys } = c;
   let rest = 0;
   for (let k = 1; k < shape.length; k++) rest += (shape[k] - 1) * ys[k];
-  const disjoint = distinct && ys.every((v) => v >= 0) && ys[0] > rest && shape.length > 1;
-  const cut = disjoint ? ranges(shape[0], threads, 1) : [[0, shape[0]] as [number, number]];
+  const disjoint = distinct && ys.every((v) => v >= 0) && ys[0] > rest;
+  // A flat copy (one axis) is cut at multiples of 16 elements, so pieces start on 64-byte lines.
+  const cut = disjoint ? ranges(shape[0], threads, shape.length === 1 ? 16 : 1) : [[0, shape[0]] as [number, number]];
   return cut.map(([lo, hi]) => [lo * xs[0], lo * ys[0], hi - lo]);
 }
 
