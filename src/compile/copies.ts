@@ -13,6 +13,9 @@ import { ARGS_BYTES, runtime } from '../wasm/module.js';
 import { ranges } from '../wasm/split.js';
 import type { Trace, Ref, Launch } from './trace.js';
 
+/** Internal switch (bench/gpt-schedule-ab.ts compares): off, programs leave the arrays where JS writes them, as before. */
+export const constants = { enabled: true };
+
 /** A strided copy's shape and strides (i32 arrays, as the kernel reads them), known when the program is built. */
 export interface CopyArgs {
   readonly shape: Int32Array;

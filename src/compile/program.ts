@@ -20,7 +20,7 @@ import { shiftOf, type Trace, type Launch, type Ref, type Block, type Template, 
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 import { withEpilogues } from './epilogues.js';
 import { parallelize, runPhase, runTileLists, schedule, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
-import { constantArrays, constantBytes, constantLaunch, inArgs } from './copies.js';
+import { constantArrays, constantBytes, constantLaunch, constants, inArgs } from './copies.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -120,7 +120,7 @@ export class Program {
     );
     // With the pool up, strided copies and attention read their arrays from constants after the plan (src/compile/copies.ts).
     const threads = poolSize();
-    const arrays = threads >= 2 && schedule.enabled ? constantArrays(trace) : new Map<number, never>();
+    const arrays = threads >= 2 && schedule.enabled && constants.enabled ? constantArrays(trace) : new Map<number, never>();
     const constAt = new Map<number, number>();
     let bytes = total;
     for (const [i, c] of arrays) constAt.set(i, bytes), (bytes += constantBytes(trace.ops[i] as Launch, c, threads));
