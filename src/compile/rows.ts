@@ -13,7 +13,7 @@ const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
 
 /**
  * A launch the trace left whole (too small to split on its own) cut as split.ts would cut a large
- * one: maps at multiples of 16 elements, binary ops by rows. Alone it still runs on the calling
+ * one: maps at multiples of 16 elements, binary ops by rows (one row by columns). Alone it still runs on the calling
  * thread (a phase with little work does), but between row pieces (a residual add and the
  * layerNorm after it, the affine after that) its pieces run on the threads of their rows instead
  * of ending the chain. Null when it is already cut, not such a kernel, or has patched pointers.
@@ -24,16 +24,19 @@ function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
   if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || x.key === '')) return null;
   const a = s.argv[0],
     bytes = (map ?? bin)![2] === 'f64' ? 8 : 4;
-  const cut = map !== null ? ranges(a[2], threads, 16) : a[3] > 1 ? ranges(a[3], threads, 1) : [];
+  // A binary op on one row (same-shape operands flattened, as a residual add) is cut by columns at
+  // multiples of 16 elements, as split.ts's splitBinary cuts it: its count argument is then cols.
+  const row = bin !== null && a[3] === 1;
+  const cut = map !== null ? ranges(a[2], threads, 16) : row ? ranges(a[4], threads, 16) : a[3] > 1 ? ranges(a[3], threads, 1) : [];
   if (cut.length < 2) return null;
-  // Per piece: how far each pointer argument moves per element (map) or row (binary) of the cut.
-  const step = map !== null ? [bytes, bytes] : [a[5] * bytes, a[7] * bytes, a[4] * bytes];
-  const size = map !== null ? 2 : 3;
+  // Per piece: how far each pointer argument moves per element (map), column or row (binary) of the cut.
+  const step = map !== null ? [bytes, bytes] : row ? [a[6] * bytes, a[8] * bytes, bytes] : [a[5] * bytes, a[7] * bytes, a[4] * bytes];
+  const size = map !== null ? 2 : row ? 4 : 3;
   return {
     ...s,
     pooled: true,
-    argv: cut.map(([lo, hi]) => a.map((v, i) => (i < size ? v + lo * step[i] : i === size ? hi - lo : v))),
-    touches: cut.map(([lo]) => s.touches[0].map((x, i) => (x === null || i >= size ? x : { ...x, at: x.at + lo * step[i] }))),
+    argv: cut.map(([lo, hi]) => a.map((v, i) => (i < step.length ? v + lo * step[i] : i === size ? hi - lo : v))),
+    touches: cut.map(([lo]) => s.touches[0].map((x, i) => (x === null || i >= step.length ? x : { ...x, at: x.at + lo * step[i] }))),
   };
 }
 
