@@ -210,6 +210,37 @@ describe('compile: the parallel schedule', () => {
     ]);
   });
 
+  it('cuts a same-shape add traced as one row (a residual add) by columns at multiples of 16, on the threads of the rows', () => {
+    // h = x·W1 by rows; z = h + r as one row of M·N elements; o = z·W2 by rows.
+    const [x, W1, h, r, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
+    const M = 128,
+      N = 64;
+    const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
+    const add: PlannedLaunch = {
+      w: false,
+      name: 'add_f32',
+      f: noop,
+      pooled: false,
+      argv: [[h, r, z, 1, M * N, 0, 1, 0, 1]],
+      dyn: 0,
+      compute: null,
+      touches: [[buf(h, M * N), buf(r, M * N), buf(z, M * N), null, null, null, null, null, null]],
+    };
+    const steps = parallelize([rowGemm('h', x, W1, h, M, N, 64, 2), add, rowGemm('o', z, W2, o, M, N, N, 2)], 2);
+    expect(steps).toHaveLength(1);
+    const lists = (steps[0] as PhaseStep).lists;
+    expect(lists.map((l) => l.map((c) => c.name))).toEqual([
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+      ['gemm_f32', 'add_f32', 'gemm_f32'],
+    ]);
+    // Elements [0, 4096) and [4096, 8192): rows [0, 64) and [64, 128) of both operands and the result.
+    const half = (M * N) / 2;
+    expect(lists.map((l) => l[1].args)).toEqual([
+      [h, r, z, 1, half, 0, 1, 0, 1],
+      [h + half * 4, r + half * 4, z + half * 4, 1, half, 0, 1, 0, 1],
+    ]);
+  });
+
   it('keeps blocks freed inside a run of plannable launches alive until the launch that ends the run', () => {
     // Launches at clocks 1–3 are plannable, softmax_xent at 5 ends the run, gemm at 7 starts another.
     const launches = [

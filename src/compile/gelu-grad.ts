@@ -17,15 +17,44 @@ const GIVEN = 5;
 const same = (a: Ref | null, b: Ref | null): boolean =>
   a !== null && b !== null && a.k === 'block' && b.k === 'block' && a.block === b.block && a.off === b.off;
 
-/** One plain call (no thread-pool pieces, no per-call arguments). */
-const plain = (op: Trace['ops'][number] | undefined, name: string): op is Launch =>
-  op !== undefined && op.kind === 'launch' && op.name === name && !op.pooled && op.jobs.length === 1 && op.dyn === 0;
+/** A launch of `name` without per-call arguments: one plain call, or pieces cut for the thread pool. */
+const launchOf = (op: Trace['ops'][number] | undefined, name: string): op is Launch =>
+  op !== undefined && op.kind === 'launch' && op.name === name && op.dyn === 0 && op.jobs.length > 0;
 
 /** Whether an op references block `id`. */
 const touches = (op: Trace['ops'][number], id: number): boolean => {
   const hit = (r: Ref | null) => r !== null && r.k === 'block' && r.block === id;
   return op.kind === 'write' ? hit(op.dest) : op.refs.some((rs) => rs.some(hit));
 };
+
+/** Whether `a` points `by` bytes past `b`, into the same buffer. */
+function shifted(a: Ref | null, b: Ref | null, by: number): boolean {
+  if (a === null || b === null || a.k !== b.k) return false;
+  if (a.k === 'abs') return a.ptr === (b as typeof a).ptr + by;
+  if (a.k === 'block' && a.block !== (b as typeof a).block) return false;
+  if (a.k === 'input' && a.input !== (b as typeof a).input) return false;
+  if (a.k === 'ext' && a.storage !== (b as typeof a).storage) return false;
+  return a.off === (b as { off: number }).off + by;
+}
+
+/** `r` moved `by` bytes on. */
+const shift = (r: Ref, by: number): Ref => (r.k === 'abs' ? { ...r, ptr: r.ptr + by } : { ...r, off: r.off + by });
+
+/**
+ * Element offsets of a launch's pieces when they tile `total` elements in order, each piece's
+ * pointer arguments `args` (by index) that far on from piece 0's, with its count at argument
+ * `count`; else null. A pooled elementwise launch is cut so (src/wasm/split.ts's splitMap).
+ */
+function tiles(l: Launch, args: readonly number[], count: number, bytes: number, total: number): number[] | null {
+  const los: number[] = [];
+  let lo = 0;
+  for (let j = 0; j < l.jobs.length; j++) {
+    if (!args.every((i) => shifted(l.refs[j][i], l.refs[0][i], lo * bytes))) return null;
+    los.push(lo);
+    lo += l.jobs[j][count];
+  }
+  return lo === total ? los : null;
+}
 
 interface Hit {
   /** Index of the gelu_erf launch and its replacement. */
@@ -45,16 +74,21 @@ interface Hit {
  * one gelu_erf_vjp reads (as x, same element count): the forward becomes gelu_erf_with_grad (d in
  * z's block); the backward the bias_act_vjp without activation directly after the VJP that sums
  * its result as rows of its columns, now forming g·d itself, or else a mul g·d in the VJP's place
- * (a Linear without bias). Null when the pattern does not hold.
+ * (a Linear without bias). Null when the pattern does not hold. Launches cut for the thread pool
+ * keep their cuts: piece j of the forward becomes piece j of gelu_erf_with_grad (the same
+ * elements), column piece j of the bias pass the same columns with code 5, piece j of the VJP
+ * piece j of the mul; every element is computed as in the one-thread program.
  */
 function match(trace: Trace, i: number): Hit | null {
   const f = trace.ops[i];
   if (f?.kind !== 'launch') return null;
   const m = /^gelu_erf_f(32|64)$/.exec(f.name);
-  if (m === null || !plain(f, f.name)) return null;
+  if (m === null || !launchOf(f, f.name)) return null;
+  const bytes = m[1] === '32' ? 4 : 8;
   const [z, y] = f.refs[0];
-  const n = f.jobs[0][2];
+  const n = f.jobs.reduce((k, a) => k + a[2], 0);
   if (z === null || z.k !== 'block' || y === null || (y.k === 'block' && y.block === z.block)) return null;
+  if (tiles(f, [0, 1], 2, bytes, n) === null) return null;
   if (trace.outputs.some((o) => o.k === 'fresh' && o.block === z.block)) return null;
   let v = -1;
   for (let k = i + 1; k < trace.ops.length; k++) {
@@ -63,47 +97,65 @@ function match(trace: Trace, i: number): Hit | null {
     v = k;
   }
   const vjp = trace.ops[v];
-  if (v < 0 || !plain(vjp, `gelu_erf_vjp_f${m[1]}`)) return null;
+  if (v < 0 || !launchOf(vjp, `gelu_erf_vjp_f${m[1]}`)) return null;
   const [x, g, dz] = vjp.refs[0];
-  if (!same(x, z) || vjp.jobs[0][3] !== n || g === null || dz === null) return null;
-  const [pz, py] = f.jobs[0],
-    [, pg, pdz] = vjp.jobs[0];
-  const fwd: Launch = { ...f, name: `gelu_erf_with_grad_f${m[1]}`, jobs: [[pz, py, pz, n]], refs: [[z, y, z, null]] };
-  const sum = biasPass(trace.ops[v + 1], `bias_act_vjp_f${m[1]}`, n, dz, z.block);
+  if (!same(x, z) || g === null || dz === null || tiles(vjp, [0, 1, 2], 3, bytes, n) === null) return null;
+  const [pz, pg, pdz] = [f.jobs[0][0], vjp.jobs[0][1], vjp.jobs[0][2]];
+  const fwd: Launch = {
+    ...f,
+    name: `gelu_erf_with_grad_f${m[1]}`,
+    jobs: f.jobs.map(([px, py, k]) => [px, py, px, k]),
+    refs: f.refs.map(([rz, ry]) => [rz, ry, rz, null]),
+  };
+  const sum = biasPass(trace.ops[v + 1], `bias_act_vjp_f${m[1]}`, n, dz, z.block, bytes);
   if (sum === null) {
-    // dz = g·d as binary.ts's mul (rows 1, both operands contiguous): gelu_erf_vjp's product.
+    // dz = g·d as binary.ts's mul (rows 1, both operands contiguous): gelu_erf_vjp's product, piece by piece.
     const mul: Launch = {
       ...vjp,
       name: `mul_f${m[1]}`,
-      jobs: [[pg, pz, pdz, 1, n, 0, 1, 0, 1]],
-      refs: [[g, z, dz, null, null, null, null, null, null]],
+      jobs: vjp.jobs.map(([px, pgj, pdzj, k]) => [pgj, px, pdzj, 1, k, 0, 1, 0, 1]),
+      refs: vjp.refs.map(([rx, rg, rdz]) => [rg, rx, rdz, null, null, null, null, null, null]),
     };
     return { f: i, fwd, v, at: v, bwd: mul, extend: [] };
   }
-  const [M, N, rs, pdb, db] = sum;
+  const b = trace.ops[v + 1] as Launch;
+  // Column piece j (first column c): z, g and dz from column c, as the piece read dz there.
   const bwd: Launch = {
-    ...(trace.ops[v + 1] as Launch),
-    jobs: [[pz, pg, pdz, pdb, M, N, rs, GIVEN]],
-    refs: [[z, g, dz, db, null, null, null, null]],
+    ...b,
+    jobs: b.jobs.map(([, , , pdb, M, N, rs], j) => {
+      const c = sum[j] * bytes;
+      return [pz + c, pg + c, pdz + c, pdb, M, N, rs, GIVEN];
+    }),
+    refs: b.refs.map((rs, j) => {
+      const c = sum[j] * bytes;
+      return [shift(z, c), shift(g, c), shift(dz, c), rs[3], null, null, null, null];
+    }),
   };
   return { f: i, fwd, v, at: v + 1, bwd, extend: [z.block, ...(g.k === 'block' ? [g.block] : [])] };
 }
 
-/** [M, N, rs, db pointer, db ref] of `b` when it is a plain bias_act_vjp without activation summing dz (n elements, rows of N); else null. */
-function biasPass(
-  b: Trace['ops'][number] | undefined,
-  name: string,
-  n: number,
-  dz: Ref,
-  zBlock: number,
-): [number, number, number, number, Ref] | null {
-  if (!plain(b, name)) return null;
-  const [, gb, gz, db] = b.refs[0];
-  const [, , , pdb, M, N, rs, act] = b.jobs[0];
-  if (act !== 0 || M * N !== n || rs !== N || !same(gb, dz) || db === null || (db.k === 'block' && db.block === zBlock)) return null;
-  // gz is not written for act none: whatever it pointed at, the fused launch writes dz there.
-  if (gz !== null && !same(gz, dz)) return null;
-  return [M, N, rs, pdb, db];
+/**
+ * The first column of each piece of `b` when it is a bias_act_vjp without activation summing dz
+ * (n elements as rows of rs, the pieces' columns tiling a row in order, one plain call or pieces
+ * cut by columns); else null.
+ */
+function biasPass(b: Trace['ops'][number] | undefined, name: string, n: number, dz: Ref, zBlock: number, bytes: number): number[] | null {
+  if (!launchOf(b, name)) return null;
+  const cols: number[] = [];
+  let c = 0;
+  const M = b.jobs[0][4],
+    rs = b.jobs[0][6];
+  for (let j = 0; j < b.jobs.length; j++) {
+    const [, gb, gz, db] = b.refs[j];
+    const [, , , , Mj, N, rsj, act] = b.jobs[j];
+    if (act !== 0 || Mj !== M || rsj !== rs || !shifted(gb, dz, c * bytes) || db === null) return null;
+    if (db.k === 'block' && db.block === zBlock) return null;
+    // gz is not written for act none: whatever it pointed at, the fused launch writes dz there.
+    if (gz !== null && !shifted(gz, dz, c * bytes)) return null;
+    cols.push(c);
+    c += N;
+  }
+  return c === rs && M * rs === n ? cols : null;
 }
 
 /**

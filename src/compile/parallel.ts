@@ -23,8 +23,10 @@ import type { Kernel } from '../wasm/hooks.js';
 import { runLists, threadCount, type Call } from '../wasm/threads.js';
 import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
-import { ranges, thresholds } from '../wasm/split.js';
+import { thresholds } from '../wasm/split.js';
 import { runtime } from '../wasm/module.js';
+import { copyCost, copySpan } from './copies.js';
+import { byRows } from './rows.js';
 
 /** Internal switch (the bench compares with and without the schedule): off, programs replay launch by launch as before. */
 export const schedule = { enabled: true };
@@ -74,6 +76,10 @@ interface Role {
   readonly cost: (a: readonly number[]) => number;
   /** Elements pointer argument i reaches from where it points (undefined: the whole buffer, conservatively). */
   readonly span?: (a: readonly number[], i: number) => number | undefined;
+  /** Elements [from, to) pointer argument i reaches, counted from where it points (a kernel that starts at an offset of its own: attention's heads n0..n1). */
+  readonly range?: (a: readonly number[], i: number) => readonly [number, number] | undefined;
+  /** The argument that is each piece's own scratch: piece j's reaches up to where piece j + 1's begins. */
+  readonly scratch?: number;
 }
 const f = (...names: string[]): RegExp => new RegExp(`^(${names.join('|')})_(f32|f64)$`);
 /** Elements an (M × K) operand spans from its pointer with leading dimension ld, stored transposed or not. */
@@ -106,7 +112,9 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
       span: (a, i) => (i === 3 ? a[5] : (a[4] - 1) * a[6] + a[5]),
     },
   ],
-  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  [f('tanh_vjp', 'sigmoid_vjp', 'relu_vjp', 'gelu_erf_vjp'), { arity: 4, writes: [2], cost: (a) => a[3], span: (a) => a[3] }],
+  // (x, y, d, n): y = gelu(x) and d = gelu'(x), d in x's place (src/compile/gelu-grad.ts).
+  [f('gelu_erf_with_grad'), { arity: 4, writes: [1, 2], cost: (a) => a[3], span: (a) => a[3] }],
   // Elementwise maps (x, y, n, p0, p1), cut at multiples of 16 elements.
   [
     f('neg', 'exp', 'log', 'sqrt', 'abs', 'square', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'softplus', 'leaky_relu', 'clamp', 'step'),
@@ -128,7 +136,41 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
   ],
   [f('sum', 'max'), { arity: 5, writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
   [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
+  // (x, y, ndim, shape, xs, ys) with its arrays in the program's constants (src/compile/copies.ts).
+  [/^strided_copy_(f32|f64|i32)$/, { arity: 6, writes: [1], cost: copyCost, span: (a, i) => (i < 2 ? copySpan(a, i) : undefined) }],
+  // Heads [n0, n1) of attention (q, k, v, mask, y, n0, n1, g, scale, p, scratch, seeds) and its
+  // VJP (q, k, v, mask, y, gy, dq, dk, dv, n0, n1, g, …, scratch at 14), geometry g in constants.
+  [
+    /^attention_(f32|f64)$/,
+    { arity: 13, writes: [4, 10], cost: (a) => heads(a, 5, 7), range: (a, i) => headRange(a, 5, 7, i), scratch: 10 },
+  ],
+  [
+    /^attention_vjp_(f32|f64)$/,
+    { arity: 17, writes: [6, 7, 8, 14], cost: (a) => 2 * heads(a, 9, 11), range: (a, i) => headRange(a, 9, 11, i), scratch: 14 },
+  ],
+  // A scalar in, a scalar out: no memory (the traced call used its value for arguments the replay has).
+  [/^sqrt_scalar$/, { arity: 1, writes: [], cost: () => 0 }],
 ];
+/** Attention's geometry (Tq, Tk, d, dv) from its constant block at argument g. */
+const geometry = (a: readonly number[], g: number): Int32Array => new Int32Array(runtime().memory.buffer, a[g], 4);
+/** Multiply-adds of attention's heads [a[n], a[n + 1]). */
+function heads(a: readonly number[], n: number, g: number): number {
+  const [Tq, Tk, d, dv] = geometry(a, g);
+  return (a[n + 1] - a[n]) * Tq * Tk * (d + dv);
+}
+/**
+ * Elements of pointer argument i that heads [n0, n1) reach: rows of q (and dq), k (dk), v (dv)
+ * and y (gy: [N, Tq, dv + 1], output and log-sum-exp) of those heads; the mask whole.
+ */
+function headRange(a: readonly number[], n: number, g: number, i: number): [number, number] | undefined {
+  const [Tq, Tk, d, dv] = geometry(a, g);
+  const per =
+    n === 5
+      ? [Tq * d, Tk * d, Tk * dv, 0, Tq * (dv + 1)]
+      : [Tq * d, Tk * d, Tk * dv, 0, Tq * (dv + 1), Tq * (dv + 1), Tq * d, Tk * d, Tk * dv];
+  const e = per[i];
+  return e === undefined || e === 0 ? undefined : [a[n] * e, a[n + 1] * e];
+}
 const roleCache = new Map<string, Role | null>();
 function roleOf(name: string): Role | null {
   let r = roleCache.get(name);
@@ -162,9 +204,14 @@ function accesses(s: PlannedLaunch, j: number): Access[] {
   s.touches[j].forEach((x, i) => {
     if (x === null) return;
     const n = role.span?.(s.argv[j], i);
-    const exact = n !== undefined && n > 0 && x.at >= x.lo;
-    const lo = exact ? x.at : x.lo,
-      hi = exact ? Math.min(x.hi, x.at + n * bytes) : x.hi;
+    let [from, to] = role.range?.(s.argv[j], i) ?? (n !== undefined ? [0, n] : [0, 0]);
+    if (i === role.scratch) {
+      const next = s.touches[j + 1]?.[i];
+      [from, to] = [0, ((next != null && next.key === x.key && next.at > x.at ? next.at : x.hi) - x.at) / bytes];
+    }
+    const exact = to > from && x.at >= x.lo;
+    const lo = exact ? Math.max(x.lo, x.at + from * bytes) : x.lo,
+      hi = exact ? Math.min(x.hi, x.at + to * bytes) : x.hi;
     out.push({ key: x.key, lo, hi: Math.max(hi, lo + 1), write: writes.includes(i) });
   });
   return out;
@@ -195,98 +242,38 @@ export function stretch<B extends { alloc: number; free: number }>(
   });
 }
 
-/** Kernels recut() may cut: elementwise maps (x, y, n, p0, p1) and binary ops (a, b, y, rows, cols, sar, sac, sbr, sbc). */
-const MAPS =
-  /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad)_(f32|f64)$/;
-const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
-
-/**
- * A launch the trace left whole (too small to split on its own) cut as split.ts would cut a large
- * one: maps at multiples of 16 elements, binary ops by rows. Alone it still runs on the calling
- * thread (a phase with little work does), but between row pieces (a residual add and the
- * layerNorm after it, the affine after that) its pieces run on the threads of their rows instead
- * of ending the chain. Null when it is already cut, not such a kernel, or has patched pointers.
- */
-function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
-  const map = MAPS.exec(s.name),
-    bin = map === null ? BINARY.exec(s.name) : null;
-  if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || x.key === '')) return null;
-  const a = s.argv[0],
-    bytes = (map ?? bin)![2] === 'f64' ? 8 : 4;
-  const cut = map !== null ? ranges(a[2], threads, 16) : a[3] > 1 ? ranges(a[3], threads, 1) : [];
-  if (cut.length < 2) return null;
-  // Per piece: how far each pointer argument moves per element (map) or row (binary) of the cut.
-  const step = map !== null ? [bytes, bytes] : [a[5] * bytes, a[7] * bytes, a[4] * bytes];
-  const size = map !== null ? 2 : 3;
-  return {
-    ...s,
-    pooled: true,
-    argv: cut.map(([lo, hi]) => a.map((v, i) => (i < size ? v + lo * step[i] : i === size ? hi - lo : v))),
-    touches: cut.map(([lo]) => s.touches[0].map((x, i) => (x === null || i >= size ? x : { ...x, at: x.at + lo * step[i] }))),
-  };
+/** How the program places some of its steps (src/compile/program.ts). */
+export interface Placing<S> {
+  /** JS writes that no plannable launch reads: they may run after the phases of their run. */
+  readonly defer: (s: S) => boolean;
+  /** Launches that stay where they are (they read memory JS rewrites: the kernel argument block). */
+  readonly stay: (s: S) => boolean;
 }
-
-/** The activation-gradient kernel of bias_act_vjp's act code (1 relu, 2 tanh, 3 sigmoid; the formulas are the same). */
-const VJP = ['', 'relu_vjp', 'tanh_vjp', 'sigmoid_vjp'];
-
-/**
- * A dense layer's backward pass (bias_act_vjp: gz = g·act'(y) and db = column sums of gz) as two
- * launches: gz by row pieces of the batch (the activation's own VJP kernel, the same arithmetic),
- * then db from the stored gz (bias_act_vjp without an activation: sums gz's rows from 0 in the
- * same order, the same bits). The row pieces chain behind the row pieces of the GEMM that made g
- * and before those of the next gz·W, so a deep network's backward pass needs a barrier only for
- * the GEMMs and sums that read every row (the weight and bias gradients), not one per layer.
- * Only for contiguous rows whose pointers are fixed addresses (an argument's or result's are
- * patched per call into the traced launch's own argument arrays).
- */
-function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
-  const small = recut(s, threads);
-  if (small !== null) return [small];
-  const m = /^bias_act_vjp_(f32|f64)$/.exec(s.name);
-  const a = s.argv[0];
-  if (m === null || a[7] === 0 || !(a[7] in VJP)) return [s];
-  const M = a[4],
-    N = s.argv.reduce((n, p) => n + p[5], 0);
-  const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && x.key === ''));
-  if (a[6] !== N || M < 8 * threads || !fixed) return [s];
-  const bytes = m[1] === 'f64' ? 8 : 4,
-    name = `${VJP[a[7]]}_${m[1]}`;
-  const [ty, tg, tz] = s.touches[0];
-  const shift = (x: Extent | null, by: number): Extent => ({ ...x!, at: x!.at + by });
-  const pieces = ranges(M, threads, 8);
-  const gz: PlannedLaunch = {
-    w: false,
-    name,
-    f: runtime().exports[name] as Kernel,
-    pooled: pieces.length > 1,
-    argv: pieces.map(([r0, r1]) => [a[0], a[1], a[2]].map((p) => p + r0 * N * bytes).concat((r1 - r0) * N)),
-    dyn: 0,
-    compute: null,
-    touches: pieces.map(([r0]): (Extent | null)[] => [...[ty, tg, tz].map((x) => shift(x, r0 * N * bytes)), null]),
-  };
-  const db: PlannedLaunch = {
-    ...s,
-    argv: s.argv.map((p) => [p[2], p[2], p[2], p[3], p[4], p[5], p[6], 0]),
-    touches: s.touches.map((t) => [t[2], t[2], t[2], ...t.slice(3)]),
-  };
-  return [gz, db];
-}
+const NO_PLACING: Placing<unknown> = { defer: () => false, stay: () => false };
 
 /**
  * The program's steps with runs of plannable launches grouped into phases for `threads`
- * threads. Steps that are not plannable stay where they are and end a run.
+ * threads. Steps that are not plannable stay where they are and end a run, except deferred
+ * writes, which run after the run's phases.
  */
-export function parallelize<S extends { w: boolean; tiled?: boolean }>(steps: readonly S[], threads: number): (S | PhaseStep)[] {
+export function parallelize<S extends { w: boolean; tiled?: boolean }>(
+  steps: readonly S[],
+  threads: number,
+  placing: Placing<S> = NO_PLACING,
+): (S | PhaseStep)[] {
   if (threads < 2 || !schedule.enabled) return steps.slice();
   const out: (S | PhaseStep)[] = [];
   let run: PlannedLaunch[] = [];
+  let later: S[] = [];
   const flush = () => {
-    out.push(...(phases(run, threads) as (S | PhaseStep)[]));
+    out.push(...(phases(run, threads) as (S | PhaseStep)[]), ...later);
     run = [];
+    later = [];
   };
   for (const s of steps) {
-    if (plannable(s)) run.push(...byRows(s, threads));
+    if (plannable(s) && !placing.stay(s)) run.push(...byRows(s, threads));
     else if (ownScratch(s as never)) out.push(s);
+    else if (placing.defer(s)) later.push(s);
     else {
       flush();
       out.push(s);

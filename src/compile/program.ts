@@ -16,10 +16,11 @@ import { runtime, views } from '../wasm/module.js';
 import { runJobs, holdPool } from '../wasm/threads.js';
 import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
-import { shiftOf, type Trace, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
+import { shiftOf, type Trace, type Launch, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 import { withEpilogues } from './epilogues.js';
-import { parallelize, runPhase, runTileLists, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { parallelize, runPhase, runTileLists, schedule, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { constantArrays, constantBytes, constantLaunch, constants, inArgs } from './copies.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
 const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
@@ -117,7 +118,13 @@ export class Program {
         poolSize(),
       ),
     );
-    const base = total > 0 ? runtime().arena.alloc(total) : 0;
+    // With the pool up, strided copies and attention read their arrays from constants after the plan (src/compile/copies.ts).
+    const threads = poolSize();
+    const arrays = threads >= 2 && schedule.enabled && constants.enabled ? constantArrays(trace) : new Map<number, never>();
+    const constAt = new Map<number, number>();
+    let bytes = total;
+    for (const [i, c] of arrays) constAt.set(i, bytes), (bytes += constantBytes(trace.ops[i] as Launch, c, threads));
+    const base = bytes > 0 ? runtime().arena.alloc(bytes) : 0;
     const exts = new Set<Storage>();
     const resolve = (r: Ref): [Base, number, number] => {
       switch (r.k) {
@@ -179,7 +186,9 @@ export class Program {
     });
     const runAt = new Map(runs.map((r) => [r.first, r]));
     const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
-    const step = (op: Trace['ops'][number]): LaunchStep | WriteStep => {
+    const step = (traced: Trace['ops'][number], at: number): LaunchStep | WriteStep => {
+      const c = arrays.get(at);
+      const op = c === undefined || traced.kind === 'write' ? traced : constantLaunch(traced, c, threads, base + constAt.get(at)!);
       if (op.kind === 'write') {
         const [b, idx, off] = resolve(op.dest);
         let bind = -1;
@@ -205,14 +214,22 @@ export class Program {
     // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
     const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
       const run = runAt.get(at);
-      if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i])), tiled(run)];
-      return moved.has(at) ? [] : [step(op)];
+      if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i], i)), tiled(run)];
+      return moved.has(at) ? [] : [step(op, at)];
     });
     const reads = trace.reads.map((r) => r.input);
+    // The kernel argument block: launches that read it stay in place, so constant writes into it
+    // (read by no planned launch) may wait for the end of their run.
+    const placing = {
+      defer: (s: LaunchStep | TiledStep | WriteStep): boolean =>
+        s.w && s.base === ABS && s.bind < 0 && inArgs(s.off) && inArgs(s.off + s.data.byteLength - 1),
+      stay: (s: LaunchStep | TiledStep | WriteStep): boolean =>
+        !s.w && s.tiled !== true && s.touches.some((t) => t.some((x) => x !== null && x.key === '' && inArgs(x.at))),
+    };
     return new Program(
       base,
-      total,
-      parallelize(steps, poolSize()),
+      bytes,
+      parallelize(steps, threads, placing),
       patches,
       binds,
       slots,
