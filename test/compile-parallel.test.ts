@@ -180,21 +180,21 @@ describe('compile: the parallel schedule', () => {
     expect(parallelize([vjp(2)], 1).map(names)).toEqual(['bias_act_vjp_f32']);
   });
 
-  it('cuts a small whole elementwise launch between row pieces by rows, so the chain goes on without a barrier', () => {
-    // h = x·W1 by rows; z = h + b (b broadcast over rows: sbr = 0), traced whole (too small to split); o = z·W2 by rows.
-    const [x, W1, h, b, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
-    const M = 128,
-      N = 64;
+  // h = x·W1 by rows, an add z = h + s traced whole (argv), o = z·W2 by rows: M = 128 rows of N = 64.
+  const [x, W1, h, s, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
+  const [M, N] = [128, 64];
+  /** The per-thread lists of the one phase the chain is planned as for 2 threads (s has `sElems` elements). */
+  function chainAdd(argv: number[], sElems: number): PhaseStep['lists'] {
     const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
     const add: PlannedLaunch = {
       w: false,
       name: 'add_f32',
       f: noop,
       pooled: false,
-      argv: [[h, b, z, M, N, N, 1, 0, 1]],
+      argv: [argv],
       dyn: 0,
       compute: null,
-      touches: [[buf(h, M * N), buf(b, N), buf(z, M * N), null, null, null, null, null, null]],
+      touches: [[buf(h, M * N), buf(s, sElems), buf(z, M * N), null, null, null, null, null, null]],
     };
     const steps = parallelize([rowGemm('h', x, W1, h, M, N, 64, 2), add, rowGemm('o', z, W2, o, M, N, N, 2)], 2);
     expect(steps).toHaveLength(1);
@@ -203,41 +203,27 @@ describe('compile: the parallel schedule', () => {
       ['gemm_f32', 'add_f32', 'gemm_f32'],
       ['gemm_f32', 'add_f32', 'gemm_f32'],
     ]);
+    return lists;
+  }
+
+  it('cuts a small whole elementwise launch between row pieces by rows, so the chain goes on without a barrier', () => {
+    // s = b broadcast over rows (sbr = 0), traced whole (too small to split).
+    const lists = chainAdd([h, s, z, M, N, N, 1, 0, 1], N);
     // Rows [0, 64) and [64, 128): a and y move by rows, the broadcast b stays.
     expect(lists.map((l) => l[1].args)).toEqual([
-      [h, b, z, 64, N, N, 1, 0, 1],
-      [h + 64 * N * 4, b, z + 64 * N * 4, 64, N, N, 1, 0, 1],
+      [h, s, z, 64, N, N, 1, 0, 1],
+      [h + 64 * N * 4, s, z + 64 * N * 4, 64, N, N, 1, 0, 1],
     ]);
   });
 
   it('cuts a same-shape add traced as one row (a residual add) by columns at multiples of 16, on the threads of the rows', () => {
-    // h = x·W1 by rows; z = h + r as one row of M·N elements; o = z·W2 by rows.
-    const [x, W1, h, r, z, W2, o] = [0, 1, 2, 3, 4, 5, 6].map((i) => i << 20);
-    const M = 128,
-      N = 64;
-    const buf = (lo: number, elems: number): Extent => ({ key: '', lo, hi: lo + elems * 4, at: lo });
-    const add: PlannedLaunch = {
-      w: false,
-      name: 'add_f32',
-      f: noop,
-      pooled: false,
-      argv: [[h, r, z, 1, M * N, 0, 1, 0, 1]],
-      dyn: 0,
-      compute: null,
-      touches: [[buf(h, M * N), buf(r, M * N), buf(z, M * N), null, null, null, null, null, null]],
-    };
-    const steps = parallelize([rowGemm('h', x, W1, h, M, N, 64, 2), add, rowGemm('o', z, W2, o, M, N, N, 2)], 2);
-    expect(steps).toHaveLength(1);
-    const lists = (steps[0] as PhaseStep).lists;
-    expect(lists.map((l) => l.map((c) => c.name))).toEqual([
-      ['gemm_f32', 'add_f32', 'gemm_f32'],
-      ['gemm_f32', 'add_f32', 'gemm_f32'],
-    ]);
+    // s = r, the residual, as one row of M·N elements.
+    const lists = chainAdd([h, s, z, 1, M * N, 0, 1, 0, 1], M * N);
     // Elements [0, 4096) and [4096, 8192): rows [0, 64) and [64, 128) of both operands and the result.
     const half = (M * N) / 2;
     expect(lists.map((l) => l[1].args)).toEqual([
-      [h, r, z, 1, half, 0, 1, 0, 1],
-      [h + half * 4, r + half * 4, z + half * 4, 1, half, 0, 1, 0, 1],
+      [h, s, z, 1, half, 0, 1, 0, 1],
+      [h + half * 4, s + half * 4, z + half * 4, 1, half, 0, 1, 0, 1],
     ]);
   });
 

@@ -13,7 +13,7 @@ import { ARGS_BYTES, runtime } from '../wasm/module.js';
 import { ranges } from '../wasm/split.js';
 import type { Trace, Ref, Launch } from './trace.js';
 
-/** Internal switch (bench/gpt-schedule-ab.ts compares): off, programs leave the arrays where JS writes them, as before. */
+/** Internal switch (bench/gpt-switch-ab.ts --switch constants compares): off, programs leave the arrays where JS writes them, as before. */
 export const constants = { enabled: true };
 
 /** A strided copy's shape and strides (i32 arrays, as the kernel reads them), known when the program is built. */
