@@ -26,7 +26,7 @@ export interface CopyArgs {
 const COPY = /^strided_copy_(f32|f64|i32)$/;
 
 /** Whether a launch of `name` is a strided copy. */
-export const isCopy = (name: string): boolean => COPY.test(name);
+const isCopy = (name: string): boolean => COPY.test(name);
 
 /**
  * Pointer arguments that are i32 arrays JS writes into the argument block before the launch,
