@@ -210,6 +210,8 @@ export class Program {
     });
     const runAt = new Map(runs.map((r) => [r.first, r]));
     const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
+    // Plan blocks that JS writes and fused runs use, by step (ScheduleOrder; launches have `touches`).
+    const uses = new Map<object, readonly number[]>();
     const step = (traced: Trace['ops'][number], at: number): LaunchStep | WriteStep => {
       const c = arrays.get(at);
       const op = c === undefined || traced.kind === 'write' ? traced : constantLaunch(traced, c, threads, base + constAt.get(at)!);
@@ -221,7 +223,9 @@ export class Program {
           bind = binds.findIndex((x) => x.arg === arg && x.make === make);
           if (bind < 0) bind = binds.push({ arg, make, count: op.data.length }) - 1;
         }
-        return { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
+        const w: WriteStep = { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
+        if (op.dest.k === 'block') uses.set(w, [op.dest.block]);
+        return w;
       }
       const argv = op.jobs.map((a) => a.slice());
       op.refs.forEach((refs, j) =>
@@ -236,7 +240,6 @@ export class Program {
       return { w: false, name: op.name, f: runtime().exports[op.name], pooled: op.pooled, argv, dyn: op.dyn, compute: op.compute, touches };
     };
     // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
-    const uses = new Map<object, readonly number[]>();
     const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
       const run = runAt.get(at);
       if (run !== undefined) {
@@ -244,9 +247,7 @@ export class Program {
         uses.set(t, [...run.touched]);
         return [...run.hoisted.map((i) => step(trace.ops[i], i)), t];
       }
-      const s = moved.has(at) ? null : step(op, at);
-      if (s?.w && op.kind === 'write' && op.dest.k === 'block') uses.set(s, [op.dest.block]);
-      return s === null ? [] : [s];
+      return moved.has(at) ? [] : [step(op, at)];
     });
     // The kernel argument block: launches that read it stay in place, so constant writes into it
     // (read by no planned launch) may wait for the end of their run.
