@@ -143,6 +143,11 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
     },
   ],
   [f('sum', 'max'), { arity: 5, writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
+  // Not sum_cols (a bias gradient's sum cut over columns): with it the GPT step's backward pass
+  // is 3 phases (9 splits a step instead of 36, same bits), but its pieces read every row of the
+  // gradient inside a phase, so fewer buffers may share bytes (plan 48.6 MB instead of 35.5 MB),
+  // and the step was not measurably faster (bench/threads-step.ts, 2026-12-03).
+
   [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
   // (x, y, ndim, shape, xs, ys) with its arrays in the program's constants (src/compile/copies.ts).
   [/^strided_copy_(f32|f64|i32)$/, { arity: 6, writes: [1], cost: copyCost, span: (a, i) => (i < 2 ? copySpan(a, i) : undefined) }],
