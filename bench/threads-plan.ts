@@ -69,7 +69,11 @@ for (const threads of [1, 2]) {
   for (const [p, t] of times) {
     const steps = (p as any).steps as any[];
     let sum = 0;
-    console.log(`\n=== ${MODEL} threads ${threads}: step ${total.toFixed(3)} ms, ${steps.length} program steps`);
+    const phases = steps.filter((s) => 'phase' in s && s.lists.length > 1).length;
+    console.log(
+      `\n=== ${MODEL} threads ${threads}: step ${total.toFixed(3)} ms, ${steps.length} program steps, ${phases} fork-join phases`,
+    );
+    console.log(`memory plan ${(p.bytes / 1e6).toFixed(1)} MB`);
     steps.forEach((s, i) => {
       sum += t[i] / REPS;
       console.log(`${String(i).padStart(3)} ${(t[i] / REPS).toFixed(3).padStart(7)} ms  ${desc(s)}`);

@@ -4,7 +4,7 @@
 // at steps it cannot reorder, and compute perCall values in trace order.
 import { describe, expect, it } from 'vitest';
 import * as A from '../src/index.js';
-import { parallelize, stretch, type Extent, type PlannedLaunch, type PhaseStep } from '../src/compile/parallel.js';
+import { parallelize, type Extent, type PlannedLaunch, type PhaseStep } from '../src/compile/parallel.js';
 
 const noop = () => 0;
 const at = (lo: number, bytes = 1024): Extent => ({ key: '', lo, hi: lo + bytes, at: lo });
@@ -225,24 +225,6 @@ describe('compile: the parallel schedule', () => {
       [h, s, z, 1, half, 0, 1, 0, 1],
       [h + half * 4, s + half * 4, z + half * 4, 1, half, 0, 1, 0, 1],
     ]);
-  });
-
-  it('keeps blocks freed inside a run of plannable launches alive until the launch that ends the run', () => {
-    // Launches at clocks 1–3 are plannable, softmax_xent at 5 ends the run, gemm at 7 starts another.
-    const launches = [
-      { name: 'gemm_f32', at: 1 },
-      { name: 'gemm_set_scratch', at: 2 },
-      { name: 'sgd_f32', at: 3 },
-      { name: 'softmax_xent_f32', at: 5 },
-      { name: 'gemm_f32', at: 7 },
-    ];
-    const blocks = [
-      { alloc: 0, free: 2 },
-      { alloc: 4, free: 6 },
-      { alloc: 0, free: -1 },
-    ];
-    expect(stretch(blocks, launches, 2).map((b) => b.free)).toEqual([5, 8, -1]);
-    expect(stretch(blocks, launches, 1)).toEqual(blocks);
   });
 
   it('leaves the steps alone on one thread', () => {

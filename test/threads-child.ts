@@ -15,6 +15,7 @@
 //             (--force, --pause as for digest), of a fused elementwise chain's results and of a
 //             small GPT's AdamW steps; and a
 //             worker that dies in a compiled step.
+//   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
 import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
@@ -163,16 +164,23 @@ function compiledChain(): { digest: string; fused: number; lists: number; replay
 
 /** A compile()d AdamW step of a small GPT (layerNorm, attention, GELU, residual adds: row chains of the schedule): digest of the weights. */
 function compiledGpt(steps: number): string {
-  const [V, T, B] = [17, 16, 4];
-  const m = new GPT({ vocabSize: V, layers: 2, heads: 2, width: 32, context: T, seed: 3 });
+  return gptSteps(steps, [16, 4, 32], true).digest;
+}
+
+/** `steps` AdamW steps of a GPT with context T, batch B and width W, compile()d or eager: digest of the losses and weights, and the plan's bytes. */
+function gptSteps(steps: number, [T, B, W]: readonly number[], compiled: boolean): { digest: string; planBytes: number } {
+  const V = 17;
+  const m = new GPT({ vocabSize: V, layers: 2, heads: 2, width: W, context: T, seed: 3 });
   const opt = new A.optim.AdamW(m.parameters(), { lr: 1e-2, weightDecay: 0.1 });
-  const step = A.compile((ids: Int32Array, y: Int32Array) => {
+  const body = (ids: Int32Array, y: Int32Array) => {
     const loss = A.crossEntropy(A.reshape(m.forward({ ids, shape: [B, T] }), [-1, V]), y);
     loss.backward();
     opt.step();
     opt.zeroGrad();
     return loss;
-  });
+  };
+  const f = A.compile(body);
+  const step = compiled ? f : (ids: Int32Array, y: Int32Array) => A.tidy(() => A.keep(body(ids, y)));
   const hash = createHash('sha256');
   for (let s = 0; s < steps; s++) {
     const ids = Int32Array.from({ length: B * T }, (_, i) => (i * 5 + s) % V);
@@ -182,7 +190,7 @@ function compiledGpt(steps: number): string {
     loss.dispose();
   }
   for (const p of m.parameters()) hash.update(p.toArray());
-  return hash.digest('hex');
+  return { digest: hash.digest('hex'), planBytes: f.stats.planBytes };
 }
 
 if (mode === 'compiled') {
@@ -206,6 +214,13 @@ if (mode === 'compiled') {
     dispatches: threadStats.dispatches,
     pauses: threadStats.pauses,
   });
+} else if (mode === 'plan') {
+  // A GPT step whose GEMMs are cut by rows on 2 threads (256 rows): compiled and eager, and the plan's size.
+  const t = flag('--threads');
+  await A.init(t === undefined ? {} : { threads: Number(t) });
+  busy.pauseMs = 0;
+  const compiled = gptSteps(5, [32, 8, 64], true);
+  out({ threads: poolSize(), compiled: compiled.digest, eager: gptSteps(5, [32, 8, 64], false).digest, planBytes: compiled.planBytes });
 } else if (mode === 'compiled-death') {
   await A.init({ threads: 2 });
   Object.assign(thresholds, { gemm: 0, elementwise: 0 });

@@ -5,8 +5,9 @@
 // its own. Planned once, when the program is built (src/compile/program.ts):
 //   1. Every piece (a traced cut of a pooled launch, or a whole call) of a kernel whose memory
 //      roles are known (ROLES: which pointer arguments it writes, the rest it reads; for GEMMs and
-//      flat kernels also how many bytes from the pointer) gets the byte ranges it touches, in the
-//      memory plan, persistent tensors, or the call's own inputs and outputs (by position). Any
+//      flat kernels also how many bytes from the pointer) gets the byte ranges it touches, in
+//      blocks of the memory plan (by block: the plan is made to fit the schedule afterwards,
+//      src/compile/plan.ts), persistent tensors, or the call's own inputs and outputs. Any
 //      other step (JS writes, fused runs, kernels not in ROLES) is a barrier that runs as before.
 //   2. Between barriers, pieces are placed in trace order on (level, thread): after every earlier
 //      piece they conflict with (one writes what the other reads or writes). When all the
@@ -33,7 +34,9 @@ export const schedule = { enabled: true };
 
 /**
  * The buffer a pointer argument points into, bytes [lo, hi), and the pointer `at`: in memory
- * (key '') or in a per-call buffer (an input or output of the call, by key, offsets from its start).
+ * (key ''), in a block of the memory plan (key `b` and its id: the schedule is planned before the
+ * plan, src/compile/plan.ts) or in a per-call buffer (an input or output of the call, key `in` or
+ * `out` and its position); offsets from the buffer's start except in memory.
  */
 export interface Extent {
   readonly key: string;
@@ -56,6 +59,11 @@ export interface PlannedLaunch {
   readonly touches: readonly (readonly (Extent | null)[])[];
 }
 
+/** A piece in a phase's list, with the bytes it touches (the memory plan orders blocks by them, src/compile/plan.ts). */
+export interface PlacedCall extends Call {
+  readonly acc: readonly Access[];
+}
+
 /** A phase: launches that run concurrently, their pieces assigned to threads. */
 export interface PhaseStep {
   readonly w: false;
@@ -64,7 +72,7 @@ export interface PhaseStep {
   /** Launches whose perCall values are computed first, in trace order (a run's first step carries all of the run's). */
   readonly pre: readonly PlannedLaunch[];
   /** Per thread, the calls it runs in order (empty: a step that only computes `pre`). */
-  readonly lists: readonly (readonly Call[])[];
+  readonly lists: readonly (readonly PlacedCall[])[];
 }
 
 interface Role {
@@ -135,6 +143,11 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
     },
   ],
   [f('sum', 'max'), { arity: 5, writes: [1], cost: (a) => a[2] * a[3] * a[4] }],
+  // Not sum_cols (a bias gradient's sum cut over columns): with it the GPT step's backward pass
+  // is 3 phases (9 splits a step instead of 36, same bits), but its pieces read every row of the
+  // gradient inside a phase, so fewer buffers may share bytes (plan 48.6 MB instead of 35.5 MB),
+  // and the step was not measurably faster (bench/threads-step.ts, 2026-12-03).
+
   [f('fill'), { arity: 3, writes: [0], cost: (a) => a[1], span: (a) => a[1] }],
   // (x, y, ndim, shape, xs, ys) with its arrays in the program's constants (src/compile/copies.ts).
   [/^strided_copy_(f32|f64|i32)$/, { arity: 6, writes: [1], cost: copyCost, span: (a, i) => (i < 2 ? copySpan(a, i) : undefined) }],
@@ -189,7 +202,8 @@ function ownScratch(s: { w: boolean; name?: string; argv?: number[][] }): boolea
   return s.argv![0][0] === own.ptr && s.argv![0][1] === own.bytes;
 }
 
-interface Access {
+/** Bytes [lo, hi) of buffer `key` (as in Extent) a piece reads or writes. */
+export interface Access {
   readonly key: string;
   readonly lo: number;
   readonly hi: number;
@@ -218,29 +232,6 @@ function accesses(s: PlannedLaunch, j: number): Access[] {
 }
 const conflict = (a: readonly Access[], b: readonly Access[]): boolean =>
   a.some((p) => b.some((q) => (p.write || q.write) && p.key === q.key && p.lo < q.hi && q.lo < p.hi));
-
-/**
- * Lifetimes for the memory plan of a program that will be scheduled: a block freed inside a run
- * of plannable launches stays alive until the next launch that ends the run. Otherwise the plan
- * gives its bytes to a block allocated later in the run, and a write to that block must wait for
- * every read of the old one (a false dependency): the backward pass of a layer would wait for
- * the weight gradient of the layer above, which reads the buffer its input gradient reuses. Costs
- * memory only while the pool has threads (at most the run's intermediates alive together).
- */
-export function stretch<B extends { alloc: number; free: number }>(
-  blocks: readonly B[],
-  launches: readonly { readonly name: string; readonly at: number }[],
-  threads: number,
-): B[] {
-  if (threads < 2 || !schedule.enabled) return blocks.slice();
-  const ends = launches.filter((l) => l.name !== 'gemm_set_scratch' && roleOf(l.name) === null).map((l) => l.at);
-  const last = launches.reduce((m, l) => Math.max(m, l.at), 0) + 1;
-  return blocks.map((b) => {
-    if (b.free < 0) return b;
-    const end = ends.find((at) => at > b.free) ?? last;
-    return { ...b, free: end };
-  });
-}
 
 /** How the program places some of its steps (src/compile/program.ts). */
 export interface Placing<S> {
@@ -333,7 +324,12 @@ function phases(all: readonly PlannedLaunch[], threads: number): (PlannedLaunch 
   const head: PhaseStep[] = pre.length > 0 ? [{ w: false, phase: true, pre, lists: [] }] : [];
   const steps = load.map((loads, level): PlannedLaunch | PhaseStep => {
     const here = placed.filter((p) => p.level === level);
-    const call = (p: { m: number; j: number }): Call => ({ f: run[p.m].f, name: run[p.m].name, args: run[p.m].argv[p.j] });
+    const call = (p: { m: number; j: number; acc: Access[] }): PlacedCall => ({
+      f: run[p.m].f,
+      name: run[p.m].name,
+      args: run[p.m].argv[p.j],
+      acc: p.acc,
+    });
     if (here.length === run[here[0].m].argv.length && here.every((p) => p.m === here[0].m)) return run[here[0].m]; // one whole launch: replayed as traced
     if (loads.reduce((a, b) => a + b, 0) < thresholds.gemm) {
       // Too little work to wake a worker for: the caller runs it all, in trace order.

@@ -16,14 +16,14 @@ import { runtime, views } from '../wasm/module.js';
 import { runJobs, holdPool } from '../wasm/threads.js';
 import { poolSize } from '../wasm/pool.js';
 import type { Kernel, Derivation } from '../wasm/hooks.js';
-import { shiftOf, type Trace, type Launch, type Ref, type Block, type Template, type Typed, type WriteKind } from './trace.js';
+import { shiftOf, type Trace, type Launch, type Ref, type Template, type Typed, type WriteKind } from './trace.js';
 import { findRuns, fusedBlocks, fusion, runTiles, type Run, type TiledOp } from './fuse.js';
 import { withEpilogues } from './epilogues.js';
-import { parallelize, runPhase, runTileLists, schedule, stretch, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
-import { constantArrays, constantBytes, constantLaunch, constants, inArgs } from './copies.js';
+import { parallelize, runPhase, runTileLists, schedule, type Extent, type PhaseStep, type PlannedLaunch } from './parallel.js';
+import { assign, blockKey, checkPlan, scheduleOrder } from './plan.js';
+import { constantArrays, constantBytes, constantLaunch, constants, inArgs, type Arrays } from './copies.js';
 
 const NONE: readonly ArrayLike<number>[] = [];
-const ALIGN = 64; // the arena's alignment: SIMD loads stay aligned and buffers off each other's lines
 const ABS = 0,
   IN = 1,
   OUT = 2;
@@ -107,20 +107,46 @@ export class Program {
       return { k: 'slot', slot, first, shape: o.shape, requiresGrad: o.requiresGrad };
     });
     const runs = fuse ? findRuns(trace, fusion, new Set(slotOf.keys())) : [];
-    const launches = trace.ops.filter((o) => o.kind === 'launch');
-    const { offsets, total } = assign(
-      stretch(
-        fusedBlocks(
-          trace.blocks.filter((b) => b.free >= 0),
-          runs,
-        ),
-        launches,
-        poolSize(),
-      ),
+    const blocks = fusedBlocks(
+      trace.blocks.filter((b) => b.free >= 0),
+      runs,
     );
     // With the pool up, strided copies and attention read their arrays from constants after the plan (src/compile/copies.ts).
     const threads = poolSize();
-    const arrays = threads >= 2 && schedule.enabled && constants.enabled ? constantArrays(trace) : new Map<number, never>();
+    const scheduled = threads >= 2 && schedule.enabled;
+    const arrays = scheduled && constants.enabled ? constantArrays(trace) : new Map<number, never>();
+    const reads = trace.reads.map((r) => r.input);
+    let laid = Program.lay(trace, runs, slotOf, arrays, threads, assign(blocks, null));
+    if (scheduled) {
+      // The schedule sees plan blocks by identity, so it is the same on any plan: plan again for
+      // it (src/compile/plan.ts) and lay the steps out on the new plan.
+      if (laid.bytes > 0) runtime().arena.free(laid.base, laid.bytes);
+      const plan = assign(blocks, scheduleOrder(laid.steps, laid.uses));
+      laid = Program.lay(trace, runs, slotOf, arrays, threads, plan);
+      try {
+        checkPlan(blocks, plan.offsets, scheduleOrder(laid.steps, laid.uses));
+      } catch (e) {
+        if (laid.bytes > 0) runtime().arena.free(laid.base, laid.bytes);
+        throw e;
+      }
+    }
+    const { base, bytes, steps, patches, binds, exts } = laid;
+    return new Program(base, bytes, steps, patches, binds, slots, outs, trace.template, exts, trace.data.length, reads);
+  }
+
+  /**
+   * The program's steps for the plan at `offsets` (`total` bytes; the plan block allocated with
+   * room for constants after it), scheduled for `threads` threads, with the plan blocks that
+   * JS writes and fused runs use (for ScheduleOrder; launches carry theirs in `touches`).
+   */
+  private static lay(
+    trace: Trace,
+    runs: readonly Run[],
+    slotOf: ReadonlyMap<number, number>,
+    arrays: ReadonlyMap<number, Arrays>,
+    threads: number,
+    { offsets, total }: { offsets: ReadonlyMap<number, number>; total: number },
+  ) {
     const constAt = new Map<number, number>();
     let bytes = total;
     for (const [i, c] of arrays) constAt.set(i, bytes), (bytes += constantBytes(trace.ops[i] as Launch, c, threads));
@@ -152,9 +178,7 @@ export class Program {
         case 'block': {
           const s = slotOf.get(r.block);
           const bytes = Math.max(1, trace.blocks[r.block].bytes);
-          if (s !== undefined) return { key: `out${s}`, lo: 0, hi: bytes, at: r.off };
-          const lo = base + offsets.get(r.block)!;
-          return { key: '', lo, hi: lo + bytes, at: lo + r.off };
+          return { key: s !== undefined ? `out${s}` : blockKey(r.block), lo: 0, hi: bytes, at: r.off };
         }
         case 'input':
           return { key: `in${r.input}`, lo: 0, hi: Math.max(1, trace.inputs[r.input].storage.bytes), at: r.off };
@@ -186,6 +210,8 @@ export class Program {
     });
     const runAt = new Map(runs.map((r) => [r.first, r]));
     const moved = new Set(runs.flatMap((r) => [...r.members, ...r.hoisted]));
+    // Plan blocks that JS writes and fused runs use, by step (ScheduleOrder; launches have `touches`).
+    const uses = new Map<object, readonly number[]>();
     const step = (traced: Trace['ops'][number], at: number): LaunchStep | WriteStep => {
       const c = arrays.get(at);
       const op = c === undefined || traced.kind === 'write' ? traced : constantLaunch(traced, c, threads, base + constAt.get(at)!);
@@ -197,7 +223,9 @@ export class Program {
           bind = binds.findIndex((x) => x.arg === arg && x.make === make);
           if (bind < 0) bind = binds.push({ arg, make, count: op.data.length }) - 1;
         }
-        return { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
+        const w: WriteStep = { w: true, base: b, idx, off, elem: op.elem, data: op.data, bind };
+        if (op.dest.k === 'block') uses.set(w, [op.dest.block]);
+        return w;
       }
       const argv = op.jobs.map((a) => a.slice());
       op.refs.forEach((refs, j) =>
@@ -214,10 +242,13 @@ export class Program {
     // A run replays where its first launch was, after the ops it hoists; its other ops are in it.
     const steps = trace.ops.flatMap((op, at): (LaunchStep | TiledStep | WriteStep)[] => {
       const run = runAt.get(at);
-      if (run !== undefined) return [...run.hoisted.map((i) => step(trace.ops[i], i)), tiled(run)];
+      if (run !== undefined) {
+        const t = tiled(run);
+        uses.set(t, [...run.touched]);
+        return [...run.hoisted.map((i) => step(trace.ops[i], i)), t];
+      }
       return moved.has(at) ? [] : [step(op, at)];
     });
-    const reads = trace.reads.map((r) => r.input);
     // The kernel argument block: launches that read it stay in place, so constant writes into it
     // (read by no planned launch) may wait for the end of their run.
     const placing = {
@@ -226,19 +257,7 @@ export class Program {
       stay: (s: LaunchStep | TiledStep | WriteStep): boolean =>
         !s.w && s.tiled !== true && s.touches.some((t) => t.some((x) => x !== null && x.key === '' && inArgs(x.at))),
     };
-    return new Program(
-      base,
-      bytes,
-      parallelize(steps, threads, placing),
-      patches,
-      binds,
-      slots,
-      outs,
-      trace.template,
-      [...exts],
-      trace.data.length,
-      reads,
-    );
+    return { base, bytes, steps: parallelize(steps, threads, placing), patches, binds, exts: [...exts], uses };
   }
 
   /** Whether every persistent tensor the schedule touches (and every one it returns) is still alive. */
@@ -334,31 +353,6 @@ export class Program {
     this.disposed = true;
     if (this.bytes > 0) runtime().arena.free(this.base, this.bytes);
   }
-}
-
-/**
- * Offsets for blocks with lifetimes [alloc, free): largest first, each at the lowest offset where
- * it overlaps no placed block that is alive at the same time (greedy by size, first fit).
- */
-function assign(blocks: readonly Block[]): { offsets: Map<number, number>; total: number } {
-  const items = blocks
-    .map((b) => ({ b, size: Math.max(ALIGN, Math.ceil(b.bytes / ALIGN) * ALIGN) }))
-    .sort((x, y) => y.size - x.size || x.b.alloc - y.b.alloc);
-  const placed: { alloc: number; free: number; off: number; size: number }[] = [];
-  const offsets = new Map<number, number>();
-  let total = 0;
-  for (const { b, size } of items) {
-    const busy = placed.filter((p) => p.alloc < b.free && b.alloc < p.free).sort((x, y) => x.off - y.off);
-    let off = 0;
-    for (const p of busy) {
-      if (off + size <= p.off) break;
-      off = Math.max(off, p.off + p.size);
-    }
-    placed.push({ alloc: b.alloc, free: b.free, off, size });
-    offsets.set(b.id, off);
-    total = Math.max(total, off + size);
-  }
-  return { offsets, total };
 }
 
 function rebuild(t: Template, outs: readonly Tensor[]): unknown {

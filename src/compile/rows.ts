@@ -6,6 +6,9 @@ import { ranges } from '../wasm/split.js';
 import { runtime } from '../wasm/module.js';
 import type { Extent, PlannedLaunch } from './parallel.js';
 
+/** Whether an extent's address is fixed when the program is built (memory, a plan block), not patched in per call. */
+const fixedAt = (x: Extent): boolean => x.key === '' || x.key[0] === 'b';
+
 /** Kernels recut() may cut: elementwise maps (x, y, n, p0, p1) and binary ops (a, b, y, rows, cols, sar, sac, sbr, sbc). */
 const MAPS =
   /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad)_(f32|f64)$/;
@@ -21,7 +24,7 @@ const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
 function recut(s: PlannedLaunch, threads: number): PlannedLaunch | null {
   const map = MAPS.exec(s.name),
     bin = map === null ? BINARY.exec(s.name) : null;
-  if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || x.key === '')) return null;
+  if ((map === null && bin === null) || s.argv.length !== 1 || !s.touches[0].every((x) => x === null || fixedAt(x))) return null;
   const a = s.argv[0],
     bytes = (map ?? bin)![2] === 'f64' ? 8 : 4;
   // A binary op on one row (same-shape operands flattened, as a residual add) is cut by columns at
@@ -64,7 +67,7 @@ export function byRows(s: PlannedLaunch, threads: number): PlannedLaunch[] {
   if (m === null || !VJP[a[7]]) return [s];
   const M = a[4],
     N = s.argv.reduce((n, p) => n + p[5], 0);
-  const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && x.key === ''));
+  const fixed = s.touches.every((t) => t.slice(0, 4).every((x) => x !== null && fixedAt(x)));
   if (a[6] !== N || M < 8 * threads || !fixed) return [s];
   const bytes = m[1] === 'f64' ? 8 : 4,
     name = `${VJP[a[7]]}_${m[1]}`;
