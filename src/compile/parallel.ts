@@ -60,7 +60,7 @@ export interface PlannedLaunch {
 }
 
 /** A piece in a phase's list, with the bytes it touches (the memory plan orders blocks by them, src/compile/plan.ts). */
-export interface PlacedCall extends Call {
+interface PlacedCall extends Call {
   readonly acc: readonly Access[];
 }
 
@@ -203,7 +203,7 @@ function ownScratch(s: { w: boolean; name?: string; argv?: number[][] }): boolea
 }
 
 /** Bytes [lo, hi) of buffer `key` (as in Extent) a piece reads or writes. */
-export interface Access {
+interface Access {
   readonly key: string;
   readonly lo: number;
   readonly hi: number;
