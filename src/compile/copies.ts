@@ -12,6 +12,7 @@
 import { ARGS_BYTES, runtime } from '../wasm/module.js';
 import { ranges } from '../wasm/split.js';
 import type { Trace, Ref, Launch } from './trace.js';
+import { sameBuffer, shiftRef } from './refs.js';
 
 /** Internal switch (bench/gpt-switch-ab.ts --switch constants compares): off, programs leave the arrays where JS writes them, as before. */
 export const constants = { enabled: true };
@@ -132,18 +133,6 @@ export function copyPieces(c: CopyArgs, threads: number, distinct: boolean): [nu
   return cut.map(([lo, hi]) => [lo * xs[0], lo * ys[0], hi - lo]);
 }
 
-/** Whether two refs point into one buffer (any offsets). */
-function sameBuffer(a: Ref | null, b: Ref | null): boolean {
-  if (a === null || b === null || a.k !== b.k) return false;
-  if (a.k === 'block') return a.block === (b as typeof a).block;
-  if (a.k === 'input') return a.input === (b as typeof a).input;
-  if (a.k === 'ext') return a.storage === (b as typeof a).storage;
-  return true; // static memory: one buffer
-}
-
-const shift = (r: Ref | null, by: number): Ref | null =>
-  r === null ? null : r.k === 'abs' ? { ...r, ptr: r.ptr + by } : { ...r, off: r.off + by };
-
 /**
  * Copy launch `op` reading its arrays from `c`, written now at `at` (the program's constant area,
  * copyBytes(c, threads) bytes): cut over its outermost axis into pieces for `threads` threads
@@ -169,7 +158,7 @@ function constantCopy(op: Launch, c: CopyArgs, threads: number, at: number): Lau
     ...op,
     pooled: pieces.length > 1,
     jobs: pieces.map(([dx, dy], j) => [px + dx * bytes, py + dy * bytes, n, shapes[j], at, at + 4 * n]),
-    refs: pieces.map(([dx, dy], j) => [shift(rx, dx * bytes), shift(ry, dy * bytes), null, abs(shapes[j]), abs(at), abs(at + 4 * n)]),
+    refs: pieces.map(([dx, dy], j) => [shiftRef(rx, dx * bytes), shiftRef(ry, dy * bytes), null, abs(shapes[j]), abs(at), abs(at + 4 * n)]),
   };
 }
 

@@ -10,6 +10,7 @@
 // Every value is computed by the same lane code as before and g·d is the product gelu_erf_vjp
 // forms, so y, dz and db are the same bits (test/compile-gelu.test.ts).
 import type { Trace, Launch, Ref, Block } from './trace.js';
+import { shifted, shiftRef } from './refs.js';
 
 /** bias_act_vjp's code for "y holds act'(z)": gz = g·y (assembly/dense.ts ACT_GIVEN). */
 const GIVEN = 5;
@@ -26,19 +27,6 @@ const touches = (op: Trace['ops'][number], id: number): boolean => {
   const hit = (r: Ref | null) => r !== null && r.k === 'block' && r.block === id;
   return op.kind === 'write' ? hit(op.dest) : op.refs.some((rs) => rs.some(hit));
 };
-
-/** Whether `a` points `by` bytes past `b`, into the same buffer. */
-function shifted(a: Ref | null, b: Ref | null, by: number): boolean {
-  if (a === null || b === null || a.k !== b.k) return false;
-  if (a.k === 'abs') return a.ptr === (b as typeof a).ptr + by;
-  if (a.k === 'block' && a.block !== (b as typeof a).block) return false;
-  if (a.k === 'input' && a.input !== (b as typeof a).input) return false;
-  if (a.k === 'ext' && a.storage !== (b as typeof a).storage) return false;
-  return a.off === (b as { off: number }).off + by;
-}
-
-/** `r` moved `by` bytes on. */
-const shift = (r: Ref, by: number): Ref => (r.k === 'abs' ? { ...r, ptr: r.ptr + by } : { ...r, off: r.off + by });
 
 /**
  * Element offsets of a launch's pieces when they tile `total` elements in order, each piece's
@@ -128,7 +116,7 @@ function match(trace: Trace, i: number): Hit | null {
     }),
     refs: b.refs.map((rs, j) => {
       const c = sum[j] * bytes;
-      return [shift(z, c), shift(g, c), shift(dz, c), rs[3], null, null, null, null];
+      return [shiftRef(z, c), shiftRef(g, c), shiftRef(dz, c), rs[3], null, null, null, null];
     }),
   };
   return { f: i, fwd, v, at: v + 1, bwd, extend: [z.block, ...(g.k === 'block' ? [g.block] : [])] };
