@@ -1,5 +1,5 @@
 // The thread benches' dense training steps (bench/threads-step.ts, threads-plan.ts,
-// threads-anatomy.ts): the MLP 784-256-256-10 with ReLU or the deep 32×256 tanh MLP, batch 128,
+// threads-anatomy.ts, pause-replay.ts): the MLP 784-256-256-10 with ReLU or the deep 32×256 tanh MLP, batch 128,
 // cross-entropy, plain SGD (lr 0.01) or Adam (lr 1e-3), seeded so every bench builds the same
 // weights and batches.
 import * as A from '../src/index.js';
@@ -37,4 +37,12 @@ export function denseBatch(inputs: number, s = 0): { x: A.Tensor; y: Int32Array 
     x: A.tensor(randomValues(DENSE_BATCH * inputs, 100 + s), { shape: [DENSE_BATCH, inputs] }),
     y: randomLabels(DENSE_BATCH, 10, 200 + s),
   };
+}
+
+/** The compiled SGD step of `model` on batch 0, as a function that runs one step (the loss disposed). */
+export function compiledDenseRunner(model: DenseModel): () => void {
+  const { step, inputs } = denseStep(model, 'sgd');
+  const f = A.compile(step);
+  const { x, y } = denseBatch(inputs);
+  return () => f(x, y).dispose();
 }

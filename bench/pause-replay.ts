@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as A from '../src/index.js';
 import { busy, congestion, paused, recordDispatches, resetCongestion, threadStats } from '../src/wasm/congestion.js';
-import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
+import { compiledDenseRunner, type DenseModel } from './dense-step.js';
 import { gptRunner } from './gpt-step.js';
 import { loadavg } from 'node:os';
 
@@ -28,13 +28,7 @@ interface Log {
   calls: number[][];
 }
 
-function runner(model: string): () => void {
-  if (model === 'gpt') return gptRunner();
-  const { step, inputs } = denseStep(model as DenseModel, 'sgd');
-  const f = A.compile(step);
-  const { x, y } = denseBatch(inputs);
-  return () => f(x, y).dispose();
-}
+const runner = (model: string): (() => void) => (model === 'gpt' ? gptRunner() : compiledDenseRunner(model as DenseModel));
 
 async function record(): Promise<void> {
   const model = opt('--model', 'gpt'),

@@ -5,7 +5,7 @@
 import * as A from '../src/index.js';
 import { Program } from '../src/compile/program.js';
 import { gptRunner } from './gpt-step.js';
-import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
+import { compiledDenseRunner, type DenseModel } from './dense-step.js';
 
 const argv = process.argv.slice(2);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
@@ -24,12 +24,7 @@ proto.runStep = function (this: { steps: unknown[] }, i: number, ...rest: unknow
   t[i] += performance.now() - t0;
 };
 
-function mlp(): () => void {
-  const { step, inputs } = denseStep(MODEL as DenseModel, 'sgd');
-  const f = A.compile(step);
-  const { x, y } = denseBatch(inputs);
-  return () => f(x, y).dispose();
-}
+const mlp = (): (() => void) => compiledDenseRunner(MODEL as DenseModel);
 const gpt = (): (() => void) => gptRunner(1);
 
 const desc = (s: any): string => {
