@@ -16,10 +16,12 @@
 // --relaxed runs every configuration with relaxed-SIMD kernels (init({ relaxedSimd: true })).
 // Also counts, for 2 threads, splits per step, pieces the caller had to run itself (stolen),
 // the time in the caller's own pieces and in its waits for workers, and the worker's time in its pieces.
-//   node scripts/run-ts.mjs bench/threads-step.ts [--model mlp|deep|gpt] [--optim sgd|adam] [--relaxed] [--rounds 15] [--reps 20] [--claim-ms X] [--no-phases]
+//   node scripts/run-ts.mjs bench/threads-step.ts [--model mlp|deep|gpt] [--optim sgd|adam] [--relaxed] [--rounds 15] [--reps 20] [--warm-ms 250] [--claim-ms X] [--no-phases]
 // (--no-phases: compiled steps without the parallel schedule, each split launch its own fork-join.
 // Also a third compiled configuration, 'per-launch ×2': 2 threads without the schedule, for a
 // paired comparison of the schedule itself.)
+// Each configuration warms up for --warm-ms (250) before its timed steps of a round: resizing the
+// pool starts new workers, and the first steps after that are slower (docs/threads.md).
 // (--claim-ms sets busy.claimMs, the busy-machine rule for starved workers; Infinity turns it off.)
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/testing.js';
@@ -34,6 +36,8 @@ const argv = process.argv.slice(2);
 const opt = (name: string, d: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : d);
 const ROUNDS = opt('--rounds', 15),
   REPS = opt('--reps', 20);
+/** Warm-up per configuration and round, in ms (the pool is restarted whenever the thread count changes). */
+const WARM_MS = opt('--warm-ms', 250);
 const MODEL = argv.includes('--model') ? argv[argv.indexOf('--model') + 1] : 'mlp';
 const OPTIM = argv.includes('--optim') ? argv[argv.indexOf('--optim') + 1] : 'sgd';
 if (argv.includes('--no-phases')) schedule.enabled = false;
@@ -137,7 +141,11 @@ for (let r = -2; r < ROUNDS; r++) {
     // The schedule is planned when a program is built (the first calls): per configuration.
     const on = schedule.enabled;
     if ('perLaunch' in c) schedule.enabled = false;
-    for (let i = 0; i < 3; i++) c.run();
+    // Warm up for WARM_MS (at least 3 steps): after the pool starts, the first ~10–20 steps run
+    // slower (the new threads being placed, their code warming up), a cost a training run pays
+    // once, not every 20 steps.
+    const tw = performance.now();
+    for (let i = 0; i < 3 || performance.now() - tw < WARM_MS; i++) c.run();
     schedule.enabled = on;
     const s0 = { ...threadStats },
       w0 = workerBusyMs();
