@@ -12,6 +12,8 @@ import math
 import os
 import sys
 
+import openblas_threads  # noqa: F401  (before torch: sizes OpenBLAS's own thread pool)
+
 try:
     import torch
 except ImportError:

@@ -17,6 +17,8 @@ import os
 import sys
 import time
 
+import openblas_threads  # noqa: F401  (before torch: sizes OpenBLAS's own thread pool)
+
 try:
     import numpy as np
     import torch

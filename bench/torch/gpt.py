@@ -24,6 +24,8 @@ import statistics
 import sys
 import time
 
+import openblas_threads  # noqa: F401  (before torch: sizes OpenBLAS's own thread pool)
+
 try:
     import torch
 except ImportError:

@@ -10,6 +10,8 @@ import os
 import sys
 import time
 
+import openblas_threads  # noqa: F401  (before torch: sizes OpenBLAS's own thread pool)
+
 try:
     import torch
 except ImportError:
