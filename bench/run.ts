@@ -5,7 +5,9 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt,rnn (groups; gpt runs bench/gpt.ts;
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt,rnn,threads,moonshot (groups; gpt runs bench/gpt.ts;
+//          threads: bench/threads-step.ts, 2 threads against 1 for the MLP, deep and GPT steps; moonshot: bench/moonshot.ts,
+//          the MLP step on 2 threads against PyTorch's one-thread step (gpt, threads and moonshot run only when named);
 //          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch;
 //          vmap runs bench/vmap.ts's per-example-gradient and Jacobian ratios; rnn bench/rnn.ts: LSTM/GRU against PyTorch),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
@@ -333,15 +335,30 @@ async function main(): Promise<void> {
       stdio: 'inherit',
       cwd: repoRoot(),
     });
-    if (only.every((g) => g === 'gpt')) return;
   }
+  // Two threads against one (bench/threads-step.ts, paired rounds in one process per model), then the
+  // MLP step on two threads against PyTorch (bench/moonshot.ts). Each gets every core: this process is pinned.
+  const everyCore = (script: string, args: string[]) => {
+    const cmd = [process.execPath, path.join(repoRoot(), 'scripts/run-ts.mjs'), script, ...args];
+    const unpin = pinned !== null && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
+    if (unpin) spawnSync('taskset', ['-c', `0-${os.cpus().length - 1}`, ...cmd], { stdio: 'inherit', cwd: repoRoot() });
+    else spawnSync(cmd[0], cmd.slice(1), { stdio: 'inherit', cwd: repoRoot() });
+  };
+  if (only?.includes('threads')) {
+    for (const model of ['mlp', 'deep', 'gpt']) {
+      console.log(`\n2 threads against 1: ${model} (bench/threads-step.ts)`);
+      everyCore('bench/threads-step.ts', ['--model', model, '--rounds', quick ? '3' : model === 'mlp' ? '15' : '9']);
+    }
+  }
+  if (only?.includes('moonshot')) everyCore('bench/moonshot.ts', quick ? ['--rounds', '2', '--ms', '500'] : []);
+  if (only?.every((g) => ['gpt', 'threads', 'moonshot'].includes(g))) return;
   // The LSTM/GRU step against PyTorch (bench/rnn.ts) also runs in its own process, with PyTorch's rounds interleaved.
   if (only === undefined || only.includes('rnn')) {
     spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/rnn.ts', ...(quick ? ['--quick'] : [])], {
       stdio: 'inherit',
       cwd: repoRoot(),
     });
-    if (only?.every((g) => g === 'rnn' || g === 'gpt')) return;
+    if (only?.every((g) => ['rnn', 'gpt', 'threads', 'moonshot'].includes(g))) return;
   }
   const t0 = performance.now();
   const cpus = os.cpus();
