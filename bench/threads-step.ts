@@ -26,7 +26,7 @@
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
-import { Worker } from 'node:worker_threads';
+import { secondCore } from './capacity.js';
 import { gptRunner } from './gpt-step.js';
 import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 import { schedule } from '../src/compile/parallel.js';
@@ -87,29 +87,7 @@ const configs = [
   { name: 'compiled ×2', threads: 2, run: runner(true) },
   { name: 'per-launch ×2', threads: 2, run: runner(true), perLaunch: true },
 ];
-/** Work two threads of plain JS get done per unit of one thread's (the probe runs ≈ 3 × 15 ms). */
-const probe = new Worker(
-  `const p = require('node:worker_threads').parentPort; p.on('message', (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; p.postMessage(x); });`,
-  { eval: true },
-);
-const spin = (n: number) => {
-  let x = 0;
-  for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0;
-  return x;
-};
-async function capacity(n = 1e7): Promise<number> {
-  const once = () => new Promise((r) => probe.once('message', r));
-  let t = performance.now();
-  spin(n);
-  const solo = performance.now() - t;
-  t = performance.now();
-  const done = once();
-  probe.postMessage(n);
-  spin(n);
-  await done;
-  return (2 * solo) / (performance.now() - t);
-}
-await capacity();
+await secondCore(); // the probe's first run warms it up
 /** Linux: CPU seconds used by every process, and by this one (all threads); null elsewhere. */
 const { readFileSync } = await import('node:fs');
 function cpuTimes(): { all: number; own: number } | null {
@@ -133,7 +111,7 @@ const uptime = async () =>
     .join(' ');
 console.log(`load average before: ${await uptime()}`);
 for (let r = -2; r < ROUNDS; r++) {
-  if (r >= 0) caps.push(await capacity());
+  if (r >= 0) caps.push(await secondCore());
   const c0 = cpuTimes(),
     t0r = performance.now();
   for (const c of configs) {
