@@ -1,5 +1,5 @@
 // How much of a second core this process gets right now, for the benches that compare one and
-// two threads (threads-step.ts, moonshot.ts): the work two threads of plain JS get done per unit
+// two threads (threads.ts, threads-step.ts, moonshot.ts): the work two threads of plain JS get done per unit
 // of one thread's (2.00: two idle cores; about 1: the second vCPU is busy or not there). The
 // probe runs ≈ 3 × 15 ms. A round on a host whose second core has gone away measures the host.
 import { Worker } from 'node:worker_threads';

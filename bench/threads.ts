@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SIZES, benchAdjoint, benchTf, type Lib, type Result, type Time } from './threads-core.js';
+import { secondCore } from './capacity.js';
 
 const require = createRequire(path.join(process.cwd(), 'package.json'));
 const LIBS: Lib[] = ['adjoint', 'tfjs-wasm'];
@@ -204,34 +205,6 @@ function report(title: string, results: Result[]): void {
   }
 }
 
-/**
- * How much of a second core this process gets right now: the same pure-JS loop on the main
- * thread alone, then on the main thread and a worker at once; 2.0 means two idle cores. On a
- * shared machine the threaded figures below are only as good as this number.
- */
-async function parallelCapacity(): Promise<number> {
-  const { Worker } = await import('node:worker_threads');
-  const loop = 'let x = 0; for (let i = 0; i < 1e8; i++) x = (x * 1103515245 + 12345) | 0; x';
-  const w = new Worker(
-    `require('node:worker_threads').parentPort.on('message', (m) => { eval(m); require('node:worker_threads').parentPort.postMessage(0); });`,
-    { eval: true },
-  );
-  const once = () => new Promise((r) => w.once('message', r));
-  w.postMessage('0');
-  await once();
-  let t = performance.now();
-  eval(loop);
-  const solo = performance.now() - t;
-  t = performance.now();
-  const done = once();
-  w.postMessage(loop);
-  eval(loop);
-  await done;
-  const both = performance.now() - t;
-  await w.terminate();
-  return (2 * solo) / both;
-}
-
 const argv = process.argv.slice(2);
 if (argv[0] === '--child') {
   const r = await nodeChild(argv[1] as Lib, Number(argv[2]));
@@ -248,7 +221,7 @@ if (argv[0] === '--child') {
     .map((x) => x.toFixed(2))
     .join(' ');
   console.log(
-    `machine check: two threads of plain JS get ${(await parallelCapacity()).toFixed(2)}× the work of one done (2.00 = two idle cores); load average ${load}`,
+    `machine check: two threads of plain JS get ${(await secondCore(1e8)).toFixed(2)}× the work of one done (2.00 = two idle cores); load average ${load}`,
   );
   if (node) report('Node', (results.node = runNode(counts)));
   if (browser) report('Chromium', (results.browser = await runBrowser(counts)));
