@@ -1,7 +1,12 @@
 // How much of a second core this process gets right now, for the benches that compare one and
 // two threads (threads.ts, threads-step.ts, moonshot.ts). A round on a host whose second core
-// has gone away measures the host, not the library.
+// has gone away, or runs at a fraction of the first one's speed, measures the host, not the library.
 import { Worker } from 'node:worker_threads';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** The same loop as the probe thread's below. */
 function spin(n: number): number {
@@ -35,3 +40,29 @@ export async function secondCore(n = 1e7): Promise<number> {
   p.unref(); // between probes the idle thread does not keep the process alive
   return work;
 }
+
+/** The repository root (benches run from esbuild bundles in build/run/). */
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = existsSync(path.join(here, '../package.json')) ? path.join(here, '..') : path.join(here, '../..');
+
+/**
+ * GEMM 512³ f32 GFLOP/s of one thread pinned to each core in turn (bench/gemm.mjs --probe under
+ * `taskset`, ≈ 0.6 s a core), or null where that cannot run (not Linux, no taskset, no kernels
+ * built). The integer loop of secondCore() does not see a core whose vector units are shared with
+ * another tenant's: the development VM's two vCPUs ran this probe at 34 and 52 GFLOP/s for
+ * minutes at a time while secondCore() reported 1.9, and an equal split of a training step
+ * then runs at the slower core's pace (docs/threads.md).
+ */
+export function coreSpeeds(): number[] | null {
+  if (process.platform !== 'linux' || spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status !== 0) return null;
+  const script = path.join(root, 'bench/gemm.mjs');
+  const out = os.cpus().map((_, c) => {
+    const r = spawnSync('taskset', ['-c', String(c), process.execPath, script, '--probe'], { encoding: 'utf8' });
+    return r.status === 0 ? Number(r.stdout.trim()) : Number.NaN;
+  });
+  return out.every(Number.isFinite) ? out : null;
+}
+
+/** coreSpeeds() as text: `core speeds (GEMM 512³ on one thread): 52.3 / 33.9 GFLOP/s`. */
+export const coreSpeedsText = (s: number[] | null): string =>
+  s === null ? 'core speeds: not measured' : `core speeds (GEMM 512³ on one thread): ${s.map((v) => v.toFixed(1)).join(' / ')} GFLOP/s`;

@@ -1,11 +1,14 @@
 // GEMM throughput benchmark: GFLOP/s of gemm_f32 / gemm_f64 for square sizes and every transpose combo.
-// Usage: node bench/gemm.mjs [--cpu] [path/to/adjoint.wasm] [sizes, e.g. 256,512]
+// Usage: node bench/gemm.mjs [--cpu | --probe] [path/to/adjoint.wasm] [sizes, e.g. 256,512]
 // --cpu times with process CPU time instead of wall time: steadier on a loaded shared machine.
+// --probe prints only f32 512³ A·B GFLOP/s from a short run: the speed of the core it runs on
+// (bench/capacity.ts runs it under `taskset` on each core in turn).
 // Builds nothing: run `npx asc assembly/index.ts --config asconfig.json --target release` first.
 import { readFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const useCpu = args[0] === '--cpu' && args.shift() !== undefined;
+const probe = args[0] === '--probe' && args.shift() !== undefined;
 const wasmPath = args[0] ?? new URL('../build/adjoint.wasm', import.meta.url);
 const sizes = (args[1] ?? '64,128,256,512,1024').split(',').map(Number);
 /** Milliseconds of wall time, or of CPU time (user + system) with --cpu. */
@@ -41,8 +44,8 @@ function fill(Arr, ptr, n) {
   for (let i = 0; i < n; i++) view[i] = Math.random() * 2 - 1;
 }
 
-/** Median seconds per call, with enough calls per sample to last ≥ ~50 ms. */
-function time(fn) {
+/** Median seconds per call over `n` samples, with enough calls per sample to last ≥ ~50 ms. */
+function time(fn, n = 7) {
   for (let i = 0; i < 3; i++) fn(); // warm-up: tier up to TurboFan, warm caches
   let reps = 1;
   for (;;) {
@@ -52,7 +55,7 @@ function time(fn) {
     reps *= 2;
   }
   const samples = [];
-  for (let s = 0; s < 7; s++) {
+  for (let s = 0; s < n; s++) {
     const t0 = now();
     for (let i = 0; i < reps; i++) fn();
     samples.push((now() - t0) / 1000 / reps);
@@ -61,6 +64,13 @@ function time(fn) {
   return samples[samples.length >> 1];
 }
 
+if (probe) {
+  fill(Float32Array, pa, 512 * 512);
+  fill(Float32Array, pb, 512 * 512);
+  const sec = time(() => k.gemm_f32(pa, pb, pc, 512, 512, 512, 512, 512, 512, 0, 0, 0), 3);
+  console.log(((2 * 512 ** 3) / sec / 1e9).toFixed(1));
+  process.exit(0);
+}
 for (const [name, Arr, gemm] of [
   ['f32', Float32Array, k.gemm_f32],
   ['f64', Float64Array, k.gemm_f64],

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import * as A from '../src/index.js';
 import { denseBatch, denseStep } from './dense-step.js';
 import { threadStats } from '../src/testing.js';
-import { secondCore } from './capacity.js';
+import { coreSpeeds, secondCore } from './capacity.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : d);
@@ -112,6 +112,7 @@ async function main(): Promise<void> {
       torch.adam.push(t.mlpStepMs);
       torch.foreach.push(t.mlpAdamForeachMs);
     }
+    const cores = coreSpeeds();
     const probes: number[] = [];
     for (const c of cols) {
       probes.push(await secondCore());
@@ -123,7 +124,7 @@ async function main(): Promise<void> {
     const cap = median(probes);
     caps.push(cap);
     console.log(
-      `round ${r + 1} (second core ${cap.toFixed(2)}): adjoint ${cols.map((c) => `${c} ${ours.get(c)!.at(-1)!.toFixed(3)}`).join(', ')} ms` +
+      `round ${r + 1} (second core ${cap.toFixed(2)}${cores ? `, cores ${cores.map((v) => v.toFixed(0)).join('/')} GFLOP/s` : ''}): adjoint ${cols.map((c) => `${c} ${ours.get(c)!.at(-1)!.toFixed(3)}`).join(', ')} ms` +
         (skipped
           ? ''
           : `; PyTorch SGD ${torch.sgd.at(-1)!.toFixed(3)}, Adam ${torch.adam.at(-1)!.toFixed(3)}, Adam foreach ${torch.foreach.at(-1)!.toFixed(3)} ms`),
@@ -142,7 +143,10 @@ async function main(): Promise<void> {
     `  PyTorch ${version}, 1 thread: SGD ${median(torch.sgd).toFixed(3)}, Adam ${median(torch.adam).toFixed(3)}, Adam foreach ${median(torch.foreach).toFixed(3)} ms`,
   );
   // Per-round ratios: PyTorch's time over adjoint's, same optimizer (Adam against PyTorch's faster foreach form too).
-  // Also over the rounds where the probe found a second core (≥ 1.8): without one, two threads measure the host.
+  // Also over the rounds where the probe found a second core (≥ 1.8): without one, two threads
+  // measure the host. The cores' GEMM speeds are printed per round but not used to pick rounds:
+  // they are a snapshot of half a second, and a core seen at a third of its speed before a round
+  // has run the round at full speed (docs/threads.md, "Cores of unequal speed").
   const calm = caps.map((c) => c >= 1.8);
   const ratio = (theirs: number[], c: string) => {
     const rs = theirs.map((v, i) => v / ours.get(c)![i]);

@@ -26,7 +26,7 @@
 import * as A from '../src/index.js';
 import { busy, threadStats } from '../src/testing.js';
 import { thresholds } from '../src/wasm/split.js';
-import { secondCore } from './capacity.js';
+import { coreSpeeds, coreSpeedsText, secondCore } from './capacity.js';
 import { gptRunner } from './gpt-step.js';
 import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
 import { schedule } from '../src/compile/parallel.js';
@@ -109,7 +109,7 @@ const uptime = async () =>
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ');
-console.log(`load average before: ${await uptime()}`);
+console.log(`load average before: ${await uptime()}; ${coreSpeedsText(coreSpeeds())}`);
 for (let r = -2; r < ROUNDS; r++) {
   if (r >= 0) caps.push(await secondCore());
   const c0 = cpuTimes(),
@@ -190,5 +190,5 @@ if (foreign.length)
   console.log(
     `other processes' CPU per round (cores): median ${med(foreign).toFixed(2)}, min ${Math.min(...foreign).toFixed(2)}, max ${Math.max(...foreign).toFixed(2)}`,
   );
-console.log(`load average after: ${await uptime()}; pauses: ${threadStats.pauses}`);
+console.log(`load average after: ${await uptime()}; pauses: ${threadStats.pauses}; ${coreSpeedsText(coreSpeeds())}`);
 process.exit(0);
