@@ -3,10 +3,9 @@
 // has gone away, or runs at a fraction of the first one's speed, measures the host, not the library.
 import { Worker } from 'node:worker_threads';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from './paths.js';
 
 /** The same loop as the probe thread's below. */
 function spin(n: number): number {
@@ -41,10 +40,6 @@ export async function secondCore(n = 1e7): Promise<number> {
   return work;
 }
 
-/** The repository root (benches run from esbuild bundles in build/run/). */
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = existsSync(path.join(here, '../package.json')) ? path.join(here, '..') : path.join(here, '../..');
-
 /**
  * GEMM 512³ f32 GFLOP/s of one thread pinned to each core in turn (bench/gemm.mjs --probe under
  * `taskset`, ≈ 0.6 s a core), or null where that cannot run (not Linux, no taskset, no kernels
@@ -55,7 +50,7 @@ const root = existsSync(path.join(here, '../package.json')) ? path.join(here, '.
  */
 export function coreSpeeds(): number[] | null {
   if (process.platform !== 'linux' || spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status !== 0) return null;
-  const script = path.join(root, 'bench/gemm.mjs');
+  const script = path.join(repoRoot(), 'bench/gemm.mjs');
   const out = os.cpus().map((_, c) => {
     const r = spawnSync('taskset', ['-c', String(c), process.execPath, script, '--probe'], { encoding: 'utf8' });
     return r.status === 0 ? Number(r.stdout.trim()) : Number.NaN;

@@ -12,10 +12,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import v8 from 'node:v8';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as A from '../src/index.js';
 import { GptRun } from '../src/cli/gpt-run.js';
 import { threadStats } from '../src/testing.js';
+import { repoRoot } from './paths.js';
 
 const STEP_GFLOP = 3.9,
   WASM_GFLOPS = 47,
@@ -25,14 +25,6 @@ const opt = (name: string, d: string) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1] : d;
 };
-/** The repository root (this runs from an esbuild bundle in build/run/, so walk up). */
-function repoRoot(): string {
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    const pkg = path.join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'adjoint') return dir;
-    if (path.dirname(dir) === dir) return process.cwd();
-  }
-}
 const root = repoRoot();
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 

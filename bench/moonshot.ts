@@ -11,11 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import * as A from '../src/index.js';
 import { denseBatch, denseStep } from './dense-step.js';
 import { threadStats } from '../src/testing.js';
 import { coreSpeeds, secondCore } from './capacity.js';
+import { repoRoot } from './paths.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : d);
@@ -50,8 +50,7 @@ async function child(optim: Optim, relaxed: boolean, ms: number): Promise<void> 
   process.exit(0);
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = existsSync(path.join(here, '../package.json')) ? path.join(here, '..') : path.join(here, '../..');
+const root = repoRoot();
 
 function adjointRound(optim: Optim, relaxed: boolean, ms: number): { median: number; mean: number; pauses: number } {
   const args = [

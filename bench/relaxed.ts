@@ -10,9 +10,10 @@ import v8 from 'node:v8';
 import os from 'node:os';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import type { Runner, Suite, Workload } from './workloads.js';
+import { repoRoot } from './paths.js';
 
 export interface RelaxedRow {
   name: string;
@@ -55,13 +56,6 @@ const ROWS: { name: string; w: Workload | 'gpt'; flops?: number }[] = [
 
 type SuiteModule = typeof import('./adjoint-suite.js');
 type GptModule = { A: typeof import('../src/index.js'); GptRun: typeof import('../src/cli/gpt-run.js').GptRun };
-
-/** The repository root (this runs from an esbuild bundle in build/run/). */
-function repoRoot(): string {
-  let root = path.dirname(fileURLToPath(import.meta.url));
-  while (!root.endsWith('build') && path.dirname(root) !== root) root = path.dirname(root);
-  return path.dirname(root);
-}
 
 /** Bundles `entry` (a file, or module source with imports relative to the repository) to build/run/<name>.mjs and imports it twice: two independent copies. */
 async function twice<M>(name: string, entry: string | { contents: string }): Promise<[M, M]> {

@@ -18,10 +18,10 @@ import os from 'node:os';
 import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
+import { repoRoot } from './paths.js';
 import { loadPeers } from './peers.js';
 import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
 import { boundTable, deepCompiledRow, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
@@ -46,17 +46,6 @@ const clockOpt = opt('clock') ?? 'auto';
 const clock: 'cpu' | 'wall' = clockOpt === 'cpu' || (clockOpt === 'auto' && os.loadavg()[0] > os.cpus().length) ? 'cpu' : 'wall';
 const budget: TimeOptions = quick ? { budgetMs: 100, minSamples: 3, maxWarmMs: 400 } : {};
 
-/** The repository root: this script runs from an esbuild bundle in build/run/, so walk up. */
-function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = path.join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'adjoint') return dir;
-    const up = path.dirname(dir);
-    if (up === dir) return process.cwd();
-    dir = up;
-  }
-}
 const outPath = opt('out') ?? path.join(repoRoot(), 'bench', 'results.json');
 
 /**
