@@ -2,7 +2,7 @@
 // two threads (threads.ts, threads-step.ts, moonshot.ts). A round on a host whose second core
 // has gone away, or runs at a fraction of the first one's speed, measures the host, not the library.
 import { Worker } from 'node:worker_threads';
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot } from './paths.js';
@@ -40,6 +40,25 @@ export async function secondCore(n = 1e7): Promise<number> {
   return work;
 }
 
+let taskset: boolean | undefined;
+/** Whether processes can be started on chosen cores (Linux with `taskset`). */
+export function canPin(): boolean {
+  taskset ??= process.platform === 'linux' && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
+  return taskset;
+}
+
+/** All cores, as `taskset -c` takes them: a child of a pinned thread inherits its one core otherwise. */
+export const everyCore = (): string => `0-${os.cpus().length - 1}`;
+
+/**
+ * spawnSync(cmd, args) on the given cores (`taskset -c cores`), or as it is where that cannot be
+ * done (canPin() false) or `cores` is null; output as UTF-8 text.
+ */
+export function spawnOn(cores: string | null, cmd: string, args: readonly string[], options: Omit<SpawnSyncOptions, 'encoding'> = {}) {
+  const o = { ...options, encoding: 'utf8' as const };
+  return cores !== null && canPin() ? spawnSync('taskset', ['-c', cores, cmd, ...args], o) : spawnSync(cmd, args, o);
+}
+
 /**
  * GEMM 512³ f32 GFLOP/s of one thread pinned to each core in turn (bench/gemm.mjs --probe under
  * `taskset`, ≈ 0.6 s a core), or null where that cannot run (not Linux, no taskset, no kernels
@@ -49,10 +68,10 @@ export async function secondCore(n = 1e7): Promise<number> {
  * then runs at the slower core's pace (docs/threads.md).
  */
 export function coreSpeeds(): number[] | null {
-  if (process.platform !== 'linux' || spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status !== 0) return null;
+  if (!canPin()) return null;
   const script = path.join(repoRoot(), 'bench/gemm.mjs');
   const out = os.cpus().map((_, c) => {
-    const r = spawnSync('taskset', ['-c', String(c), process.execPath, script, '--probe'], { encoding: 'utf8' });
+    const r = spawnOn(String(c), process.execPath, [script, '--probe']);
     return r.status === 0 ? Number(r.stdout.trim()) : Number.NaN;
   });
   return out.every(Number.isFinite) ? out : null;

@@ -16,6 +16,7 @@ import * as A from '../src/index.js';
 import { GptRun } from '../src/cli/gpt-run.js';
 import { threadStats } from '../src/testing.js';
 import { repoRoot } from './paths.js';
+import { everyCore, spawnOn } from './capacity.js';
 
 const STEP_GFLOP = 3.9,
   WASM_GFLOPS = 47,
@@ -124,10 +125,7 @@ async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json
     const args = [path.join(root, 'scripts/run-ts.mjs'), 'bench/gpt.ts', '--adjoint-threads', String(threads), '--steps', String(steps)];
     if (relaxed) args.push('--relaxed');
     // A child inherits the pinned main thread's one-core affinity: with more threads, give it every core back.
-    const everyCore = threads > 1 && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
-    const r = everyCore
-      ? spawnSync('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, ...args], { cwd: root, encoding: 'utf8' })
-      : spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+    const r = spawnOn(threads > 1 ? everyCore() : null, process.execPath, args, { cwd: root });
     const line = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
     const label = `adjoint ${threads} thread(s)${relaxed ? ', relaxed SIMD' : ''}`;
     if (!line.startsWith('{')) {

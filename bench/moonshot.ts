@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import * as A from '../src/index.js';
 import { denseBatch, denseStep } from './dense-step.js';
 import { threadStats } from '../src/testing.js';
-import { coreSpeeds, secondCore } from './capacity.js';
+import { coreSpeeds, secondCore, spawnOn } from './capacity.js';
 import { repoRoot } from './paths.js';
 
 const argv = process.argv.slice(2);
@@ -77,9 +77,7 @@ interface Torch {
 function torchRound(ms: number): Torch | { skipped: string } {
   const py = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
   const script = [path.join(root, 'bench/torch/mlp_step.py'), '--budget', String(ms / 1000)];
-  const pin = process.platform === 'linux' && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
-  const core = String(os.cpus().length - 1);
-  const r = pin ? spawnSync('taskset', ['-c', core, py, ...script], { encoding: 'utf8' }) : spawnSync(py, script, { encoding: 'utf8' });
+  const r = spawnOn(String(os.cpus().length - 1), py, script);
   const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
   try {
     return JSON.parse(last) as Torch | { skipped: string };

@@ -22,6 +22,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { adjointMemory, adjointSuite } from './adjoint-suite.js';
 import { repoRoot } from './paths.js';
+import { everyCore, spawnOn } from './capacity.js';
 import { loadPeers } from './peers.js';
 import { relaxedComparison, relaxedTable, type RelaxedResult } from './relaxed.js';
 import { boundTable, deepCompiledRow, deepRow, digitsRow, fashionRow, type BoundRow } from './step-bounds.js';
@@ -327,19 +328,18 @@ async function main(): Promise<void> {
   }
   // Two threads against one (bench/threads-step.ts, paired rounds in one process per model), then the
   // MLP step on two threads against PyTorch (bench/moonshot.ts). Each gets every core: this process is pinned.
-  const everyCore = (script: string, args: string[]) => {
-    const cmd = [process.execPath, path.join(repoRoot(), 'scripts/run-ts.mjs'), script, ...args];
-    const unpin = pinned !== null && spawnSync('taskset', ['-V'], { stdio: 'ignore' }).status === 0;
-    if (unpin) spawnSync('taskset', ['-c', `0-${os.cpus().length - 1}`, ...cmd], { stdio: 'inherit', cwd: repoRoot() });
-    else spawnSync(cmd[0], cmd.slice(1), { stdio: 'inherit', cwd: repoRoot() });
-  };
+  const unpinned = (script: string, args: string[]) =>
+    spawnOn(pinned === null ? null : everyCore(), process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), script, ...args], {
+      stdio: 'inherit',
+      cwd: repoRoot(),
+    });
   if (only?.includes('threads')) {
     for (const model of ['mlp', 'deep', 'gpt']) {
       console.log(`\n2 threads against 1: ${model} (bench/threads-step.ts)`);
-      everyCore('bench/threads-step.ts', ['--model', model, '--rounds', quick ? '3' : model === 'mlp' ? '15' : '9']);
+      unpinned('bench/threads-step.ts', ['--model', model, '--rounds', quick ? '3' : model === 'mlp' ? '15' : '9']);
     }
   }
-  if (only?.includes('moonshot')) everyCore('bench/moonshot.ts', quick ? ['--rounds', '2', '--ms', '500'] : []);
+  if (only?.includes('moonshot')) unpinned('bench/moonshot.ts', quick ? ['--rounds', '2', '--ms', '500'] : []);
   if (only?.every((g) => ['gpt', 'threads', 'moonshot'].includes(g))) return;
   // The LSTM/GRU step against PyTorch (bench/rnn.ts) also runs in its own process, with PyTorch's rounds interleaved.
   if (only === undefined || only.includes('rnn')) {
