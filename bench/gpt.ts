@@ -113,7 +113,6 @@ function jaxStep(steps: number): Row | { skipped: string } {
 async function benchGpt(out = opt('out', path.join(root, 'bench/gpt-results.json'))): Promise<void> {
   const steps = Number(opt('steps', '30')),
     torchSteps = Number(opt('torch-steps', '60'));
-  const text = await A.data.shakespeare(path.join(root, 'data/tinyshakespeare.txt.gz'));
   const load0 = os.loadavg()[0];
   const rows: Row[] = [];
   // One process per thread count and kernel build: both are fixed by the first init() of a process.
