@@ -3,11 +3,13 @@
 // keep only the state these act on.
 import { currentPool } from './wasm/pool.js';
 import { dieOnNextJob } from './wasm/threads.js';
+import { SLOT } from './wasm/worker-source.js';
 import { pauseUntil } from './wasm/congestion.js';
 import { observingInputs } from './ops/apply.js';
 import type { Prim } from './ops/table.js';
 
 export { threadStats, busy } from './wasm/congestion.js';
+export { balance, cutKey, cutUnits, setCuts, proposeCuts } from './wasm/balance.js';
 export { threadCount, runJobs } from './wasm/threads.js';
 export { poolSize } from './wasm/pool.js';
 export { checked as anomalyChecks } from './ops/anomaly.js';
@@ -21,6 +23,12 @@ export function killWorkerOnNextJob(w: number): void {
 /** The supervisor terminates worker w (0-based) `afterMs` from now, as an outside kill would. */
 export function terminateWorkerLater(w: number, afterMs: number): void {
   currentPool()?.supervisor.send({ kill: w, afterMs });
+}
+
+/** Worker w (0-based) takes `percent` per cent longer for each job from now on, as a slower core would (0: full speed). */
+export function slowWorker(w: number, percent: number): void {
+  const c = currentPool()?.slots[w];
+  if (c !== undefined) Atomics.store(c, SLOT.SLOW, Math.round(percent));
 }
 
 /** Pauses the pool for `ms` as a busy machine would; 0 ends a pause. */

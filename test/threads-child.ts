@@ -15,10 +15,26 @@
 //             (--force, --pause as for digest), of a fused elementwise chain's results and of a
 //             small GPT's AdamW steps; and a
 //             worker that dies in a compiled step.
+//             --cuts U.U[.U] (digest, compiled): fixed uneven cuts, units of 32 per thread.
+//   balance   compile()d training while the cuts change every other step (digests), then the
+//             cuts the controller chose for a worker made 3× slower, and after it recovered.
 //   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
-import { busy, poolSize, threadCount, threadStats, killWorkerOnNextJob, runJobs, terminateWorkerLater } from '../src/testing.js';
+import {
+  balance,
+  busy,
+  cutKey,
+  cutUnits,
+  poolSize,
+  setCuts,
+  slowWorker,
+  threadCount,
+  threadStats,
+  killWorkerOnNextJob,
+  runJobs,
+  terminateWorkerLater,
+} from '../src/testing.js';
 import { kernel } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
 import { matmulT } from '../src/ops/api.js';
@@ -31,6 +47,13 @@ const flag = (name: string): string | undefined => {
   return i < 0 ? undefined : argv[i + 1];
 };
 const out = (v: unknown): void => console.log(JSON.stringify(v));
+/** --cuts U.U[.U]: fixed uneven cuts (units per thread; the controller off). */
+const fixedCuts = (): void => {
+  const c = flag('--cuts');
+  if (c === undefined) return;
+  balance.enabled = false;
+  setCuts(c.split('.').map(Number));
+};
 
 /** Weights and a digest of their bytes after `steps` SGD steps of a 3-layer tanh MLP. */
 function train(steps: number, dtype: 'float32' | 'float64'): string {
@@ -117,7 +140,13 @@ function bigMatmul(): string {
 }
 
 /** Digest of an nn.Linear MLP's weights after `steps` compile()d steps (independent launches run side by side with a pool). */
-function compiledTrain(steps: number, act: 'relu' | 'tanh', opt: 'sgd' | 'adam', dtype: 'float32' | 'float64'): string {
+function compiledTrain(
+  steps: number,
+  act: 'relu' | 'tanh',
+  opt: 'sgd' | 'adam',
+  dtype: 'float32' | 'float64',
+  beforeStep: (s: number) => void = () => {},
+): string {
   const sizes = [131, 77, 45, 45, 10],
     n = 67;
   const layers: A.nn.Module[] = [];
@@ -136,6 +165,7 @@ function compiledTrain(steps: number, act: 'relu' | 'tanh', opt: 'sgd' | 'adam',
   });
   const hash = createHash('sha256');
   for (let s = 0; s < steps; s++) {
+    beforeStep(s);
     const x = A.randn([n, sizes[0]], { seed: 30 + (s % 3), dtype });
     const y = Int32Array.from({ length: n }, (_, i) => (i * 7 + s) % 10);
     const loss = step(x, y);
@@ -199,6 +229,7 @@ if (mode === 'compiled') {
   if (argv.includes('--force')) Object.assign(thresholds, { gemm: 0, elementwise: 0 });
   busy.pauseMs = 0; // every phase really dispatched, whatever the machine's load
   if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, runs: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 });
+  fixedCuts();
   const digests = [
     compiledTrain(6, 'relu', 'sgd', 'float32'),
     compiledTrain(6, 'tanh', 'adam', 'float32'),
@@ -214,6 +245,54 @@ if (mode === 'compiled') {
     dispatches: threadStats.dispatches,
     pauses: threadStats.pauses,
   });
+} else if (mode === 'balance') {
+  // Compiled training while the cuts change every other step (each new set of cuts is a new
+  // signature, traced again; a set seen before replays its program), then the controller
+  // against a worker made 3× slower, and after it is back at full speed.
+  await A.init({ threads: 2 });
+  const saved = { ...thresholds };
+  Object.assign(thresholds, { gemm: 0, elementwise: 0 });
+  busy.pauseMs = 0;
+  balance.enabled = false;
+  // Four steps per set of cuts: an eager call, two traces, a replay; the last set was seen before and replays.
+  const rotation = [null, [24, 8], [9, 23], [24, 8]];
+  const turn = (s: number) => setCuts(rotation[Math.floor(s / 4) % rotation.length]);
+  const runs = [
+    ['relu', 'sgd', 'float32'],
+    ['tanh', 'adam', 'float32'],
+    ['tanh', 'sgd', 'float64'],
+  ] as const;
+  const reference = runs.map(([act, opt, dtype]) => compiledTrain(16, act, opt, dtype));
+  const digests = runs.map(([act, opt, dtype]) => compiledTrain(16, act, opt, dtype, turn));
+  const warnings: string[] = [];
+  console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
+  Object.assign(thresholds, saved);
+  Object.assign(balance, { enabled: true, windowMs: 30, gapMs: 0, costRatio: 0 });
+  setCuts(null);
+  const steps = (ms: number): string => {
+    const sizes = [784, 256, 256, 10];
+    const layers: A.nn.Module[] = [];
+    for (let i = 0; i + 1 < sizes.length; i++) layers.push(new A.nn.Linear(sizes[i], sizes[i + 1], { seed: 60 + i }), new A.nn.ReLU());
+    const m = new A.nn.Sequential(...layers.slice(0, -1));
+    const o = new A.optim.SGD(m.parameters(), { lr: 0.01 });
+    const f = A.compile((x: A.Tensor, y: Int32Array) => {
+      const loss = A.crossEntropy(m.forward(x), y);
+      loss.backward();
+      o.step();
+      o.zeroGrad();
+      return loss;
+    });
+    const x = A.randn([128, 784], { seed: 70 }),
+      y = Int32Array.from({ length: 128 }, (_, i) => i % 10);
+    for (const t0 = performance.now(); performance.now() - t0 < ms; ) f(x, y).dispose();
+    return cutKey();
+  };
+  slowWorker(0, 200);
+  const slowKey = steps(1500),
+    slowUnits = cutUnits(2);
+  slowWorker(0, 0);
+  const fastKey = steps(1500);
+  out({ reference, digests, slowKey, slowUnits, fastKey, fastUnits: cutUnits(2), warnings });
 } else if (mode === 'plan') {
   // A GPT step whose GEMMs are cut by rows on 2 threads (256 rows): compiled and eager, and the plan's size.
   const t = flag('--threads');
@@ -249,6 +328,7 @@ if (mode === 'compiled') {
     busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
   }
   if (argv.includes('--pause')) Object.assign(busy, { strikes: 1, runs: 1, strikeMs: 0, pauseMs: 2, minWaitMs: -1, ratio: -1, grace: 0 }); // pause after every split
+  fixedCuts();
   const f32 = train(4, 'float32'),
     f64 = train(2, 'float64'),
     wide = wideGemms(),

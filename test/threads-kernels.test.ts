@@ -2,7 +2,7 @@
 // and both its gradients (over images, or channels for a small batch; the filter gradient over
 // its columns), pools over planes, reductions over leading and middle axes (over columns
 // when there are few rows), softmax, cross-entropy and layerNorm rows — give the same bytes with
-// 1, 2 and 3 threads. One engine on a shared memory, its pool resized by init({ threads })
+// 1, 2 and 3 threads, cut equally or by uneven shares (threads of unequal speed). One engine on a shared memory, its pool resized by init({ threads })
 // between runs, size thresholds dropped so that every launch that can be split is, odd sizes
 // included. Each case hashes its outputs and the gradients of Σ y·r (r random, so every
 // gradient element counts) and checks the split path really ran (pool dispatches > 0).
@@ -12,7 +12,7 @@ import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { imagePieces, thresholds } from '../src/wasm/split.js';
 import { conv2dInputGrad, conv2dFilterGrad, type ConvParams } from '../src/ops/conv-api.js';
-import { busy, pauseFor, threadCount, threadStats } from '../src/testing.js';
+import { balance, busy, pauseFor, setCuts, threadCount, threadStats } from '../src/testing.js';
 
 type DT = 'float32' | 'float64';
 const saved = { ...thresholds },
@@ -23,9 +23,11 @@ beforeAll(async () => {
   thresholds.gemm = 0;
   thresholds.elementwise = 0;
   busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
+  balance.enabled = false; // the cuts each case sets stay as set
 }, 60_000);
 afterAll(async () => {
   Object.assign(thresholds, saved);
+  balance.enabled = true;
   busy.pauseMs = pauseMs;
   await A.init({ threads: 1 });
 });
@@ -47,22 +49,32 @@ function withGrads(make: () => Tensor[], f: (...xs: Tensor[]) => Tensor[]): Tens
   return [...ys, ...xs.map((x) => x.grad!)];
 }
 
-/** Digest of run() and the pool dispatches it made, with t threads. */
-async function at(t: number, run: () => Tensor[]): Promise<{ digest: string; dispatches: number }> {
+/** Digest of run() and the pool dispatches it made, with t threads (cut by `cuts`, units per thread, when given). */
+async function at(t: number, run: () => Tensor[], cuts: number[] | null = null): Promise<{ digest: string; dispatches: number }> {
   await A.init({ threads: t });
   expect(threadCount()).toBe(t);
+  setCuts(cuts);
   const d0 = threadStats.dispatches;
-  const d = A.tidy(() => digest(run()));
-  return { digest: d, dispatches: threadStats.dispatches - d0 };
+  try {
+    const d = A.tidy(() => digest(run()));
+    return { digest: d, dispatches: threadStats.dispatches - d0 };
+  } finally {
+    setCuts(null);
+  }
 }
 
-/** run() gives one digest for 1, 2 and 3 threads, and the pool ran pieces of it. */
+/** run() gives one digest for 1, 2 and 3 threads, equal and uneven cuts, and the pool ran pieces of it. */
 async function expectSameBytes(run: () => Tensor[]): Promise<void> {
   const one = await at(1, run);
   expect(one.dispatches).toBe(0);
-  for (const t of [2, 3]) {
-    const r = await at(t, run);
-    expect(r.digest, `${t} threads`).toBe(one.digest);
+  for (const [t, cuts] of [
+    [2, null],
+    [3, null],
+    [2, [25, 7]],
+    [3, [4, 20, 8]],
+  ] as const) {
+    const r = await at(t, run, cuts === null ? null : [...cuts]);
+    expect(r.digest, `${t} threads, cuts ${cuts}`).toBe(one.digest);
     expect(r.dispatches).toBeGreaterThan(0);
   }
 }

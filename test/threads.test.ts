@@ -19,6 +19,10 @@ const { file: bundle, build: buildBundle } = childBundle('threads-child');
 
 beforeAll(buildBundle, 60_000);
 
+/** The child's balance run, made once for the tests that read it. */
+let balanceRun: Record<string, unknown> | null = null;
+const balanced = (): Record<string, unknown> => (balanceRun ??= child('balance'));
+
 /** Runs the child with `args` and returns its JSON line; a child still running after `timeout` ms is killed (a hang fails). */
 function child(...args: string[]): Record<string, unknown> {
   return childWithin(120_000, ...args);
@@ -100,6 +104,26 @@ describe('threads: compiled steps with the parallel schedule', () => {
       if (!args.includes('--pause')) expect(chain.lists).toBe(chain.replayed);
     }
   }, 300_000);
+
+  it('trains to the same bytes with uneven cuts, fixed or changing between steps (each set of cuts traced as its own signature)', () => {
+    const base = child('compiled');
+    for (const cuts of ['24.8', '7.25', '4.20.8']) {
+      const r = child('compiled', '--threads', String(cuts.split('.').length), '--force', '--cuts', cuts);
+      expect(r.digests, cuts).toEqual(base.digests);
+      expect(r.lists).toBeGreaterThan(10);
+    }
+    const r = balanced();
+    expect(r.digests).toEqual(r.reference);
+    expect(r.warnings).toEqual([]); // no eager fallback ("schedule changed") and no signature overflow
+  }, 300_000);
+
+  it('moves work off a worker that runs 3× slower, and back when it recovers', () => {
+    const r = balanced() as { slowUnits: number[]; fastUnits: number[] } & Record<string, unknown>;
+    // Equal speeds would give the caller 24 of 32 units; the caller's core may itself be slower or faster.
+    expect(r.slowUnits[0]).toBeGreaterThanOrEqual(20);
+    expect(r.slowKey).not.toBe('');
+    expect(r.fastUnits[0]).toBeLessThanOrEqual(r.slowUnits[0] - 2);
+  }, 120_000);
 
   it('plans a GPT step on 2 threads near its one-thread size, with the same bytes as one thread and eager', () => {
     const one = child('plan', '--threads', '1'),

@@ -11,12 +11,13 @@ import { nextTensorId } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
+import { buildCost } from '../wasm/balance.js';
 import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
 import { inspect, quickArgs, quickSig, type Args, type Quick } from './signature.js';
-import { describe, tooMany } from '../args.js';
+import { tooMany } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
@@ -64,6 +65,8 @@ interface Entry {
   state: typeof WARM | typeof TRACED_ONCE | typeof READY | typeof EAGER;
   first: Trace | null;
   program: Program | null;
+  /** When the signature was first seen (performance.now()): its eager call, traces and build cost what a new set of cuts costs. */
+  since: number;
 }
 
 /**
@@ -165,13 +168,14 @@ class Compiler<A extends unknown[], R> {
           );
         }
       }
-      this.entries.set(key, (e = { state: WARM, first: null, program: null }));
+      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now() }));
       this.stats.signatures = this.entries.size;
     }
     if (e.state === READY && !e.program!.valid()) {
       // A tensor the schedule reads or returns was disposed (a new optimizer or model?): start over.
       this.freePlan(e);
       e.state = WARM;
+      e.since = performance.now();
     }
     return e;
   }
@@ -212,6 +216,7 @@ class Compiler<A extends unknown[], R> {
     this.stats.fused += e.program.fused;
     e.first = null;
     e.state = READY;
+    buildCost(performance.now() - e.since);
   }
 
   private eager(args: A): R {

@@ -25,6 +25,7 @@ import { runLists, threadCount, type Call } from '../wasm/threads.js';
 import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { thresholds } from '../wasm/split.js';
+import { cutShares } from '../wasm/balance.js';
 import { runtime } from '../wasm/module.js';
 import { copyCost, copySpan } from './copies.js';
 import { byRows } from './rows.js';
@@ -286,6 +287,9 @@ function phases(all: readonly PlannedLaunch[], threads: number): (PlannedLaunch 
   const run = all.map((s) => (s.compute === null ? s : { ...s, compute: null }));
   const placed: { m: number; j: number; acc: Access[]; level: number; thread: number }[] = [];
   const load: number[][] = [];
+  // A thread's load counts against its share of the work (threads of unequal speed: src/wasm/balance.ts).
+  const uneven = cutShares(threads) !== null,
+    share = cutShares(threads) ?? new Array<number>(threads).fill(1);
   run.forEach((s, m) => {
     // Per piece: the latest level holding a piece it conflicts with, and the threads of those pieces there.
     const pieces = s.argv.map((args, j) => {
@@ -311,10 +315,13 @@ function phases(all: readonly PlannedLaunch[], threads: number): (PlannedLaunch 
     const used = new Set<number>();
     for (const p of pieces) {
       let thread = pinned && p.last === top ? [...p.on][0] : -1;
+      // Cut by uneven shares (split.ts's ranges): piece j is sized for thread j.
+      if (thread < 0 && uneven && pieces.length === threads && !used.has(p.j) && !(pinned && pins.includes(p.j))) thread = p.j;
       if (thread < 0) {
         // The least loaded thread this launch does not use yet (any, once it uses them all).
-        const free = loads.map((l, t) => (used.has(t) || (pinned && pins.includes(t)) ? Infinity : l));
-        thread = Math.min(...free) < Infinity ? free.indexOf(Math.min(...free)) : loads.indexOf(Math.min(...loads));
+        const weighed = loads.map((l, t) => l / share[t]);
+        const free = weighed.map((l, t) => (used.has(t) || (pinned && pins.includes(t)) ? Infinity : l));
+        thread = Math.min(...free) < Infinity ? free.indexOf(Math.min(...free)) : weighed.indexOf(Math.min(...weighed));
       }
       used.add(thread);
       loads[thread] += p.cost;

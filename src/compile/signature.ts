@@ -3,6 +3,7 @@
 import { isTensor, type Tensor } from '../ops/tensor.js';
 import { modes } from '../ops/modes.js';
 import { poolSize } from '../wasm/pool.js';
+import { cutKey } from '../wasm/balance.js';
 
 /** A call's arguments: tensors and array data by position, and the signature they make. */
 export interface Args {
@@ -16,6 +17,7 @@ export interface Args {
 export interface Quick {
   readonly modes: number;
   readonly threads: number;
+  readonly cuts: string;
   readonly items: readonly (
     | { readonly dtype: string; readonly shape: readonly number[]; readonly alias: number }
     | { readonly tag: string; readonly length: number }
@@ -33,12 +35,12 @@ export function quickSig(args: readonly unknown[], a: Args): Quick | null {
     else if (isNumberArray(v) && a.data.includes(v)) items.push({ tag: Object.prototype.toString.call(v), length: v.length });
     else return null;
   }
-  return { modes: modeBits(), threads: poolSize(), items };
+  return { modes: modeBits(), threads: poolSize(), cuts: cutKey(), items };
 }
 
 /** The tensors and data of a call whose arguments fit `q`, or null. */
 export function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor[]; data: unknown[] } | null {
-  if (args.length !== q.items.length || modeBits() !== q.modes || poolSize() !== q.threads) return null;
+  if (args.length !== q.items.length || modeBits() !== q.modes || poolSize() !== q.threads || cutKey() !== q.cuts) return null;
   const tensors: Tensor[] = [],
     data: unknown[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -73,11 +75,11 @@ const isNumberArray = (v: unknown): v is ArrayLike<number> =>
  * The call's signature: tensors by dtype, shape and which earlier argument shares their memory;
  * typed and number arrays by type and length (their values are data, rebound on every call) unless
  * fn used them as values; other values as they are (objects by identity); plus the global modes
- * and the thread count, which change the schedule.
+ * and the thread count and the threads' shares of each cut (src/wasm/balance.ts), which change the schedule.
  */
 export function inspect(args: readonly unknown[], statics: ReadonlySet<string>): Args {
   const a: Args = { tensors: [], data: [], dataPaths: [], key: '' };
-  const parts: string[] = [`${+modes.record}${+modes.forward}${+modes.anomaly}t${poolSize()}`];
+  const parts: string[] = [`${+modes.record}${+modes.forward}${+modes.anomaly}t${poolSize()}c${cutKey()}`];
   const walk = (v: unknown, path: string, depth: number): void => {
     if (isTensor(v)) {
       const alias = a.tensors.findIndex((t) => t.storage === v.storage);

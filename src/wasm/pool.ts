@@ -14,6 +14,7 @@ import { SLOT, OK, DEAD, QUIT } from './worker-source.js';
 import { supervisorStarter, type Supervisor } from './supervisor.js';
 import { scratchOf } from './scratch.js';
 import { busy, resetCongestion } from './congestion.js';
+import { resetBalance } from './balance.js';
 
 /** Upper bound for `threads` (and for 'auto'). */
 const MAX_THREADS = 64;
@@ -204,6 +205,7 @@ async function startPool(count: number): Promise<void> {
   }
   pool = p;
   resetCongestion();
+  resetBalance();
 }
 
 /** The supervisor's gone() (worker-source.ts) for the slots of a supervisor that itself ended. */
@@ -232,6 +234,7 @@ function canBlock(): boolean {
 function stopPool(): void {
   const p = pool;
   pool = null;
+  resetBalance();
   if (p === null) return;
   p.slots.forEach((c, w) => {
     if (Atomics.load(c, SLOT.GONE) === 0) post(c, p.args[w], QUIT, []);

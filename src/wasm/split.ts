@@ -16,6 +16,7 @@
 import { kernel } from './module.js';
 import { runJobs, threadCount } from './threads.js';
 import { scratchOf } from './scratch.js';
+import { cutShares } from './balance.js';
 
 /**
  * Work (≈ multiply-adds, or element visits with transcendental functions counting 8) below
@@ -27,15 +28,29 @@ export const thresholds = { gemm: 1 << 17, elementwise: 1 << 17 };
 /** Rows per thread from which a GEMM is cut by rows of C even when it is wider than tall. */
 const ROWS_MIN = 32;
 
-/** [lo, hi) ranges covering [0, n), at most `parts`, with inner boundaries at multiples of `align`. */
+/**
+ * [lo, hi) ranges covering [0, n), at most `parts`, with inner boundaries at multiples of `align`:
+ * equal, or by the threads' shares when they are uneven (balance.ts; a cut into fewer pieces than
+ * threads stays equal). Piece i runs on thread i.
+ */
 export function ranges(n: number, parts: number, align: number): [number, number][] {
   const units = Math.ceil(n / align);
   const p = Math.max(1, Math.min(parts, units));
+  const shares = p === parts ? cutShares(p) : null;
+  // Boundary i (0 ≤ i ≤ p) in units: equal cuts as (units·i)/p, rounded once.
+  let sum = 0;
+  const at = (i: number): number => {
+    if (i === p) return units;
+    if (shares === null) return Math.round((units * i) / p);
+    sum += shares[i - 1];
+    return Math.round(units * sum);
+  };
   const out: [number, number][] = [];
-  for (let i = 0; i < p; i++) {
-    const lo = Math.min(n, Math.round((units * i) / p) * align),
-      hi = Math.min(n, Math.round((units * (i + 1)) / p) * align);
+  let lo = 0;
+  for (let i = 1; i <= p; i++) {
+    const hi = Math.min(n, at(i) * align);
     if (hi > lo) out.push([lo, hi]);
+    lo = Math.max(lo, hi);
   }
   return out;
 }

@@ -9,6 +9,7 @@ import { SLOT, FAILED, DEAD, DIE, LIST } from './worker-source.js';
 import { hooks } from './hooks.js';
 import { currentPool, post, stopAfterDeath, type Pool } from './pool.js';
 import { congestion, paused, threadStats, waking } from './congestion.js';
+import { observeFork } from './balance.js';
 
 /** Atomics.load polls before the caller, waiting for a worker, goes to sleep (a few tens of µs). */
 const SPIN = 20000;
@@ -153,6 +154,7 @@ function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die:
   // gap (at most a few times a step). In eager code a worker on a busy core sleeps between most
   // calls, and excusing each of them would keep it waking and polling instead of pausing.
   const napping = dying.map((_, w) => held && waking(w, Atomics.load(p.slots[w], SLOT.NAP), tp));
+  const busy0 = dying.map((_, w) => Atomics.load(p.slots[w], SLOT.BUSY_US));
   const seqs = dying.map((die, w) => postPiece(w, die));
   let own: unknown = null;
   const run = (i: number) => {
@@ -191,6 +193,9 @@ function fork(p: Pool, name: string, pieces: number, postPiece: (w: number, die:
     excused = stole && stolen.every((s, w) => !s || napping[w]);
   if (excused) threadStats.excused++;
   congestion(t1 - t0, t3 - t2, stole, excused);
+  // Every thread ran its own piece: their times measure their speeds (balance.ts).
+  if (!stole && problems.length === 0 && own === null && pieces === p.count)
+    observeFork([t1 - t0, ...busy0.map((b, w) => (((Atomics.load(p.slots[w], SLOT.BUSY_US) - b) | 0) >>> 0) / 1000)]);
   if (own !== null) throw own;
   if (problems.length > 0) {
     if (problems.some((s) => s.includes(' died '))) fail(p, problems, name);

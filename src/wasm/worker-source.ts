@@ -31,6 +31,8 @@ export const SLOT = {
   BUSY_US: 9,
   /** 0 while the worker polls or runs; while it sleeps, a new even number per sleep, odd when the sleep is calm (congestion.ts). */
   NAP: 10,
+  /** Test-only (src/testing.ts slowWorker): after each job the worker spins this many per cent of the job's time more, as a slower core would. */
+  SLOW: 11,
   /** A job list (LIST): f64 records [op, nargs, ...args] written by the caller, LIST_F64 values at most. */
   LIST_AT: 1024,
   LIST_F64: 8192,
@@ -156,6 +158,8 @@ function serve(d, reply, onExit, exit) {
       for (var j = 0; j < msg.length; j++) m[j] = msg.charCodeAt(j);
       c[S.MSGLEN] = msg.length;
     }
+    var slow = c[S.SLOW];
+    if (slow > 0) for (var until = performance.now() + ((performance.now() - tj) * slow) / 100; performance.now() < until; );
     Atomics.add(c, S.BUSY_US, Math.round((performance.now() - tj) * 1000));
     done(seen, status);
   }

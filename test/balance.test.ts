@@ -1,0 +1,183 @@
+// Uneven cuts for threads of unequal speed (src/wasm/balance.ts): the shares the controller
+// proposes from measured times, when it applies them (window, step, gap, never while compile()
+// traces), and how split.ts's ranges() cuts by them. The pool itself, bit-identity under uneven
+// cuts and the controller against a slowed worker are in threads.test.ts and threads-kernels.test.ts.
+import { afterEach, describe, expect, it } from 'vitest';
+import { balance, cutKey, cutUnits, proposeCuts, setCuts } from '../src/testing.js';
+import { buildCost, cutShares, observeFork, resetBalance } from '../src/wasm/balance.js';
+import { hooks, type Recorder } from '../src/wasm/hooks.js';
+import { ranges } from '../src/wasm/split.js';
+
+const saved = { ...balance };
+afterEach(() => {
+  Object.assign(balance, saved);
+  resetBalance();
+});
+
+describe('balance: proposed shares', () => {
+  it('gives each thread units in proportion to its speed (units over time), rounded to 32 in all', () => {
+    expect(proposeCuts([16, 16], [1, 1])).toEqual([16, 16]);
+    // The worker took twice as long for the same share: it gets a third (10.67 units).
+    expect(proposeCuts([16, 16], [1, 2])).toEqual([21, 11]);
+    // From uneven shares: 24 units in 3 ms against 8 in 1 ms are equal speeds.
+    expect(proposeCuts([24, 8], [3, 1])).toEqual([16, 16]);
+    expect(proposeCuts([11, 11, 10], [1, 1, 2])).toEqual([13, 13, 6]);
+  });
+
+  it('keeps at least 4 units on every thread, however slow, and sums to 32', () => {
+    expect(proposeCuts([16, 16], [1, 1000])).toEqual([28, 4]);
+    expect(proposeCuts([16, 16], [1000, 1])).toEqual([4, 28]);
+    for (const times of [
+      [1, 2, 3],
+      [5, 1, 1],
+      [0, 1, 1],
+      [1, 1, 1e9],
+    ]) {
+      const u = proposeCuts([11, 11, 10], times);
+      expect(u.reduce((a, b) => a + b, 0)).toBe(32);
+      expect(Math.min(...u)).toBeGreaterThanOrEqual(4);
+    }
+  });
+
+  it('reads the current units back (equal ones for a pool the set cuts do not fit)', () => {
+    expect(cutUnits(2)).toEqual([16, 16]);
+    expect(cutUnits(3)).toEqual([11, 11, 10]);
+    setCuts([20, 12]);
+    expect(cutUnits(2)).toEqual([20, 12]);
+    expect(cutUnits(3)).toEqual([11, 11, 10]);
+    expect(cutKey()).toBe('20.12');
+    setCuts([16, 16]);
+    expect(cutKey()).toBe(''); // equal units are equal cuts: the signature of before
+  });
+});
+
+describe('balance: when shares change', () => {
+  it('judges windows of caller time, applies a move two windows in a row ask for, then waits `gapMs`', () => {
+    Object.assign(balance, { windowMs: 10, step: 2, gapMs: 60_000 });
+    observeFork([6, 12]);
+    observeFork([6, 12]);
+    expect(cutKey()).toBe(''); // one window asked for 21 : 11
+    observeFork([10, 19]); // 20.9 : 11.1, within a unit of the first
+    expect(cutKey()).toBe('21.11');
+    // Now the worker is far slower still, but the gap has not passed.
+    for (let i = 0; i < 5; i++) observeFork([10, 100]);
+    expect(cutKey()).toBe('21.11');
+  });
+
+  it('ignores one window that a hitch of either thread made uneven', () => {
+    Object.assign(balance, { windowMs: 10, gapMs: 0 });
+    for (const times of [
+      [10, 30],
+      [10, 10],
+      [30, 10],
+      [10, 10],
+      [10, 30],
+      [30, 10],
+    ])
+      observeFork(times);
+    expect(cutKey()).toBe('');
+  });
+
+  it('leaves the shares alone for a move under `step` units', () => {
+    Object.assign(balance, { windowMs: 10, step: 2, gapMs: 0 });
+    for (let i = 0; i < 3; i++) observeFork([10, 10.5]); // would be 16.4 : 15.6
+    expect(cutKey()).toBe('');
+    for (let i = 0; i < 2; i++) observeFork([10, 13]); // 18.1 : 13.9
+    expect(cutKey()).toBe('18.14');
+  });
+
+  it('waits `costRatio` times what the last compiled signature took to set up between changes', () => {
+    Object.assign(balance, { windowMs: 10, gapMs: 0, costRatio: 20 });
+    buildCost(1000); // 20 s between changes
+    for (let i = 0; i < 2; i++) observeFork([10, 20]);
+    expect(cutKey()).toBe('21.11');
+    for (let i = 0; i < 4; i++) observeFork([10, 40]);
+    expect(cutKey()).toBe('21.11');
+    buildCost(0);
+    for (let i = 0; i < 2; i++) observeFork([10, 40]);
+    expect(cutKey()).not.toBe('21.11');
+  });
+
+  it('measures nothing while compile() traces, or when switched off', () => {
+    Object.assign(balance, { windowMs: 1, gapMs: 0 });
+    hooks.recorder = {} as Recorder;
+    try {
+      for (let i = 0; i < 3; i++) observeFork([1, 5]);
+    } finally {
+      hooks.recorder = null;
+    }
+    expect(cutKey()).toBe('');
+    balance.enabled = false;
+    for (let i = 0; i < 3; i++) observeFork([1, 5]);
+    expect(cutKey()).toBe('');
+    balance.enabled = true;
+    for (let i = 0; i < 2; i++) observeFork([1, 5]);
+    expect(cutKey()).toBe('27.5'); // 26.7 : 5.3
+  });
+
+  it('drops the window when the cuts are set from outside (its times were measured under other cuts)', () => {
+    Object.assign(balance, { windowMs: 10, gapMs: 0 });
+    observeFork([10, 20]);
+    setCuts([16, 16]);
+    observeFork([10, 20]);
+    expect(cutKey()).toBe('');
+  });
+});
+
+describe('balance: ranges() by shares', () => {
+  it('cuts at the shares, rounded to multiples of align, and only a cut into as many pieces as threads', () => {
+    setCuts([24, 8]);
+    expect(cutShares(2)).toEqual([0.75, 0.25]);
+    expect(cutShares(3)).toBeNull();
+    expect(ranges(128, 2, 8)).toEqual([
+      [0, 96],
+      [96, 128],
+    ]);
+    expect(ranges(1000, 2, 16)).toEqual([
+      [0, 752],
+      [752, 1000],
+    ]); // 63 units of 16: 47.25 → 47
+    expect(ranges(1000, 3, 16)).toEqual(
+      [
+        [0, 336],
+        [336, 672],
+        [672, 1000],
+      ], // three pieces: the two-thread shares do not apply
+    );
+    setCuts([4, 20, 8]);
+    expect(ranges(64, 3, 1)).toEqual([
+      [0, 8],
+      [8, 48],
+      [48, 64],
+    ]);
+  });
+
+  it('covers [0, n) exactly for any shares and sizes, with empty pieces dropped', () => {
+    for (const u of [
+      [28, 4],
+      [4, 28],
+      [4, 4, 24],
+      [10, 12, 10],
+    ]) {
+      setCuts(u);
+      for (const [n, align] of [
+        [1, 1],
+        [7, 1],
+        [17, 16],
+        [100, 8],
+        [1001, 16],
+        [33, 4],
+      ]) {
+        const rs = ranges(n, u.length, align);
+        let at = 0;
+        for (const [lo, hi] of rs) {
+          expect(lo).toBe(at);
+          expect(hi).toBeGreaterThan(lo);
+          if (hi !== n) expect(hi % align).toBe(0);
+          at = hi;
+        }
+        expect(at, `${u} ${n} ${align}`).toBe(n);
+      }
+    }
+  });
+});
