@@ -6,6 +6,7 @@ export default defineConfig({
     // A timeout is not a speed test (speed belongs in bench/): under coverage instrumentation on a
     // shared 2-core machine a few heavy tests take longer than vitest's default 5 s.
     testTimeout: 30_000,
+    setupFiles: ['test/setup.ts'],
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts'],

@@ -1,11 +1,13 @@
 // Threads of unequal speed: a compiled training step on 2 threads with the worker slowed down by
 // --slow per cent (a test hook: it spins that share of each job's time more, as a slower core
 // would; 0 is the machine as it is), with the balance controller on (uneven cuts, src/wasm/balance.ts)
-// and off (equal cuts), in alternating rounds of one process. Reports the median step time of
-// each, their ratio, and the cuts the controller chose.
+// and off (equal cuts), in alternating rounds of one process. Each balanced configuration starts
+// from equal cuts with no change made yet, as a new process does. Reports the median step time
+// of each, their ratio, and the cuts the controller chose (at the end of each timed part).
 //   node scripts/run-ts.mjs bench/balance.ts [--model mlp|deep|gpt] [--slow 0,50,100] [--rounds 5] [--ms 1500]
 import * as A from '../src/index.js';
-import { balance, cutKey, setCuts, slowWorker } from '../src/testing.js';
+import { balance, cutKey, slowWorker } from '../src/testing.js';
+import { resetBalance } from '../src/wasm/balance.js';
 import { compiledDenseRunner } from './dense-step.js';
 import { gptRunner } from './gpt-step.js';
 import { coreSpeeds, coreSpeedsText } from './capacity.js';
@@ -46,8 +48,9 @@ for (const slow of slows) {
     const order = r % 2 === 0 ? [true, false] : [false, true];
     const got: Record<string, number> = {};
     for (const enabled of order) {
+      // Each balanced configuration starts as a new process would: equal cuts, no change made yet.
+      resetBalance();
       balance.enabled = enabled;
-      if (!enabled) setCuts(null);
       got[String(enabled)] = timed(run, MS);
       if (enabled) cuts.push(cutKey() || 'equal');
     }

@@ -2,13 +2,16 @@
 // proposes from measured times, when it applies them (window, step, gap, never while compile()
 // traces), and how split.ts's ranges() cuts by them. The pool itself, bit-identity under uneven
 // cuts and the controller against a slowed worker are in threads.test.ts and threads-kernels.test.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { balance, cutKey, cutUnits, proposeCuts, setCuts } from '../src/testing.js';
 import { buildCost, cutShares, observeFork, resetBalance } from '../src/wasm/balance.js';
 import { hooks, type Recorder } from '../src/wasm/hooks.js';
 import { ranges } from '../src/wasm/split.js';
 
 const saved = { ...balance };
+beforeEach(() => {
+  balance.enabled = true; // test/setup.ts turns it off for the other test files
+});
 afterEach(() => {
   Object.assign(balance, saved);
   resetBalance();

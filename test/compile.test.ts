@@ -10,7 +10,7 @@ import type { Tensor } from '../src/index.js';
 import { POINTER_ARGS } from '../src/compile/kernel-args.generated.js';
 import { runtime } from '../src/wasm/module.js';
 import { thresholds } from '../src/wasm/split.js';
-import { threadStats } from '../src/testing.js';
+import { setCuts, threadStats } from '../src/testing.js';
 
 const { nn, optim, compile, tidy, crossEntropy, noGrad } = A;
 type DT = 'float32' | 'float64';
@@ -116,6 +116,32 @@ describe('compile: a training step, bit for bit', () => {
     expect(f.stats).toMatchObject({ signatures: 3, traced: 4, replayed: 7, fallback: null });
     e.dispose();
     c.dispose();
+  });
+
+  it('keeps at most 8 signatures, dropping those of other shares of the cuts first, without the warning', () => {
+    const f = compile((x: Tensor) => A.mul(A.tanh(x), 2));
+    const xs = Array.from({ length: 9 }, (_, i) => A.randn([i + 2, 3], { seed: i }));
+    try {
+      for (const x of xs.slice(0, 8)) f(x).dispose();
+      expect(f.stats.signatures).toBe(8);
+      setCuts([20, 12]); // new shares (as balance.ts sets them): each signature is new
+      for (const x of xs.slice(0, 8)) f(x).dispose();
+      expect(f.stats.signatures).toBe(8);
+      expect(warn).not.toHaveBeenCalled(); // only signatures of the old shares were dropped
+      f(xs[8]).dispose(); // a ninth signature under the same shares
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining('more than 8 signatures'));
+      // The results do not depend on the shares.
+      const ys = xs.map((x) => f(x));
+      setCuts(null);
+      for (let i = 0; i < xs.length; i++) {
+        const y = f(xs[i]);
+        expect(bytes(y)).toEqual(bytes(ys[i]));
+        y.dispose(), ys[i].dispose();
+      }
+    } finally {
+      setCuts(null);
+      for (const x of xs) x.dispose();
+    }
   });
 
   it('replays dropout masks (a fresh one every step), a learning-rate schedule and labels given as arrays', () => {

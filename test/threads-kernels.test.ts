@@ -12,7 +12,7 @@ import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
 import { imagePieces, thresholds } from '../src/wasm/split.js';
 import { conv2dInputGrad, conv2dFilterGrad, type ConvParams } from '../src/ops/conv-api.js';
-import { balance, busy, pauseFor, setCuts, threadCount, threadStats } from '../src/testing.js';
+import { busy, pauseFor, setCuts, threadCount, threadStats } from '../src/testing.js';
 
 type DT = 'float32' | 'float64';
 const saved = { ...thresholds },
@@ -23,11 +23,9 @@ beforeAll(async () => {
   thresholds.gemm = 0;
   thresholds.elementwise = 0;
   busy.pauseMs = 0; // every split really dispatched, whatever the machine's load
-  balance.enabled = false; // the cuts each case sets stay as set
 }, 60_000);
 afterAll(async () => {
   Object.assign(thresholds, saved);
-  balance.enabled = true;
   busy.pauseMs = pauseMs;
   await A.init({ threads: 1 });
 });

@@ -159,9 +159,13 @@ class Compiler<A extends unknown[], R> {
     let e = this.entries.get(key);
     if (e === undefined) {
       if (this.entries.size >= MAX_SIGNATURES) {
-        const [k0, e0] = this.entries.entries().next().value!;
+        // The oldest made under other modes, pool size or shares of the cuts (src/wasm/balance.ts
+        // moves the shares now and then); else the oldest: only that one is worth a warning.
+        const scope = (k: string) => k.slice(0, k.indexOf('|') >>> 0);
+        const all = [...this.entries];
+        const [k0, e0] = all.find(([k]) => scope(k) !== scope(key)) ?? all[0];
         this.drop(k0, e0);
-        if (!this.warnedMany) {
+        if (scope(k0) === scope(key) && !this.warnedMany) {
           this.warnedMany = true;
           console.warn(
             `adjoint: compile: more than ${MAX_SIGNATURES} signatures (argument shapes, dtypes, and number arguments by value); the oldest are dropped and traced again when seen again`,
