@@ -5,9 +5,10 @@
 //
 // Then the relaxed-SIMD kernels against the default ones (bench/relaxed.ts), as speed ratios.
 //
-// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt,rnn,threads,moonshot (groups; gpt runs bench/gpt.ts;
+// Options: --quick (smaller time budgets), --only gemm,op,mlp,deep,cnn,bounds,vmap,relaxed,gpt,rnn,threads,moonshot,balance (groups; gpt runs bench/gpt.ts;
 //          threads: bench/threads-step.ts, 2 threads against 1 for the MLP, deep and GPT steps; moonshot: bench/moonshot.ts,
-//          the MLP step on 2 threads against PyTorch's one-thread step (gpt, threads and moonshot run only when named);
+//          the MLP step on 2 threads against PyTorch's one-thread step; balance: bench/balance.ts, the steps on 2 threads
+//          with a slowed worker, uneven cuts against equal ones (gpt, threads, moonshot and balance run only when named);
 //          bounds: bench/step-bounds.ts, steps against the GEMM rate and PyTorch;
 //          vmap runs bench/vmap.ts's per-example-gradient and Jacobian ratios; rnn bench/rnn.ts: LSTM/GRU against PyTorch),
 //          --sizes 64,512 (GEMM sizes), --out FILE (results path),
@@ -340,14 +341,21 @@ async function main(): Promise<void> {
     }
   }
   if (only?.includes('moonshot')) unpinned('bench/moonshot.ts', quick ? ['--rounds', '2', '--ms', '500'] : []);
-  if (only?.every((g) => ['gpt', 'threads', 'moonshot'].includes(g))) return;
+  if (only?.includes('balance')) {
+    for (const model of ['mlp', 'deep', 'gpt']) {
+      console.log(`\nthreads of unequal speed: ${model} (bench/balance.ts)`);
+      const gpt = model === 'gpt';
+      unpinned('bench/balance.ts', ['--model', model, '--slow', gpt ? '0,100' : '0,50,100', '--rounds', quick ? '2' : gpt ? '3' : '5', '--ms', quick ? '500' : gpt ? '5000' : '2000']);
+    }
+  }
+  if (only?.every((g) => ['gpt', 'threads', 'moonshot', 'balance'].includes(g))) return;
   // The LSTM/GRU step against PyTorch (bench/rnn.ts) also runs in its own process, with PyTorch's rounds interleaved.
   if (only === undefined || only.includes('rnn')) {
     spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/rnn.ts', ...(quick ? ['--quick'] : [])], {
       stdio: 'inherit',
       cwd: repoRoot(),
     });
-    if (only?.every((g) => ['rnn', 'gpt', 'threads', 'moonshot'].includes(g))) return;
+    if (only?.every((g) => ['rnn', 'gpt', 'threads', 'moonshot', 'balance'].includes(g))) return;
   }
   const t0 = performance.now();
   const cpus = os.cpus();
