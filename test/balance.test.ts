@@ -18,16 +18,16 @@ afterEach(() => {
 });
 
 describe('balance: proposed shares', () => {
-  it('gives each thread units in proportion to its speed (units over time), rounded to 32 in all', () => {
+  it('gives each thread units in proportion to its speed (units over time), rounded to 16 units per thread', () => {
     expect(proposeCuts([16, 16], [1, 1])).toEqual([16, 16]);
     // The worker took twice as long for the same share: it gets a third (10.67 units).
     expect(proposeCuts([16, 16], [1, 2])).toEqual([21, 11]);
     // From uneven shares: 24 units in 3 ms against 8 in 1 ms are equal speeds.
     expect(proposeCuts([24, 8], [3, 1])).toEqual([16, 16]);
-    expect(proposeCuts([11, 11, 10], [1, 1, 2])).toEqual([13, 13, 6]);
+    expect(proposeCuts([16, 16, 16], [1, 1, 2])).toEqual([19, 19, 10]); // 48 units on three threads
   });
 
-  it('keeps at least 4 units on every thread, however slow, and sums to 32', () => {
+  it('keeps at least 4 units on every thread, however slow, and sums to 16 per thread', () => {
     expect(proposeCuts([16, 16], [1, 1000])).toEqual([28, 4]);
     expect(proposeCuts([16, 16], [1000, 1])).toEqual([4, 28]);
     for (const times of [
@@ -36,18 +36,27 @@ describe('balance: proposed shares', () => {
       [0, 1, 1],
       [1, 1, 1e9],
     ]) {
-      const u = proposeCuts([11, 11, 10], times);
-      expect(u.reduce((a, b) => a + b, 0)).toBe(32);
+      const u = proposeCuts([16, 16, 16], times);
+      expect(u.reduce((a, b) => a + b, 0)).toBe(48);
       expect(Math.min(...u)).toBeGreaterThanOrEqual(4);
     }
   });
 
+  it('cuts among many threads as among two: 16 units each, at least 4', () => {
+    const cur = cutUnits(12);
+    expect(cur).toEqual(new Array(12).fill(16));
+    const u = proposeCuts(cur, [1, ...new Array(11).fill(50)]);
+    expect(u).toEqual([148, ...new Array(11).fill(4)]);
+    setCuts([2, 1, 1]);
+    expect(cutShares(3)).toEqual([0.5, 0.25, 0.25]); // shares are units over their sum
+  });
+
   it('reads the current units back (equal ones for a pool the set cuts do not fit)', () => {
     expect(cutUnits(2)).toEqual([16, 16]);
-    expect(cutUnits(3)).toEqual([11, 11, 10]);
+    expect(cutUnits(3)).toEqual([16, 16, 16]);
     setCuts([20, 12]);
     expect(cutUnits(2)).toEqual([20, 12]);
-    expect(cutUnits(3)).toEqual([11, 11, 10]);
+    expect(cutUnits(3)).toEqual([16, 16, 16]);
     expect(cutKey()).toBe('20.12');
     setCuts([16, 16]);
     expect(cutKey()).toBe(''); // equal units are equal cuts: the signature of before

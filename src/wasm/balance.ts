@@ -7,11 +7,11 @@
 //
 // The measure: for each fork in which every thread ran its own piece, the caller's time in its
 // piece and each worker's busy time in its own (BUSY_US). Over a window, a thread's speed is its
-// share over its time; the new shares are proportional to the speeds, in 1/UNITS steps, at
-// least MIN_UNITS each. They apply only when one moves by `step` units or more in two windows in
-// a row, at most once per `gapMs` and per `costRatio` times what the last compiled signature took
-// to set up: a compiled function traces itself again for new cuts (its signature includes them),
-// which costs a GPT step about half a second.
+// share over its time; the new shares are proportional to the speeds, in units of 1/16 of an
+// equal share (32nds of the whole on two threads), at least MIN_UNITS (a quarter of one) each. They apply only when one moves by `step` units or more in
+// two windows in a row, at most once per `gapMs` and per `costRatio` times what the last
+// compiled signature took to set up: a compiled function traces itself again for new cuts (its
+// signature includes them), which costs a GPT step about half a second.
 // Nothing changes while compile() traces: both traces of a signature must see the same cuts.
 import { hooks } from './hooks.js';
 
@@ -28,10 +28,11 @@ export const balance = {
   /** …and at least this many times what the last compiled signature cost to set up (its eager call, two traces, the build). */
   costRatio: 20,
 };
-const UNITS = 32,
-  MIN_UNITS = 4;
+const MIN_UNITS = 4;
+/** Units of a cut among `threads` threads: 16 per thread (32 on two), so MIN_UNITS is a quarter of an equal share. */
+const unitsOf = (threads: number): number => 16 * threads;
 
-/** Units per thread (sum UNITS), or null for equal cuts. */
+/** Units per thread (sum unitsOf(threads)), or null for equal cuts. */
 let units: number[] | null = null;
 /** cutKey()'s value: the units joined, '' for equal cuts. */
 let key = '';
@@ -63,15 +64,17 @@ export function setCuts(u: readonly number[] | null): void {
   pending = null;
   const equal = u === null || u.every((x) => x === u[0]);
   units = equal ? null : u.slice();
-  shares = units === null ? [] : units.map((x) => x / UNITS);
+  const sum = units?.reduce((a, b) => a + b, 0) ?? 0;
+  shares = units === null ? [] : units.map((x) => x / sum);
   key = units === null ? '' : units.join('.');
 }
 
 /** The current units per thread for a pool of `threads` (equal when no uneven cut is set). */
 export function cutUnits(threads: number): number[] {
   if (units !== null && units.length === threads) return units.slice();
-  const base = Array.from({ length: threads }, () => Math.floor(UNITS / threads));
-  const left = UNITS - base.reduce((a, b) => a + b, 0);
+  const all = unitsOf(threads);
+  const base = Array.from({ length: threads }, () => Math.floor(all / threads));
+  const left = all - base.reduce((a, b) => a + b, 0);
   for (let i = 0; i < left; i++) base[i]++;
   return base;
 }
@@ -89,7 +92,7 @@ export function resetBalance(): void {
  * each worker's busy time (ms). Judges the window when it is full.
  */
 export function observeFork(times: readonly number[]): void {
-  if (!balance.enabled) spent = [];
+  if (!balance.enabled && spent.length > 0) spent = [];
   if (!balance.enabled || hooks.recorder !== null) return;
   if (spent.length !== times.length) spent = times.map(() => 0);
   for (let i = 0; i < times.length; i++) spent[i] += times[i];
@@ -117,8 +120,9 @@ let pending: number[] | null = null;
 export function proposeCuts(cur: readonly number[], times: readonly number[]): number[] {
   const speed = cur.map((u, i) => u / Math.max(times[i], 1e-9));
   const total = speed.reduce((a, b) => a + b, 0);
-  const free = UNITS - MIN_UNITS * cur.length;
-  const ideal = speed.map((s) => Math.max(0, (s / total) * UNITS - MIN_UNITS));
+  const all = unitsOf(cur.length),
+    free = all - MIN_UNITS * cur.length;
+  const ideal = speed.map((s) => Math.max(0, (s / total) * all - MIN_UNITS));
   const scale = free / ideal.reduce((a, b) => a + b, 0);
   const raw = ideal.map((x) => x * scale);
   const out = raw.map(Math.floor);
