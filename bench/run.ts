@@ -345,7 +345,16 @@ async function main(): Promise<void> {
     for (const model of ['mlp', 'deep', 'gpt']) {
       console.log(`\nthreads of unequal speed: ${model} (bench/balance.ts)`);
       const gpt = model === 'gpt';
-      unpinned('bench/balance.ts', ['--model', model, '--slow', gpt ? '0,100' : '0,50,100', '--rounds', quick ? '2' : gpt ? '3' : '5', '--ms', quick ? '500' : gpt ? '5000' : '2000']);
+      unpinned('bench/balance.ts', [
+        '--model',
+        model,
+        '--slow',
+        gpt ? '0,100' : '0,50,100',
+        '--rounds',
+        quick ? '2' : gpt ? '3' : '5',
+        '--ms',
+        quick ? '500' : gpt ? '5000' : '2000',
+      ]);
     }
   }
   if (only?.every((g) => ['gpt', 'threads', 'moonshot', 'balance'].includes(g))) return;
