@@ -63,7 +63,10 @@ async function adjointStep(text: string, threads: number, steps: number, relaxed
   await A.init({ ...(threads > 1 ? { threads } : {}), ...(relaxed ? { relaxedSimd: true } : {}) });
   if (relaxed && A.backend().kernels !== 'relaxed') throw new Error('this engine has no relaxed SIMD');
   const run = new GptRun(text, { layers: 4, heads: 4, width: 128, context: 64, batch: 12, steps: 2000, seed: 0 });
-  for (let i = 0; i < 3; i++) run.trainStep(); // warm-up: wasm tier-up, first-touch memory
+  // Warm-up, at least 10 steps and 2 s: wasm tier-up, first-touch memory, the compiled step's
+  // first replays, and on 2 threads the new pool's first steps (30–50 % slower for 10–20 steps,
+  // docs/threads.md): 3 steps left the 2-thread median of 30 steps 2–20 % above the later one.
+  for (let i = 0, t0 = performance.now(); i < 10 || performance.now() - t0 < 2000; i++) run.trainStep();
   const wall: number[] = [],
     cpu: number[] = [];
   const pauses0 = threadStats.pauses;
