@@ -1,7 +1,8 @@
 // Uneven cuts for threads of unequal speed (src/wasm/balance.ts): the shares the controller
 // proposes from measured times, when it applies them (window, step, gap, never while compile()
-// traces), and how split.ts's ranges() cuts by them. The pool itself, bit-identity under uneven
-// cuts and the controller against a slowed worker are in threads.test.ts and threads-kernels.test.ts.
+// traces), and how split.ts's ranges() cuts, equally or by them. The pool itself, bit-identity
+// under uneven cuts and the controller against a slowed worker are in threads.test.ts and
+// threads-kernels.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { balance, cutKey, cutUnits, proposeCuts, setCuts } from '../src/testing.js';
 import { buildCost, cutShares, observeFork, resetBalance } from '../src/wasm/balance.js';
@@ -164,23 +165,24 @@ describe('balance: ranges() by shares', () => {
     ]);
   });
 
-  it('covers [0, n) exactly for any shares and sizes, with empty pieces dropped', () => {
-    for (const u of [
-      [28, 4],
-      [4, 28],
-      [4, 4, 24],
-      [10, 12, 10],
-    ]) {
+  it('covers [0, n) exactly, equal or by any shares, with pieces cut at multiples of `align` and empty ones dropped', () => {
+    for (const u of [null, [28, 4], [4, 28], [4, 4, 24], [10, 12, 10]]) {
       setCuts(u);
-      for (const [n, align] of [
-        [1, 1],
-        [7, 1],
-        [17, 16],
-        [100, 8],
-        [1001, 16],
-        [33, 4],
+      for (const [n, parts, align] of [
+        [1000, 3, 16],
+        [17, 2, 16],
+        [16, 4, 16],
+        [5, 8, 1],
+        [67, 3, 8],
+        [1, 2, 4],
+        [0, 2, 4],
+        [7, 2, 1],
+        [100, 2, 8],
+        [1001, 3, 16],
+        [33, 3, 4],
       ]) {
-        const rs = ranges(n, u.length, align);
+        const rs = ranges(n, parts, align);
+        expect(rs.length).toBeLessThanOrEqual(parts);
         let at = 0;
         for (const [lo, hi] of rs) {
           expect(lo).toBe(at);
@@ -188,7 +190,7 @@ describe('balance: ranges() by shares', () => {
           if (hi !== n) expect(hi % align).toBe(0);
           at = hi;
         }
-        expect(at, `${u} ${n} ${align}`).toBe(n);
+        expect(at, `${u} ${n} ${parts} ${align}`).toBe(n);
       }
     }
   });

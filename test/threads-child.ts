@@ -140,15 +140,8 @@ function bigMatmul(): string {
 }
 
 /** Digest of an nn.Linear MLP's weights after `steps` compile()d steps (independent launches run side by side with a pool). */
-function compiledTrain(
-  steps: number,
-  act: 'relu' | 'tanh',
-  opt: 'sgd' | 'adam',
-  dtype: 'float32' | 'float64',
-  beforeStep: (s: number) => void = () => {},
-): string {
-  const sizes = [131, 77, 45, 45, 10],
-    n = 67;
+/** A compile()d training step of an nn.Linear MLP with `sizes` (act between layers), and its model. */
+function compiledStep(sizes: readonly number[], act: 'relu' | 'tanh', opt: 'sgd' | 'adam', dtype: 'float32' | 'float64') {
   const layers: A.nn.Module[] = [];
   for (let i = 0; i + 1 < sizes.length; i++) {
     layers.push(new A.nn.Linear(sizes[i], sizes[i + 1], { seed: 20 + i, dtype }));
@@ -163,6 +156,19 @@ function compiledTrain(
     o.zeroGrad();
     return loss;
   });
+  return { m, step };
+}
+
+function compiledTrain(
+  steps: number,
+  act: 'relu' | 'tanh',
+  opt: 'sgd' | 'adam',
+  dtype: 'float32' | 'float64',
+  beforeStep: (s: number) => void = () => {},
+): string {
+  const sizes = [131, 77, 45, 45, 10],
+    n = 67;
+  const { m, step } = compiledStep(sizes, act, opt, dtype);
   const hash = createHash('sha256');
   for (let s = 0; s < steps; s++) {
     beforeStep(s);
@@ -270,21 +276,10 @@ if (mode === 'compiled') {
   Object.assign(balance, { enabled: true, windowMs: 30, gapMs: 0, costRatio: 0 });
   setCuts(null);
   const steps = (ms: number): string => {
-    const sizes = [784, 256, 256, 10];
-    const layers: A.nn.Module[] = [];
-    for (let i = 0; i + 1 < sizes.length; i++) layers.push(new A.nn.Linear(sizes[i], sizes[i + 1], { seed: 60 + i }), new A.nn.ReLU());
-    const m = new A.nn.Sequential(...layers.slice(0, -1));
-    const o = new A.optim.SGD(m.parameters(), { lr: 0.01 });
-    const f = A.compile((x: A.Tensor, y: Int32Array) => {
-      const loss = A.crossEntropy(m.forward(x), y);
-      loss.backward();
-      o.step();
-      o.zeroGrad();
-      return loss;
-    });
+    const { step } = compiledStep([784, 256, 256, 10], 'relu', 'sgd', 'float32');
     const x = A.randn([128, 784], { seed: 70 }),
       y = Int32Array.from({ length: 128 }, (_, i) => i % 10);
-    for (const t0 = performance.now(); performance.now() - t0 < ms; ) f(x, y).dispose();
+    for (const t0 = performance.now(); performance.now() - t0 < ms; ) step(x, y).dispose();
     return cutKey();
   };
   slowWorker(0, 200);

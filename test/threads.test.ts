@@ -1,7 +1,8 @@
 // The thread pool (issue 8): bit-identical results for any thread count, the one-thread
 // fallback with a notice, a worker dying mid-kernel (by its own exit, or killed from outside
 // while the caller is blocked waiting for it), the run-time shared-memory variant of
-// the kernels, and the partition helper. init() is once per process, so every engine
+// the kernels, and cuts by uneven shares (threads of unequal speed; the partition helper itself
+// is tested in test/balance.test.ts). init() is once per process, so every engine
 // configuration runs in a child process (test/threads-child.ts, bundled once here).
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -9,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ranges } from '../src/wasm/split.js';
 import { sharedMemoryVariant } from '../src/wasm/shared-module.js';
 import { childBundle } from './helpers.js';
 
@@ -216,30 +216,5 @@ describe('threads: kernels for a shared memory', () => {
   it('returns null for bytes that are not a wasm module importing a memory', () => {
     expect(sharedMemoryVariant(new Uint8Array([1, 2, 3]))).toBeNull();
     expect(sharedMemoryVariant(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))).toBeNull();
-  });
-});
-
-describe('threads: ranges', () => {
-  it('covers [0, n) with at most `parts` pieces cut at multiples of `align`', () => {
-    for (const [n, parts, align] of [
-      [1000, 3, 16],
-      [17, 2, 16],
-      [16, 4, 16],
-      [5, 8, 1],
-      [67, 3, 8],
-      [1, 2, 4],
-      [0, 2, 4],
-    ]) {
-      const rs = ranges(n, parts, align);
-      expect(rs.length).toBeLessThanOrEqual(parts);
-      let at = 0;
-      for (const [lo, hi] of rs) {
-        expect(lo).toBe(at);
-        expect(hi).toBeGreaterThan(lo);
-        if (hi !== n) expect(hi % align).toBe(0);
-        at = hi;
-      }
-      expect(at).toBe(n);
-    }
   });
 });
