@@ -125,6 +125,7 @@ describe('compile: a training step, bit for bit', () => {
       for (const x of xs.slice(0, 8)) f(x).dispose();
       expect(f.stats.signatures).toBe(8);
       setCuts([20, 12]); // new shares (as balance.ts sets them): each signature is new
+      expect(A.backend().shares).toEqual([0.625, 0.375]);
       for (const x of xs.slice(0, 8)) f(x).dispose();
       expect(f.stats.signatures).toBe(8);
       expect(warn).not.toHaveBeenCalled(); // only signatures of the old shares were dropped
@@ -138,6 +139,7 @@ describe('compile: a training step, bit for bit', () => {
         expect(bytes(y)).toEqual(bytes(ys[i]));
         y.dispose(), ys[i].dispose();
       }
+      expect(A.backend()).toMatchObject({ threads: 2, shares: [0.5, 0.5] });
     } finally {
       setCuts(null);
       for (const x of xs) x.dispose();

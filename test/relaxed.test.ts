@@ -261,7 +261,7 @@ describe('init({ relaxedSimd })', () => {
 
   it('loads the relaxed kernels where the engine has relaxed SIMD; conv2d and its gradients stay within f32 rounding', async () => {
     await A.init({ relaxedSimd: true });
-    expect(A.backend()).toEqual({ kernels: 'relaxed', relaxedSimdAvailable: true, threads: 1 });
+    expect(A.backend()).toEqual({ kernels: 'relaxed', relaxedSimdAvailable: true, threads: 1, shares: [1] });
     A.tidy(() => {
       const x = A.randn([3, 4, 12, 10], { seed: 1 }),
         w = A.randn([6, 4, 3, 3], { seed: 2 });
