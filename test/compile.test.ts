@@ -118,17 +118,28 @@ describe('compile: a training step, bit for bit', () => {
     c.dispose();
   });
 
-  it('keeps at most 8 signatures, dropping those of other shares of the cuts first, without the warning', () => {
+  it('drops the program of the old shares of the cuts when new shares come (no signature build-up, no warning)', () => {
     const f = compile((x: Tensor) => A.mul(A.tanh(x), 2));
     const xs = Array.from({ length: 9 }, (_, i) => A.randn([i + 2, 3], { seed: i }));
+    const ready = () => {
+      for (let i = 0; i < 3; i++) f(xs[0]).dispose(); // eager, two traces: built
+    };
     try {
-      for (const x of xs.slice(0, 8)) f(x).dispose();
+      ready();
+      const bytes0 = f.stats.planBytes;
+      expect(bytes0).toBeGreaterThan(0);
+      for (const x of xs.slice(1, 8)) f(x).dispose();
       expect(f.stats.signatures).toBe(8);
-      setCuts([20, 12]); // new shares (as balance.ts sets them): each signature is new
+      setCuts([20, 12]); // new shares, as balance.ts sets them: every signature is new
       expect(A.backend().shares).toEqual([0.625, 0.375]);
-      for (const x of xs.slice(0, 8)) f(x).dispose();
+      f(xs[0]).dispose();
+      expect(f.stats.signatures).toBe(8); // the old program of xs[0]'s signature was dropped
+      expect(f.stats.planBytes).toBe(0); // with its plan
+      ready();
+      expect(f.stats.planBytes).toBe(bytes0);
+      for (const x of xs.slice(1, 8)) f(x).dispose();
       expect(f.stats.signatures).toBe(8);
-      expect(warn).not.toHaveBeenCalled(); // only signatures of the old shares were dropped
+      expect(warn).not.toHaveBeenCalled();
       f(xs[8]).dispose(); // a ninth signature under the same shares
       expect(warn).toHaveBeenCalledWith(expect.stringContaining('more than 8 signatures'));
       // The results do not depend on the shares.

@@ -253,14 +253,14 @@ if (mode === 'compiled') {
   });
 } else if (mode === 'balance') {
   // Compiled training while the cuts change every other step (each new set of cuts is a new
-  // signature, traced again; a set seen before replays its program), then the controller
+  // signature, traced again, whose program replaces the one of the old cuts), then the controller
   // against a worker made 3× slower, and after it is back at full speed.
   await A.init({ threads: 2 });
   const saved = { ...thresholds };
   Object.assign(thresholds, { gemm: 0, elementwise: 0 });
   busy.pauseMs = 0;
   balance.enabled = false;
-  // Four steps per set of cuts: an eager call, two traces, a replay; the last set was seen before and replays.
+  // Four steps per set of cuts: an eager call, two traces, a replay; the last set comes back (traced again).
   const rotation = [null, [24, 8], [9, 23], [24, 8]];
   const turn = (s: number) => setCuts(rotation[Math.floor(s / 4) % rotation.length]);
   const runs = [

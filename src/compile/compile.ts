@@ -16,7 +16,7 @@ import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
-import { inspect, quickArgs, quickSig, type Args, type Quick } from './signature.js';
+import { inspect, quickArgs, quickSig, withoutCuts, type Args, type Quick } from './signature.js';
 import { tooMany } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
@@ -158,14 +158,15 @@ class Compiler<A extends unknown[], R> {
   private entryFor(key: string): Entry {
     let e = this.entries.get(key);
     if (e === undefined) {
+      // New shares of the cuts (the pool moves them when its threads run at unequal speeds,
+      // src/wasm/balance.ts): the program of the same call under the old shares is dropped, its
+      // plan freed before the new one is made. Shares seldom come back soon.
+      const same = withoutCuts(key);
+      for (const [k, old] of [...this.entries]) if (withoutCuts(k) === same) this.drop(k, old);
       if (this.entries.size >= MAX_SIGNATURES) {
-        // The oldest made under other modes, pool size or shares of the cuts (src/wasm/balance.ts
-        // moves the shares now and then); else the oldest: only that one is worth a warning.
-        const scope = (k: string) => k.slice(0, k.indexOf('|') >>> 0);
-        const all = [...this.entries];
-        const [k0, e0] = all.find(([k]) => scope(k) !== scope(key)) ?? all[0];
+        const [k0, e0] = this.entries.entries().next().value!;
         this.drop(k0, e0);
-        if (scope(k0) === scope(key) && !this.warnedMany) {
+        if (!this.warnedMany) {
           this.warnedMany = true;
           console.warn(
             `adjoint: compile: more than ${MAX_SIGNATURES} signatures (argument shapes, dtypes, and number arguments by value); the oldest are dropped and traced again when seen again`,

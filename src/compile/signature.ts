@@ -59,6 +59,9 @@ export function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor
   return { tensors, data };
 }
 
+/** A signature key without the threads' shares of the cuts (the `c…` at the end of its first part). */
+export const withoutCuts = (key: string): string => key.replace(/^([^|]*?)c[\d.]*(?=\||$)/, '$1');
+
 const ids = new WeakMap<object, number>();
 let nextObjectId = 0;
 const idOf = (o: object): number => {
