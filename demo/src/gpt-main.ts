@@ -167,7 +167,10 @@ function onMessage(m: FromGptWorker): void {
       el.loss.textContent = smoothWeight > 0 ? (smoothLoss / smoothWeight).toFixed(3) : String(m.loss);
       el.lr.textContent = m.lr.toExponential(2);
       el.tokensPerSecond.textContent = Math.round((m.tokensPerStep * 1000) / Math.max(1e-3, msPerStep)).toLocaleString('en-US');
-      el.memory.textContent = ` · wasm memory ${(m.memoryBytes / 2 ** 20).toFixed(1)} MB`;
+      // On threads of unequal speed (a phone's small cores, a busy core) the pool gives the faster ones more.
+      el.memory.textContent =
+        ` · wasm memory ${(m.memoryBytes / 2 ** 20).toFixed(1)} MB` +
+        (m.shares.length > 1 ? ` · threads' shares ${m.shares.map((x) => Math.round(100 * x)).join(' / ')} %` : '');
       plot.addProgress(m.step, m.loss);
       return;
     case 'eval':

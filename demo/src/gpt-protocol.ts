@@ -38,8 +38,17 @@ export type FromGptWorker =
   /** A model was built or loaded (`fresh`: a new run starting at step 0 or at the file's step). */
   | { type: 'model'; info: GptInfo; step: number; label: string }
   | { type: 'state'; running: boolean }
-  /** One training step: its batch's loss, the learning rate it used, its time (training only) and tokens. */
-  | { type: 'progress'; step: number; loss: number; lr: number; stepMs: number; tokensPerStep: number; memoryBytes: number }
+  /** One training step: its batch's loss, the learning rate it used, its time (training only) and tokens; each thread's share of the work (backend().shares). */
+  | {
+      type: 'progress';
+      step: number;
+      loss: number;
+      lr: number;
+      stepMs: number;
+      tokensPerStep: number;
+      memoryBytes: number;
+      shares: number[];
+    }
   /** Mean loss over a few random validation batches. */
   | { type: 'eval'; step: number; valLoss: number }
   /** The live sample: `text` continues `prompt`, drawn from the weights at `step`. */

@@ -98,6 +98,7 @@ function trainChunk(s: State): void {
       stepMs: performance.now() - a,
       tokensPerStep: r.tokensPerStep,
       memoryBytes: memory().wasmBytes,
+      shares: backend().shares,
     });
     if (!Number.isFinite(loss)) {
       pause(s);
