@@ -8,10 +8,11 @@
 // The measure: for each fork in which every thread ran its own piece, the caller's time in its
 // piece and each worker's busy time in its own (BUSY_US). Over a window, a thread's speed is its
 // share over its time; the new shares are proportional to the speeds, in units of 1/16 of an
-// equal share (32nds of the whole on two threads), at least MIN_UNITS (a quarter of one) each. They apply only when one moves by `step` units or more in
-// two windows in a row, at most once per `gapMs` and per `costRatio` times what the last
-// compiled signature took to set up: a compiled function traces itself again for new cuts (its
-// signature includes them), which costs a GPT step about half a second.
+// equal share (32nds of the whole on two threads), at least MIN_UNITS (a quarter of an equal
+// share) each. They apply only when one moves by `step` units or more in two windows in a row,
+// at most once per `gapMs` and per `costRatio` times what the last compiled signature took to
+// set up: a compiled function traces itself again for new cuts (its signature includes them),
+// which costs a GPT step about half a second, and drops the program of the old ones.
 // Nothing changes while compile() traces: both traces of a signature must see the same cuts.
 import { hooks } from './hooks.js';
 
