@@ -3,7 +3,7 @@
 // traces), and how split.ts's ranges() cuts, equally or by them. The pool itself, bit-identity
 // under uneven cuts and the controller against a slowed worker are in threads.test.ts and
 // threads-kernels.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { balance, cutKey, cutUnits, proposeCuts, setCuts } from '../src/testing.js';
 import { buildCost, cutShares, observeFork, resetBalance } from '../src/wasm/balance.js';
 import { hooks, type Recorder } from '../src/wasm/hooks.js';
@@ -109,6 +109,36 @@ describe('balance: when shares change', () => {
     buildCost(0);
     for (let i = 0; i < 2; i++) observeFork([10, 40]);
     expect(cutKey()).not.toBe('21.11');
+  });
+
+  it('undoes a move the next windows ask to reverse at once, back to equal cuts, and then waits twice the gap', () => {
+    Object.assign(balance, { windowMs: 10, step: 2, gapMs: 60_000, costRatio: 0 });
+    for (let i = 0; i < 2; i++) observeFork([10, 20]); // the worker looks slower
+    expect(cutKey()).toBe('21.11');
+    // Under the new cuts the caller looks slower (the threads changed cores): back to equal
+    // within the gap, not on to the other side.
+    for (let i = 0; i < 2; i++) observeFork([20, 5]);
+    expect(cutKey()).toBe('');
+    // The next move waits for twice the gap after the undo.
+    let now = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
+    try {
+      balance.gapMs = 1000;
+      now += 1500;
+      for (let i = 0; i < 2; i++) observeFork([10, 20]);
+      expect(cutKey()).toBe('');
+      now += 600;
+      for (let i = 0; i < 2; i++) observeFork([10, 20]);
+      expect(cutKey()).toBe('21.11');
+      // A move further the same way is no reversal: it waits for the gap like any other.
+      for (let i = 0; i < 2; i++) observeFork([10, 14]); // asks for more of the same: 23.9
+      expect(cutKey()).toBe('21.11');
+      now += 2100;
+      for (let i = 0; i < 2; i++) observeFork([10, 14]);
+      expect(cutKey()).toBe('23.9');
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('measures nothing while compile() traces, or when switched off', () => {

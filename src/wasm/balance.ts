@@ -12,7 +12,8 @@
 // share) each. They apply only when one moves by `step` units or more in two windows in a row,
 // at most once per `gapMs` and per `costRatio` times what the last compiled signature took to
 // set up: a compiled function traces itself again for new cuts (its signature includes them),
-// which costs a GPT step about half a second, and drops the program of the old ones.
+// which costs a GPT step about half a second, and drops the program of the old ones. A move the
+// next windows ask to undo goes back to equal cuts at once and doubles the gap (see observeFork).
 // Nothing changes while compile() traces: both traces of a signature must see the same cuts.
 import { hooks } from './hooks.js';
 
@@ -84,6 +85,9 @@ export function cutUnits(threads: number): number[] {
 export function resetBalance(): void {
   setCuts(null);
   lastBuild = 0;
+  lastMove = null;
+  backoff = 1;
+  lastEase = -Infinity;
   spent = [];
   lastChange = -Infinity;
 }
@@ -100,17 +104,40 @@ export function observeFork(times: readonly number[]): void {
   if (spent[0] < balance.windowMs) return;
   const cur = cutUnits(spent.length);
   const next = proposeCuts(cur, spent);
+  spent = spent.map(() => 0);
   // A move needs two windows in a row that ask for it (one window can catch a hitch of either
   // thread), and the gap since the last change.
   const moves = next.some((u, i) => Math.abs(u - cur[i]) >= balance.step);
   const confirmed = moves && pending !== null && pending.length === next.length && next.every((u, i) => Math.abs(u - pending![i]) <= 1);
   pending = moves ? next : null;
-  spent = spent.map(() => 0);
-  const now = performance.now();
-  if (!confirmed || now - lastChange < Math.max(balance.gapMs, balance.costRatio * lastBuild)) return;
+  const now = performance.now(),
+    gap = Math.max(balance.gapMs, balance.costRatio * lastBuild) * backoff;
+  // The shares held for a whole gap: the next try may come sooner again.
+  if (!moves && now - Math.max(lastChange, lastEase) > gap) (backoff = Math.max(1, backoff / 2)), (lastEase = now);
+  if (!confirmed) return;
+  // Asked to undo the last move: the slowness followed the core, not the thread, and the threads
+  // moved between cores (a compiled function's new trace, with its workers asleep, lets the
+  // operating system place them afresh). Back to equal cuts at once, and wait twice as long
+  // before the next try.
+  const back = lastMove !== null && lastMove.length === next.length && next.reduce((d, u, i) => d + (u - cur[i]) * lastMove![i], 0) < 0;
+  if (back && units !== null) {
+    backoff = Math.min(backoff * 2, MAX_BACKOFF);
+    lastMove = null;
+    setCuts(null);
+    lastChange = now;
+    return;
+  }
+  if (now - lastChange < gap) return;
+  lastMove = next.map((u, i) => u - cur[i]);
   setCuts(next);
   lastChange = now;
 }
+/** The last change of the units (new minus old), while the cuts it made hold; null after a return to equal cuts. */
+let lastMove: number[] | null = null;
+/** Multiplies the gap after moves that had to be undone (up to MAX_BACKOFF); halves again while the shares hold. */
+let backoff = 1,
+  lastEase = -Infinity;
+const MAX_BACKOFF = 32;
 /** The last window's proposal when it asked for a move, else null. */
 let pending: number[] | null = null;
 
