@@ -18,7 +18,9 @@ const withoutDigits = (config) => ({ ...config, external: [...(config.external ?
 // Budgets at the measured sizes with ~5 % headroom, so CI catches growth: kernels 43.8 kB
 // (shrinkLevel 1; the LSTM/GRU cells shared by the cell and sequence kernels), the whole bundle
 // 144.6 kB (kernels embedded DEFLATE-compressed), its JS without kernels 95.4 kB, one op 90.0 kB
-// (since then: the two-thread GPT schedule and memory plan, JS 98.2 kB, bundle 147.4, one op 90.4).
+// (since then: the two-thread GPT schedule and memory plan, JS 98.2 kB, bundle 147.4, one op 90.4;
+// then cuts by the threads' measured speeds, src/wasm/balance.ts: JS 99.2 kB, bundle 148.4, one
+// op 91.2, and the JS budget moved from 100 to 104 KB to keep its ~5 %).
 // The issue's 30 kB / 60 kB goals predate this round's kernels and features and are not met;
 // docs/packaging.md says what the remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
@@ -51,7 +53,7 @@ export default [
       ...withoutDigits(config),
       plugins: [...(config.plugins ?? []), withoutKernels],
     }),
-    limit: '100 KB',
+    limit: '104 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
