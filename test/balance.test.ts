@@ -65,8 +65,12 @@ describe('balance: proposed shares', () => {
 });
 
 describe('balance: when shares change', () => {
+  /** One full window that is not judged: the first after a change of the cuts (a new pool's included). */
+  const settle = () => observeFork([balance.windowMs, 3 * balance.windowMs]);
+
   it('judges windows of caller time, applies a move two windows in a row ask for, then waits `gapMs`', () => {
     Object.assign(balance, { windowMs: 10, step: 2, gapMs: 60_000 });
+    settle();
     observeFork([6, 12]);
     observeFork([6, 12]);
     expect(cutKey()).toBe(''); // one window asked for 21 : 11
@@ -77,8 +81,23 @@ describe('balance: when shares change', () => {
     expect(cutKey()).toBe('21.11');
   });
 
+  it('does not judge the first window after a change of the cuts', () => {
+    Object.assign(balance, { windowMs: 10, gapMs: 0 });
+    observeFork([10, 40]); // the first window of a new pool
+    observeFork([10, 20]);
+    expect(cutKey()).toBe('');
+    observeFork([10, 20]);
+    expect(cutKey()).toBe('21.11');
+    // Right after the change the caller looks far slower (its first replays on a fresh plan): not judged.
+    observeFork([10, 1]);
+    observeFork([10, 11]); // 21 : 11 again: no move
+    observeFork([10, 11]);
+    expect(cutKey()).toBe('21.11');
+  });
+
   it('ignores one window that a hitch of either thread made uneven', () => {
     Object.assign(balance, { windowMs: 10, gapMs: 0 });
+    settle();
     for (const times of [
       [10, 30],
       [10, 10],
@@ -93,6 +112,7 @@ describe('balance: when shares change', () => {
 
   it('leaves the shares alone for a move under `step` units', () => {
     Object.assign(balance, { windowMs: 10, step: 2, gapMs: 0 });
+    settle();
     for (let i = 0; i < 3; i++) observeFork([10, 10.5]); // would be 16.4 : 15.6
     expect(cutKey()).toBe('');
     for (let i = 0; i < 2; i++) observeFork([10, 13]); // 18.1 : 13.9
@@ -102,8 +122,10 @@ describe('balance: when shares change', () => {
   it('waits `costRatio` times what the last compiled signature took to set up between changes', () => {
     Object.assign(balance, { windowMs: 10, gapMs: 0, costRatio: 20 });
     buildCost(1000); // 20 s between changes
+    settle();
     for (let i = 0; i < 2; i++) observeFork([10, 20]);
     expect(cutKey()).toBe('21.11');
+    settle();
     for (let i = 0; i < 4; i++) observeFork([10, 40]);
     expect(cutKey()).toBe('21.11');
     buildCost(0);
@@ -113,10 +135,12 @@ describe('balance: when shares change', () => {
 
   it('undoes a move the next windows ask to reverse at once, back to equal cuts, and then waits twice the gap', () => {
     Object.assign(balance, { windowMs: 10, step: 2, gapMs: 60_000, costRatio: 0 });
+    settle();
     for (let i = 0; i < 2; i++) observeFork([10, 20]); // the worker looks slower
     expect(cutKey()).toBe('21.11');
     // Under the new cuts the caller looks slower (the threads changed cores): back to equal
     // within the gap, not on to the other side.
+    settle();
     for (let i = 0; i < 2; i++) observeFork([20, 5]);
     expect(cutKey()).toBe('');
     // The next move waits for twice the gap after the undo.
@@ -124,6 +148,7 @@ describe('balance: when shares change', () => {
     const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
     try {
       balance.gapMs = 1000;
+      settle();
       now += 1500;
       for (let i = 0; i < 2; i++) observeFork([10, 20]);
       expect(cutKey()).toBe('');
@@ -131,6 +156,7 @@ describe('balance: when shares change', () => {
       for (let i = 0; i < 2; i++) observeFork([10, 20]);
       expect(cutKey()).toBe('21.11');
       // A move further the same way is no reversal: it waits for the gap like any other.
+      settle();
       for (let i = 0; i < 2; i++) observeFork([10, 14]); // asks for more of the same: 23.9
       expect(cutKey()).toBe('21.11');
       now += 2100;
@@ -143,6 +169,7 @@ describe('balance: when shares change', () => {
 
   it('measures nothing while compile() traces, or when switched off', () => {
     Object.assign(balance, { windowMs: 1, gapMs: 0 });
+    settle();
     hooks.recorder = {} as Recorder;
     try {
       for (let i = 0; i < 3; i++) observeFork([1, 5]);
@@ -160,8 +187,10 @@ describe('balance: when shares change', () => {
 
   it('drops the window when the cuts are set from outside (its times were measured under other cuts)', () => {
     Object.assign(balance, { windowMs: 10, gapMs: 0 });
+    settle();
     observeFork([10, 20]);
     setCuts([16, 16]);
+    settle();
     observeFork([10, 20]);
     expect(cutKey()).toBe('');
   });

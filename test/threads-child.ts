@@ -17,7 +17,7 @@
 //             worker that dies in a compiled step.
 //             --cuts U.U[.U] (digest, compiled): fixed uneven cuts, units of 32 per thread.
 //   balance   compile()d training while the cuts change every other step (digests), then the
-//             cuts the controller chose for a worker made 3× slower, and after it recovered.
+//             cuts the controller chose for a worker made 5× slower, and after it recovered.
 //   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
 import * as A from '../src/index.js';
@@ -254,7 +254,7 @@ if (mode === 'compiled') {
 } else if (mode === 'balance') {
   // Compiled training while the cuts change every other step (each new set of cuts is a new
   // signature, traced again, whose program replaces the one of the old cuts), then the controller
-  // against a worker made 3× slower, and after it is back at full speed.
+  // against a worker made 5× slower, and after it is back at full speed.
   await A.init({ threads: 2 });
   const saved = { ...thresholds };
   Object.assign(thresholds, { gemm: 0, elementwise: 0 });
@@ -273,7 +273,7 @@ if (mode === 'compiled') {
   const warnings: string[] = [];
   console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
   Object.assign(thresholds, saved);
-  Object.assign(balance, { enabled: true, windowMs: 30, gapMs: 0, costRatio: 0 });
+  Object.assign(balance, { enabled: true, windowMs: 50, gapMs: 0, costRatio: 0 });
   setCuts(null);
   const steps = (ms: number): string => {
     const { step } = compiledStep([784, 256, 256, 10], 'relu', 'sgd', 'float32');
@@ -282,11 +282,11 @@ if (mode === 'compiled') {
     for (const t0 = performance.now(); performance.now() - t0 < ms; ) step(x, y).dispose();
     return cutKey();
   };
-  slowWorker(0, 200);
-  const slowKey = steps(1500),
+  slowWorker(0, 400);
+  const slowKey = steps(2000),
     slowUnits = cutUnits(2);
   slowWorker(0, 0);
-  const fastKey = steps(1500);
+  const fastKey = steps(2000);
   out({ reference, digests, slowKey, slowUnits, fastKey, fastUnits: cutUnits(2), warnings });
 } else if (mode === 'plan') {
   // A GPT step whose GEMMs are cut by rows on 2 threads (256 rows): compiled and eager, and the plan's size.

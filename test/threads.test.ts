@@ -117,9 +117,10 @@ describe('threads: compiled steps with the parallel schedule', () => {
     expect(r.warnings).toEqual([]); // no eager fallback ("schedule changed") and no signature overflow
   }, 300_000);
 
-  it('moves work off a worker that runs 3× slower, and back when it recovers', () => {
+  it('moves work off a worker that runs 5× slower, and back when it recovers', () => {
     const r = balanced() as { slowUnits: number[]; fastUnits: number[] } & Record<string, unknown>;
-    // Equal speeds would give the caller 24 of 32 units; the caller's core may itself be slower or faster.
+    // On cores of equal speed the caller would get 26.7 of 32 units (28 at most); its own core
+    // may be slower than the worker's (this VM's vCPUs have run 2× apart): 22.9 then.
     expect(r.slowUnits[0]).toBeGreaterThanOrEqual(20);
     expect(r.slowKey).not.toBe('');
     expect(r.fastUnits[0]).toBeLessThanOrEqual(r.slowUnits[0] - 2);

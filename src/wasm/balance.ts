@@ -12,8 +12,9 @@
 // share) each. They apply only when one moves by `step` units or more in two windows in a row,
 // at most once per `gapMs` and per `costRatio` times what the last compiled signature took to
 // set up: a compiled function traces itself again for new cuts (its signature includes them),
-// which costs a GPT step about half a second, and drops the program of the old ones. A move the
-// next windows ask to undo goes back to equal cuts at once and doubles the gap (see observeFork).
+// which costs a GPT step about half a second, and drops the program of the old ones. The first
+// window after a change is not judged. A move the next windows ask to undo goes back to equal
+// cuts at once and doubles the gap (see observeFork).
 // Nothing changes while compile() traces: both traces of a signature must see the same cuts.
 import { hooks } from './hooks.js';
 
@@ -64,6 +65,7 @@ let shares: number[] = [];
 export function setCuts(u: readonly number[] | null): void {
   spent = []; // times measured under other cuts
   pending = null;
+  settling = true;
   const equal = u === null || u.every((x) => x === u[0]);
   units = equal ? null : u.slice();
   const sum = units?.reduce((a, b) => a + b, 0) ?? 0;
@@ -102,14 +104,22 @@ export function observeFork(times: readonly number[]): void {
   if (spent.length !== times.length) spent = times.map(() => 0);
   for (let i = 0; i < times.length; i++) spent[i] += times[i];
   if (spent[0] < balance.windowMs) return;
+  if (settling) {
+    // The first window after a change measures the change itself (a compiled function's eager
+    // call and first replays on a fresh plan), not the threads: measured at equal cuts on equal
+    // cores, such windows swung 2× between the threads.
+    settling = false;
+    spent = spent.map(() => 0);
+    return;
+  }
   const cur = cutUnits(spent.length);
   const next = proposeCuts(cur, spent);
-  spent = spent.map(() => 0);
   // A move needs two windows in a row that ask for it (one window can catch a hitch of either
   // thread), and the gap since the last change.
   const moves = next.some((u, i) => Math.abs(u - cur[i]) >= balance.step);
   const confirmed = moves && pending !== null && pending.length === next.length && next.every((u, i) => Math.abs(u - pending![i]) <= 1);
   pending = moves ? next : null;
+  spent = spent.map(() => 0);
   const now = performance.now(),
     gap = Math.max(balance.gapMs, balance.costRatio * lastBuild) * backoff;
   // The shares held for a whole gap: the next try may come sooner again.
@@ -138,6 +148,8 @@ let lastMove: number[] | null = null;
 let backoff = 1,
   lastEase = -Infinity;
 const MAX_BACKOFF = 32;
+/** Whether the next full window is skipped: the first after a change of the cuts. */
+let settling = false;
 /** The last window's proposal when it asked for a move, else null. */
 let pending: number[] | null = null;
 
