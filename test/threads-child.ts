@@ -15,8 +15,9 @@
 //             (--force, --pause as for digest), of a fused elementwise chain's results and of a
 //             small GPT's AdamW steps; and a
 //             worker that dies in a compiled step.
-//             --cuts U.U[.U] (digest, compiled): fixed uneven cuts, units of 32 per thread.
-//   balance   compile()d training while the cuts change every other step (digests), then the
+//             --cuts U.U[.U] (digest, compiled): fixed uneven cuts, units per thread (shares are
+//             units over their sum), the controller off.
+//   balance   compile()d training while the cuts change every four steps (digests), then the
 //             cuts the controller chose for a worker made 5× slower, and after it recovered.
 //   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
@@ -139,7 +140,6 @@ function bigMatmul(): string {
   });
 }
 
-/** Digest of an nn.Linear MLP's weights after `steps` compile()d steps (independent launches run side by side with a pool). */
 /** A compile()d training step of an nn.Linear MLP with `sizes` (act between layers), and its model. */
 function compiledStep(sizes: readonly number[], act: 'relu' | 'tanh', opt: 'sgd' | 'adam', dtype: 'float32' | 'float64') {
   const layers: A.nn.Module[] = [];
@@ -159,6 +159,10 @@ function compiledStep(sizes: readonly number[], act: 'relu' | 'tanh', opt: 'sgd'
   return { m, step };
 }
 
+/**
+ * Digest of an nn.Linear MLP's weights after `steps` compile()d steps (independent launches run
+ * side by side with a pool); beforeStep(s) runs before step s.
+ */
 function compiledTrain(
   steps: number,
   act: 'relu' | 'tanh',
@@ -252,7 +256,7 @@ if (mode === 'compiled') {
     pauses: threadStats.pauses,
   });
 } else if (mode === 'balance') {
-  // Compiled training while the cuts change every other step (each new set of cuts is a new
+  // Compiled training while the cuts change every four steps (each new set of cuts is a new
   // signature, traced again, whose program replaces the one of the old cuts), then the controller
   // against a worker made 5× slower, and after it is back at full speed.
   await A.init({ threads: 2 });
