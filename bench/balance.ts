@@ -11,6 +11,7 @@ import { resetBalance } from '../src/wasm/balance.js';
 import { compiledDenseRunner } from './dense-step.js';
 import { gptRunner } from './gpt-step.js';
 import { coreSpeeds, coreSpeedsText } from './capacity.js';
+import { median } from './timing.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, d: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : d);
@@ -18,11 +19,6 @@ const model = opt('--model', 'mlp');
 const slows = opt('--slow', '0,50,100').split(',').map(Number);
 const ROUNDS = Number(opt('--rounds', '5')),
   MS = Number(opt('--ms', '1500'));
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** Steps for `ms` after a warm-up of the same length; ms per step over the timed part. */
 function timed(run: () => void, ms: number): number {

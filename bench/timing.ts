@@ -49,7 +49,8 @@ const DEFAULTS: Required<TimeOptions> = {
   slowMs: 1000,
 };
 
-const median = (xs: number[]) => {
+/** The median (the mean of the middle two for an even count). */
+export const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;

@@ -25,7 +25,7 @@ import { runLists, threadCount, type Call } from '../wasm/threads.js';
 import type { TiledOp } from './fuse.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { thresholds } from '../wasm/split.js';
-import { cutShares } from '../wasm/balance.js';
+import { cutShares, threadShares } from '../wasm/balance.js';
 import { runtime } from '../wasm/module.js';
 import { copyCost, copySpan } from './copies.js';
 import { byRows } from './rows.js';
@@ -289,7 +289,7 @@ function phases(all: readonly PlannedLaunch[], threads: number): (PlannedLaunch 
   const load: number[][] = [];
   // A thread's load counts against its share of the work (threads of unequal speed: src/wasm/balance.ts).
   const uneven = cutShares(threads) !== null,
-    share = cutShares(threads) ?? new Array<number>(threads).fill(1);
+    share = threadShares(threads);
   run.forEach((s, m) => {
     // Per piece: the latest level holding a piece it conflicts with, and the threads of those pieces there.
     const pieces = s.argv.map((args, j) => {

@@ -3,7 +3,7 @@
 import { runtime } from './module.js';
 import { hasRelaxedSimd } from './relaxed.js';
 import { poolSize } from './pool.js';
-import { cutUnits } from './balance.js';
+import { threadShares } from './balance.js';
 import { tooMany } from '../args.js';
 
 /** What {@link backend} reports: the kernel build in use, whether relaxed SIMD is available, the thread count and the threads' shares. */
@@ -25,12 +25,10 @@ export interface BackendInfo {
 export function backend(): BackendInfo {
   if (arguments.length > 0) throw tooMany('backend', 0, arguments.length);
   const r = runtime();
-  const units = cutUnits(poolSize()),
-    all = units.reduce((a, b) => a + b, 0);
   return {
     kernels: r.relaxed ? 'relaxed' : 'default',
     relaxedSimdAvailable: hasRelaxedSimd(),
     threads: poolSize(),
-    shares: units.map((u) => u / all),
+    shares: threadShares(poolSize()),
   };
 }

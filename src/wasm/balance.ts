@@ -59,6 +59,11 @@ export function cutKey(): string {
 export function cutShares(parts: number): readonly number[] | null {
   return units !== null && units.length === parts ? shares : null;
 }
+
+/** Each of `threads` threads' share of a cut (summing to 1), equal ones included. */
+export function threadShares(threads: number): number[] {
+  return cutShares(threads)?.slice() ?? new Array<number>(threads).fill(1 / threads);
+}
 let shares: number[] = [];
 
 /** Sets the units per thread (null or all equal: equal cuts); for tests and benches, and the controller. */
@@ -90,7 +95,6 @@ export function resetBalance(): void {
   lastMove = null;
   backoff = 1;
   lastEase = -Infinity;
-  spent = [];
   lastChange = -Infinity;
 }
 
