@@ -277,7 +277,7 @@ if (mode === 'compiled') {
   const warnings: string[] = [];
   console.warn = (...a: unknown[]) => void warnings.push(a.join(' '));
   Object.assign(thresholds, saved);
-  Object.assign(balance, { enabled: true, windowMs: 50, gapMs: 0, costRatio: 0 });
+  Object.assign(balance, { enabled: true, windowMs: 100, gapMs: 0, costRatio: 0 });
   setCuts(null);
   /** Steps for `ms`: the most units the caller had after any step, and the cuts at the end. */
   const steps = (ms: number) => {
@@ -292,9 +292,9 @@ if (mode === 'compiled') {
     return { most, key: cutKey(), units: cutUnits(2) };
   };
   slowWorker(0, 400);
-  const slow = steps(2000);
+  const slow = steps(3000);
   slowWorker(0, 0);
-  const fast = steps(2000);
+  const fast = steps(3000);
   out({ reference, digests, slow, fast, warnings });
 } else if (mode === 'plan') {
   // A GPT step whose GEMMs are cut by rows on 2 threads (256 rows): compiled and eager, and the plan's size.
