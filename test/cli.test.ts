@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import * as A from '../src/index.js';
 import { main } from '../src/cli/main.js';
 import { parseTrainArgs } from '../src/cli/args.js';
+import { train, type TrainHooks } from '../src/cli/train.js';
+import { Monitor } from '../src/cli/compare.js';
 
 /** Runs main() with captured output. */
 async function run(argv: string[], isTTY = false) {
@@ -32,6 +34,8 @@ describe('argument errors: one line, exit code 2', () => {
     [['train', '--seed', '--epochs', '1'], /--seed needs a value/],
     [['train', 'extra'], /unexpected argument "extra"/],
     [['train', '--diagnostics=yes'], /--diagnostics takes no value/],
+    [['train', '--threads', '0'], /--threads must be an integer ≥ 1, got "0"/],
+    [['compare', '--threads', 'two'], /--threads must be an integer ≥ 1, got "two"/],
     [['train', '--data', '/tmp'], /--data applies to --dataset fashion-mnist only/],
     [['train', '--feedback', 'dfa'], /--feedback must be one of bp, alignment, sign/],
     [['train', '--save', 'weights.bin'], /--save expects a FILE.safetensors path/],
@@ -77,7 +81,8 @@ describe('argument errors: one line, exit code 2', () => {
       batch: 128,
       seed: 7,
     });
-    expect(parseTrainArgs(['--optimizer', 'adamw'])).toMatchObject({ optimizer: 'adamw', lr: 1e-3 });
+    expect(parseTrainArgs(['--optimizer', 'adamw'])).toMatchObject({ optimizer: 'adamw', lr: 1e-3, threads: 1 });
+    expect(parseTrainArgs(['--threads', '2'])).toMatchObject({ threads: 2 });
   });
 });
 
@@ -91,7 +96,7 @@ describe('a short run', () => {
     expect(r.out).not.toMatch(/\r/);
     const lines = r.out.trim().split('\n');
     expect(
-      lines.filter((l) => /^epoch \d\/2  45 steps  .* steps\/s  loss \d+\.\d{4}  train \d+\.\d\d%  test \d+\.\d\d%$/.test(l)),
+      lines.filter((l) => /^epoch \d\/2 {2}45 steps {2}.* steps\/s {2}loss \d+\.\d{4} {2}train \d+\.\d\d% {2}test \d+\.\d\d%$/.test(l)),
     ).toHaveLength(2);
     expect(lines[lines.length - 1]).toMatch(/^test accuracy: \d{2}\.\d{2}%$/);
     expect(Number(lines[lines.length - 1].slice(15, -1))).toBeGreaterThan(85);
@@ -117,4 +122,72 @@ describe('a short run', () => {
     expect(p.stdout).toBe('');
     expect(p.stderr).toBe('adjoint: unknown option --nope (see adjoint train --help)\n');
   }, 60_000);
+});
+
+/** The run's parameters as numbers, and its history without the times. */
+function outcome(r: Awaited<ReturnType<typeof train>>) {
+  return {
+    weights: r.model.parameters().map((p) => Array.from(p.toArray() as ArrayLike<number>)),
+    history: r.history.map(({ seconds: _, ...rest }) => rest),
+  };
+}
+const quiet = { write: () => true };
+
+describe('compiled steps, the steps hooks watch, threads', () => {
+  it.each([
+    ['MLP with dropout, SGD', ['--epochs', '2']],
+    ['CNN, Adam', ['--model', 'cnn', '--optimizer', 'adam', '--lr', '0.005', '--epochs', '1']],
+    ['feedback alignment', ['--feedback', 'alignment', '--epochs', '1']],
+  ])(
+    "%s: the compiled steps end in the eager run's weights and history, bit for bit",
+    async (_, argv) => {
+      await A.init({ threads: 1 });
+      const args = parseTrainArgs(argv);
+      const compiled = await train(args, quiet);
+      const everyStep: TrainHooks = { afterBackward: () => {} }; // no watches(): a hook sees every step, so each runs eagerly
+      const eager = await train(args, quiet, everyStep);
+      const steps = args.epochs * 45;
+      expect(compiled.steps).toEqual({ compiled: steps, eager: 0 });
+      expect(eager.steps).toEqual({ compiled: 0, eager: steps });
+      expect(outcome(compiled)).toEqual(outcome(eager));
+      expect(compiled.testAccuracy).toBeGreaterThan(0.8);
+      compiled.model.dispose();
+      eager.model.dispose();
+    },
+    60_000,
+  );
+
+  it('--diagnostics with feedback alignment runs eagerly only the steps it reads (3 probes and the last, per epoch)', async () => {
+    await A.init({ threads: 1 });
+    const args = parseTrainArgs(['--feedback', 'alignment', '--epochs', '2', '--diagnostics']);
+    const before = A.memory().tensors;
+    const monitor = new Monitor(quiet, { diagnostics: true, angles: false });
+    const r = await train(args, quiet, monitor.hooks());
+    // 45 steps an epoch: probes at steps 0, 15 and 30 of the run's count (every 15), plus each epoch's last step.
+    const watched = [0, 15, 30, 44, 45, 60, 75, 89];
+    expect(r.steps).toEqual({ compiled: 90 - watched.length, eager: watched.length });
+    expect(monitor.angles.map((a) => Math.round(a.epoch * 45))).toEqual(watched);
+    monitor.dispose();
+    r.model.dispose();
+    expect(A.memory().tensors).toBe(before);
+  }, 60_000);
+
+  it('--threads 2, as a process: the weights of --threads 1, byte for byte', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'adjoint-cli-'));
+    const saved: Buffer[] = [];
+    for (const t of ['1', '2']) {
+      const file = join(dir, `w${t}.safetensors`);
+      const p = spawnSync(
+        process.execPath,
+        ['scripts/run-ts.mjs', 'src/cli/main.ts', 'train', '--model', 'cnn', '--epochs', '2', '--threads', t, '--save', file],
+        { encoding: 'utf8', timeout: 90_000 },
+      );
+      expect(p.stderr).toBe('');
+      expect(p.status).toBe(0);
+      expect(p.stdout).toMatch(t === '1' ? /, seed 0, 1 thread\n/ : /, seed 0, 2 threads\n/);
+      saved.push(readFileSync(file));
+    }
+    expect(saved[1].equals(saved[0])).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
 });

@@ -25,12 +25,14 @@ export interface TrainArgs {
   /** DP-SGD: per-example clipping norm C (null: ordinary training) and noise multiplier σ. */
   dpClip: number | null;
   dpNoise: number;
+  /** Threads of the kernel pool (1: none); the same bits for any count. */
+  threads: number;
 }
 
 export const USAGE = `usage: adjoint train [--dataset digits|fashion-mnist] [--data DIR] [--model mlp|cnn]
                      [--epochs N] [--batch N] [--lr X] [--optimizer sgd|adam|adamw] [--seed N]
                      [--feedback bp|alignment|sign] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]
-                     [--dp-clip C [--dp-noise SIGMA]]
+                     [--dp-clip C [--dp-noise SIGMA]] [--threads N]
        adjoint compare [--feedback bp,alignment[,sign]] [--plot FILE.svg] [train options except --save]`;
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -85,6 +87,7 @@ const VALUED: Record<string, (v: string) => unknown> = {
   feedback: choice('--feedback', ['bp', 'alignment', 'sign'] as const),
   save: text,
   plot: text,
+  threads: integer('--threads', 1),
   'dp-clip': positive('--dp-clip'),
   'dp-noise': (v: string): number => {
     const n = Number(v);
@@ -134,5 +137,6 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     diagnostics: given.diagnostics === true,
     dpClip: (given['dp-clip'] as number | undefined) ?? null,
     dpNoise: (given['dp-noise'] as number | undefined) ?? 1,
+    threads: (given.threads as number | undefined) ?? 1,
   };
 }

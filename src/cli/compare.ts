@@ -55,17 +55,25 @@ export class Monitor {
           rest = data.xTrain.shape.slice(1);
         this.probe = { x: keep(slice(data.xTrain, [0, ...rest.map(() => 0)], [n, ...rest])), y: data.yTrain.slice(0, n) };
       },
+      watches: (step) => this.statsAt(step) || this.anglesAt(step),
       afterBackward: (model, step) => this.afterBackward(model, step),
       afterEpoch: (model, record) => this.afterEpoch(record),
     };
   }
 
+  /** --diagnostics reads the gradients at each epoch's last step. */
+  private statsAt(step: number): boolean {
+    return this.opts.diagnostics && (step + 1) % this.perEpoch === 0;
+  }
+
+  /** Angles: three samples per epoch (and the first step), plus each epoch's last step for --diagnostics. */
+  private anglesAt(step: number): boolean {
+    return this.probe !== null && (step % Math.max(1, Math.round(this.perEpoch / 3)) === 0 || this.statsAt(step));
+  }
+
   private afterBackward(model: Module, step: number): void {
-    const last = (step + 1) % this.perEpoch === 0;
-    if (this.opts.diagnostics && last) this.stats = gradientStats(model);
-    // Three samples per epoch (and the first step), plus each epoch's last step for --diagnostics.
-    const every = Math.max(1, Math.round(this.perEpoch / 3));
-    if (this.probe !== null && (step % every === 0 || (this.opts.diagnostics && last))) {
+    if (this.statsAt(step)) this.stats = gradientStats(model);
+    if (this.probe !== null && this.anglesAt(step)) {
       const { x, y } = this.probe;
       this.angles.push({ epoch: step / this.perEpoch, angles: alignmentAngles(model, x, (o) => crossEntropy(o, y)) });
     }
@@ -245,7 +253,7 @@ export async function compare(argv: readonly string[], io: { stdout: Sink; stder
   const args = parseTrainArgs(rest);
   if (args.save !== null) throw new UsageError('compare does not take --save (train one rule with adjoint train --save)');
   if (args.plot !== null) await checkPlotPath(args.plot);
-  await init();
+  await init({ threads: args.threads });
   const runs: Run[] = [];
   for (const mode of modes) {
     io.stdout.write(`${runs.length ? '\n' : ''}== ${MODE_NAMES[mode]} (--feedback ${mode}) ==\n`);

@@ -45,7 +45,7 @@ export async function main(argv: readonly string[], io: MainIO = { stdout: proce
       );
     const args = parseTrainArgs(rest);
     await preflight(args, io.stderr);
-    await init();
+    await init({ threads: args.threads });
     const monitor = new Monitor(io.stdout, { diagnostics: args.diagnostics, angles: args.plot !== null });
     const result = await train(args, io.stdout, monitor.hooks());
     monitor.dispose();
