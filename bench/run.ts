@@ -357,14 +357,18 @@ async function main(): Promise<void> {
       ]);
     }
   }
-  if (only?.every((g) => ['gpt', 'threads', 'moonshot', 'balance'].includes(g))) return;
+  if (only?.includes('epoch')) {
+    console.log('\nFashion-MNIST CNN epoch as `adjoint train` runs it (bench/fashion-epoch.ts)');
+    unpinned('bench/fashion-epoch.ts', quick ? ['--threads', '2'] : []);
+  }
+  if (only?.every((g) => ['gpt', 'threads', 'moonshot', 'balance', 'epoch'].includes(g))) return;
   // The LSTM/GRU step against PyTorch (bench/rnn.ts) also runs in its own process, with PyTorch's rounds interleaved.
   if (only === undefined || only.includes('rnn')) {
     spawnSync(process.execPath, [path.join(repoRoot(), 'scripts/run-ts.mjs'), 'bench/rnn.ts', ...(quick ? ['--quick'] : [])], {
       stdio: 'inherit',
       cwd: repoRoot(),
     });
-    if (only?.every((g) => ['rnn', 'gpt', 'threads', 'moonshot', 'balance'].includes(g))) return;
+    if (only?.every((g) => ['rnn', 'gpt', 'threads', 'moonshot', 'balance', 'epoch'].includes(g))) return;
   }
   const t0 = performance.now();
   const cpus = os.cpus();
