@@ -138,6 +138,7 @@ describe('compiled steps, the steps hooks watch, threads', () => {
     ['MLP with dropout, SGD', ['--epochs', '2']],
     ['CNN, Adam', ['--model', 'cnn', '--optimizer', 'adam', '--lr', '0.005', '--epochs', '1']],
     ['feedback alignment', ['--feedback', 'alignment', '--epochs', '1']],
+    ['sign-symmetric feedback, AdamW', ['--feedback', 'sign', '--optimizer', 'adamw', '--epochs', '1']],
   ])(
     "%s: the compiled steps end in the eager run's weights and history, bit for bit",
     async (_, argv) => {
