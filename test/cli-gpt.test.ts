@@ -47,6 +47,8 @@ describe('adjoint train --model gpt', () => {
       evalEvery: 250,
     });
     expect(parseGptTrainArgs(['--model', 'gpt', '--bias', 'false']).bias).toBe(false);
+    expect(parseGptTrainArgs(['--model', 'gpt', '--threads', 'auto']).threads).toBe('auto');
+    expect(() => parseGptTrainArgs(['--model', 'gpt', '--threads', '0'])).toThrow(/--threads must be an integer ≥ 1, got "0"/);
     expect(() => parseGptTrainArgs(['--model', 'gpt', '--bias', 'yes'])).toThrow(/--bias must be true or false, got "yes"/);
   });
 
@@ -74,6 +76,7 @@ describe('adjoint train --model gpt', () => {
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^training gpt on shakespeare: 18000 train \/ 2000 val characters, vocabulary \d+$/);
+    expect(lines[1]).toMatch(/, seed 0, 1 thread$/);
     expect(lines[2]).toMatch(/^step 2\/4 {2}loss \d\.\d{4} {2}\d+ tokens\/s {2}ETA \d+:\d\d {2}val \d\.\d{4}$/);
     expect(r.out).toMatch(/peak wasm memory [\d.]+ MB/);
     expect(lines.at(-2)).toMatch(/^val loss \(whole validation split\): \d\.\d{4}$/);

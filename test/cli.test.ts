@@ -83,6 +83,7 @@ describe('argument errors: one line, exit code 2', () => {
     });
     expect(parseTrainArgs(['--optimizer', 'adamw'])).toMatchObject({ optimizer: 'adamw', lr: 1e-3, threads: 1 });
     expect(parseTrainArgs(['--threads', '2'])).toMatchObject({ threads: 2 });
+    expect(parseTrainArgs(['--threads=auto'])).toMatchObject({ threads: 'auto' });
   });
 });
 

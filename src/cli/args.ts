@@ -25,14 +25,14 @@ export interface TrainArgs {
   /** DP-SGD: per-example clipping norm C (null: ordinary training) and noise multiplier σ. */
   dpClip: number | null;
   dpNoise: number;
-  /** Threads of the kernel pool (1: none); the same bits for any count. */
-  threads: number;
+  /** Threads of the kernel pool (1: none; 'auto': one per core); the same bits for any count. */
+  threads: Threads;
 }
 
 export const USAGE = `usage: adjoint train [--dataset digits|fashion-mnist] [--data DIR] [--model mlp|cnn]
                      [--epochs N] [--batch N] [--lr X] [--optimizer sgd|adam|adamw] [--seed N]
                      [--feedback bp|alignment|sign] [--save FILE.safetensors] [--plot FILE.svg] [--diagnostics]
-                     [--dp-clip C [--dp-noise SIGMA]] [--threads N]
+                     [--dp-clip C [--dp-noise SIGMA]] [--threads N|auto]
        adjoint compare [--feedback bp,alignment[,sign]] [--plot FILE.svg] [train options except --save]`;
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -63,6 +63,9 @@ export const integer =
       throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
     return n;
   };
+/** --threads: 'auto' (one per core, as init's) or an integer ≥ 1. */
+export type Threads = number | 'auto';
+export const threadCount = (v: string): Threads => (v === 'auto' ? v : integer('--threads', 1)(v));
 /** A flag's value as a positive number. */
 export const positive =
   (flag: string) =>
@@ -87,7 +90,7 @@ const VALUED: Record<string, (v: string) => unknown> = {
   feedback: choice('--feedback', ['bp', 'alignment', 'sign'] as const),
   save: text,
   plot: text,
-  threads: integer('--threads', 1),
+  threads: threadCount,
   'dp-clip': positive('--dp-clip'),
   'dp-noise': (v: string): number => {
     const n = Number(v);
@@ -137,6 +140,6 @@ export function parseTrainArgs(argv: readonly string[]): TrainArgs {
     diagnostics: given.diagnostics === true,
     dpClip: (given['dp-clip'] as number | undefined) ?? null,
     dpNoise: (given['dp-noise'] as number | undefined) ?? 1,
-    threads: (given.threads as number | undefined) ?? 1,
+    threads: (given.threads as Threads | undefined) ?? 1,
   };
 }

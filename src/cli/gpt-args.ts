@@ -1,6 +1,6 @@
 // Flags of `adjoint train --dataset shakespeare --model gpt` and `adjoint sample`. Defaults are
 // the published CPU configuration for character-level tiny Shakespeare.
-import { UsageError, integer, positive, text } from './args.js';
+import { UsageError, integer, positive, text, threadCount, type Threads } from './args.js';
 
 export interface GptTrainArgs {
   layers: number;
@@ -12,7 +12,7 @@ export interface GptTrainArgs {
   batch: number;
   steps: number;
   seed: number;
-  threads: number;
+  threads: Threads;
   data: string | null;
   save: string | null;
   /** Steps between validation estimates (20 random batches each). */
@@ -26,11 +26,11 @@ export interface SampleArgs {
   temperature: number;
   topK: number | null;
   seed: number;
-  threads: number;
+  threads: Threads;
 }
 
 export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64] [--bias true]
-                     [--batch 12] [--steps 2000] [--seed 0] [--threads 1] [--data FILE] [--save FILE.safetensors]
+                     [--batch 12] [--steps 2000] [--seed 0] [--threads N|auto] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
 const fixed =
@@ -83,7 +83,7 @@ export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
     batch: integer('--batch', 1),
     steps: integer('--steps', 1),
     seed: integer('--seed', 0),
-    threads: integer('--threads', 1),
+    threads: threadCount,
     data: text,
     save: text,
     'eval-every': integer('--eval-every', 1),
@@ -97,7 +97,7 @@ export function parseGptTrainArgs(argv: readonly string[]): GptTrainArgs {
     batch: (g.batch as number) ?? 12,
     steps: (g.steps as number) ?? 2000,
     seed: (g.seed as number) ?? 0,
-    threads: (g.threads as number) ?? 1,
+    threads: (g.threads as Threads) ?? 1,
     data: (g.data as string) ?? null,
     save: (g.save as string) ?? null,
     evalEvery: (g['eval-every'] as number) ?? 250,
@@ -116,7 +116,7 @@ export function parseSampleArgs(argv: readonly string[]): SampleArgs {
     temperature: positive('--temperature'),
     'top-k': integer('--top-k', 1),
     seed: integer('--seed', 0),
-    threads: integer('--threads', 1),
+    threads: threadCount,
   });
   if (g.load === undefined)
     throw new UsageError('sample needs --load FILE.safetensors (a model saved by adjoint train --model gpt --save)');
@@ -127,6 +127,6 @@ export function parseSampleArgs(argv: readonly string[]): SampleArgs {
     temperature: (g.temperature as number) ?? 1,
     topK: (g['top-k'] as number) ?? null,
     seed: (g.seed as number) ?? 0,
-    threads: (g.threads as number) ?? 1,
+    threads: (g.threads as Threads) ?? 1,
   };
 }

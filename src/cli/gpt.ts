@@ -4,6 +4,7 @@
 // model whose safetensors metadata carries the configuration and the vocabulary.
 import { readFile, writeFile } from 'node:fs/promises';
 import { init } from '../wasm/init.js';
+import { backend } from '../wasm/backend.js';
 import { memory } from '../tensor/memory.js';
 import { saveSafetensors, loadSafetensors } from '../io/safetensors.js';
 import { decodeSafetensorsFile } from '../io/safetensors-format.js';
@@ -12,7 +13,7 @@ import { CharTokenizer, shakespeare } from '../data/text.js';
 import { UsageError } from './args.js';
 import type { GptTrainArgs, SampleArgs } from './gpt-args.js';
 import { GptRun } from './gpt-run.js';
-import type { Sink } from './progress.js';
+import { threadsText, type Sink } from './progress.js';
 
 const CLEAR = '\r\x1b[2K';
 const mb = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MB`;
@@ -35,7 +36,7 @@ export interface GptTrainResult {
 /** Trains the GPT, printing progress to `out`; saves to args.save if given. */
 export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainResult> {
   const text = await shakespeare(args.data ?? undefined);
-  await init(args.threads > 1 ? { threads: args.threads } : {});
+  await init({ threads: args.threads });
   const run = new GptRun(text, {
     layers: args.layers,
     heads: args.heads,
@@ -51,7 +52,7 @@ export async function trainGpt(args: GptTrainArgs, out: Sink): Promise<GptTrainR
     `training gpt on shakespeare: ${run.train.length} train / ${run.val.length} val characters, vocabulary ${run.tokenizer.vocabSize}\n`,
   );
   out.write(
-    `model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters${args.bias ? ', with biases' : ', no biases'}); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${args.threads} thread(s)\n`,
+    `model ${args.layers} layers, ${args.heads} heads, width ${args.width}, context ${args.context} (${nParams.toLocaleString('en-US')} parameters${args.bias ? ', with biases' : ', no biases'}); AdamW lr 1e-3 (100 warm-up, cosine to 1e-4), batch ${args.batch}, ${args.steps} steps, seed ${args.seed}, ${threadsText(backend().threads)}\n`,
   );
   const times: number[] = [],
     cpu: number[] = [];
@@ -147,7 +148,7 @@ export async function sampleGpt(args: SampleArgs, out: Sink): Promise<void> {
   const bytes = await readFile(args.load).catch((e: NodeJS.ErrnoException) => {
     throw new UsageError(`--load: cannot read ${args.load} (${e.code ?? e.message})`);
   });
-  await init(args.threads > 1 ? { threads: args.threads } : {});
+  await init({ threads: args.threads });
   const { model, tokenizer } = loadGpt(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   const prompt = tokenizer.encode(args.prompt);
   out.write(args.prompt);

@@ -39,3 +39,6 @@ export function rate(steps: number, seconds: number): string {
 }
 
 export const percent = (fraction: number): string => `${(100 * fraction).toFixed(2)}%`;
+
+/** "1 thread", "2 threads": the pool a run got (after init's fallbacks), for a run's header. */
+export const threadsText = (n: number): string => (n === 1 ? '1 thread' : `${n} threads`);

@@ -14,10 +14,8 @@ import { dpGradients } from '../optim/dp.js';
 import { digits, fashionMnist, batches, batchCount, type Split } from '../data/index.js';
 import type { TrainArgs } from './args.js';
 import { buildModel, describeModel } from './models.js';
-import { Progress, percent, rate, type Sink } from './progress.js';
+import { Progress, percent, rate, threadsText, type Sink } from './progress.js';
 import { backend } from '../wasm/backend.js';
-
-const threads = (n: number): string => (n === 1 ? '1 thread' : `${n} threads`);
 
 export interface TrainResult {
   model: Sequential;
@@ -144,7 +142,7 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
   out.write(
-    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}, ${threads(backend().threads)}\n`,
+    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}, ${threadsText(backend().threads)}\n`,
   );
   if (args.dpClip !== null)
     out.write(
