@@ -106,41 +106,95 @@ function touchedBetween(trace: Trace, i: number, j: number, r: Ref): boolean {
 }
 
 /**
- * The gemm_sgd launch for the gemm at i (overwrite, C contiguous M×N) and the later sgd launch
- * that is the only reader of C, with momentum 0, over a parameter (an input or a tensor from
- * before the call) nothing between them touches, C freed before the call returns; else null.
+ * The C rectangles of a gemm launch's pieces (one for a plain call, one per thread-pool piece):
+ * overwrite, one block, one row stride ldc, and together exactly rows × ldc elements, so C is
+ * contiguous and an elementwise pass over it sees the same elements. Null otherwise.
+ */
+function gemmTiles(g: Launch, S: number): { block: number; elems: number } | null {
+  const ldc = g.jobs[0][8],
+    c0 = g.refs[0][2];
+  if (c0 === null || c0.k !== 'block') return null;
+  let elems = 0,
+    rows = 0;
+  for (let k = 0; k < g.jobs.length; k++) {
+    const [, , , M, N, , , , l, , , acc] = g.jobs[k];
+    const c = g.refs[k][2];
+    if (acc !== 0 || l !== ldc || c === null || c.k !== 'block' || c.block !== c0.block || c.off % S !== 0) return null;
+    const e = c.off / S;
+    if ((e % ldc) + N > ldc) return null;
+    elems += M * N;
+    rows = Math.max(rows, Math.floor(e / ldc) + M);
+  }
+  return elems === rows * ldc ? { block: c0.block, elems } : null;
+}
+
+/** Where a parameter lives: an input of the call or a tensor from before it. */
+type Param = Extract<Ref, { k: 'ext' | 'input' }>;
+
+/**
+ * The sgd launch's parameter when its pieces (one, or one per thread-pool piece) step through the
+ * gradient block from its start and the parameter alike, consecutively, `elems` in all, with
+ * momentum 0; else null.
+ */
+function sgdParam(s: Launch, block: number, elems: number, S: number): Param | null {
+  const p0 = s.refs[0][0];
+  if (p0 === null || (p0.k !== 'ext' && p0.k !== 'input')) return null;
+  let at = 0;
+  for (let k = 0; k < s.jobs.length; k++) {
+    const [, , , n, , mu] = s.jobs[k];
+    const [p, gr] = s.refs[k];
+    if (mu !== 0 || gr === null || gr.k !== 'block' || gr.block !== block || gr.off !== at * S) return null;
+    if (p === null || p.k !== p0.k || !sameBuffer(p, p0) || p.off !== p0.off + at * S) return null;
+    at += n;
+  }
+  return at === elems ? p0 : null;
+}
+
+/**
+ * The gemm_sgd launch for the gemm at i (overwrite, C contiguous) and the later sgd launch that is
+ * the only reader of C, with momentum 0, over a parameter (an input or a tensor from before the
+ * call) nothing between them touches, C freed before the call returns; else null. A gemm the
+ * traced call cut into thread-pool pieces gives a gemm_sgd cut the same way, each piece updating
+ * its own rectangle of the parameter (the sgd's own pieces may have been cut elsewhere).
  */
 function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number; grad: number } | null {
   const g = trace.ops[i];
   if (g?.kind !== 'launch') return null;
   const m = /^gemm_f(32|64)$/.exec(g.name);
-  if (m === null || !plain(g, g.name)) return null;
-  const [pa, pb, , M, N, K, lda, ldb, ldc, ta, tb, acc] = g.jobs[0];
-  const c = g.refs[0][2];
-  if (acc !== 0 || ldc !== N || !isBlock(c)) return null;
-  const block = trace.blocks.find((b) => b.id === c.block);
-  if (block === undefined || block.free < 0 || trace.outputs.some((o) => o.k === 'fresh' && o.block === c.block)) return null;
+  if (m === null || g.dyn !== 0 || (!g.pooled && g.jobs.length !== 1)) return null;
+  const S = m[1] === '32' ? 4 : 8;
+  const tiles = gemmTiles(g, S);
+  if (tiles === null) return null;
+  const block = trace.blocks.find((b) => b.id === tiles.block);
+  if (block === undefined || block.free < 0 || trace.outputs.some((o) => o.k === 'fresh' && o.block === tiles.block)) return null;
   // The first later op that references C must be the sgd reading it as the gradient.
+  const c: Ref = { k: 'block', block: tiles.block, off: 0 };
   let j = i + 1;
   for (; j < trace.ops.length; j++) {
     const op = trace.ops[j];
     if (op.kind === 'write' ? sameBuffer(op.dest, c) : op.refs.some((rs) => rs.some((x) => sameBuffer(x, c)))) break;
   }
   const s = trace.ops[j];
-  if (s?.kind !== 'launch' || s.name !== `sgd_f${m[1]}` || s.pooled || s.jobs.length !== 1 || s.dyn !== 5 || s.compute === null)
+  if (s?.kind !== 'launch' || s.name !== `sgd_f${m[1]}` || (!s.pooled && s.jobs.length !== 1) || s.dyn !== 5 || s.compute === null)
     return null;
-  const [pp, , , n, , mu] = s.jobs[0];
-  const [p, gr] = s.refs[0];
-  if (n !== M * N || mu !== 0 || !isBlock(gr) || gr.block !== c.block || p === null || (p.k !== 'ext' && p.k !== 'input')) return null;
-  if (usedElsewhere(trace, c.block, [i, j]) || touchedBetween(trace, i, j, p) || g.refs[0].some((r) => sameBuffer(r, p))) return null;
+  const p = sgdParam(s, tiles.block, tiles.elems, S);
+  if (p === null || usedElsewhere(trace, tiles.block, [i, j]) || touchedBetween(trace, i, j, p)) return null;
+  if (g.refs.some((rs) => rs.some((r) => sameBuffer(r, p)))) return null;
   const compute = s.compute;
-  const [lr, , , wd] = s.jobs[0].slice(4);
+  const [pp, , , , lr, , , wd] = s.jobs[0];
   const launch: Launch = {
     kind: 'launch',
     name: `gemm_sgd_f${m[1]}`,
-    pooled: false,
-    jobs: [[pa, pb, g.jobs[0][2], pp, M, N, K, lda, ldb, ldc, ta, tb, lr, wd]],
-    refs: [[g.refs[0][0], g.refs[0][1], c, p, null, null, null, null, null, null, null, null, null, null]],
+    pooled: g.pooled,
+    // Each piece's parameter rectangle sits where its C rectangle sits in C (gemm_sgd: p + (cb − c)).
+    jobs: g.jobs.map((job, k) => {
+      const off = (g.refs[k][2] as { off: number }).off;
+      return [job[0], job[1], job[2], pp + off, ...job.slice(3, 11), lr, wd];
+    }),
+    refs: g.refs.map((rs) => {
+      const off = (rs[2] as { off: number }).off;
+      return [rs[0], rs[1], rs[2], { ...p, off: p.off + off }, null, null, null, null, null, null, null, null, null, null];
+    }),
     // sgd's per-call scalars (lr, momentum, dampening, weight decay, flags): lr and weight decay.
     dyn: 2,
     compute: () => {
@@ -149,7 +203,7 @@ function matchSgd(trace: Trace, i: number): { launch: Launch; sgd: number; grad:
     },
     at: g.at,
   };
-  return { launch, sgd: j, grad: c.block };
+  return { launch, sgd: j, grad: tiles.block };
 }
 
 /**
