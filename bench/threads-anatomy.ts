@@ -2,7 +2,8 @@
 // alone on the calling thread (the work as cut, without concurrency), the phase run by the pool,
 // and the one-thread program's kernels. Separates the cut's extra work (packing a shared operand
 // twice, smaller tiles) from what running concurrently adds (memory traffic, waits, wake-ups).
-//   node scripts/run-ts.mjs bench/threads-anatomy.ts [--model mlp|deep] [--optim sgd|adam] [--relaxed] [--reps 200] [--pause]
+//   node scripts/run-ts.mjs bench/threads-anatomy.ts [--model mlp|deep|gpt] [--optim sgd|adam] [--relaxed] [--reps 200] [--pause]
+// (gpt: bench/gpt-step.ts's step, AdamW; its phases timed alone include attention and the optimizer.)
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import * as A from '../src/index.js';
 import { Program } from '../src/compile/program.js';
@@ -11,6 +12,7 @@ import { runJobs, holdPool, workerBusyMs } from '../src/wasm/threads.js';
 import { busy, threadStats } from '../src/testing.js';
 import { runTiles } from '../src/compile/fuse.js';
 import { denseBatch, denseStep, type DenseModel } from './dense-step.js';
+import { gptRunner } from './gpt-step.js';
 
 const argv = process.argv.slice(2);
 const arg = (name: string, d: string): string => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : d);
@@ -41,6 +43,7 @@ proto.runStep = function (this: any, i: number, ...rest: unknown[]) {
 };
 
 function step(): () => void {
+  if (MODEL === 'gpt') return gptRunner(1);
   const { step: train, inputs } = denseStep(MODEL as DenseModel, OPTIM as 'sgd' | 'adam');
   const f = A.compile(train);
   const { x, y } = denseBatch(inputs);
