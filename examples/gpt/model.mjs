@@ -55,8 +55,10 @@ export class GPT extends nn.Module {
     this.loadStateDict(record);
   }
 
-  /** ids: { ids: Int32Array, shape: [B, T] } → logits [B, T, vocabSize]. */
-  forward({ ids, shape: [B, T] }) {
+  /** Token ids [B, T] (an int32 tensor, as data.lmBatches yields, or { ids: Int32Array | number[], shape: [B, T] }) → logits [B, T, vocabSize]. */
+  forward(input) {
+    const { ids, shape } = input.ids !== undefined ? input : { ids: input, shape: input.shape };
+    const [B, T] = shape;
     let x = add(reshape(this.tokEmb.forward(ids), [B, T, this.width]), this.posEmb.forward([...Array(T).keys()]));
     for (const block of this.blocks) x = block.forward(x);
     return this.head.forward(this.lnF.forward(x));

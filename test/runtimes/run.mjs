@@ -2,7 +2,7 @@
 // on the built bundle in Node, Deno, Bun, Chromium, Firefox and workerd (and again on a 2-thread
 // pool where SharedArrayBuffer exists, i.e. all but workerd), and fails unless every run reports
 // the same loss sequence and the same SHA-256 of the final weights. Then checks the edge
-// worker example in workerd, a rollup build of the bundler example, the published type
+// worker example in workerd, a rollup build of the bundler example, the GPT and DP-SGD examples, the published type
 // declarations, and that init() fails clearly where WebAssembly or its SIMD is missing.
 // Node, Chromium, Deno, Bun and Firefox also train with init({ relaxedSimd: true }), and workerd
 // with init({ module }) given dist/adjoint-relaxed.wasm: those runs must load the relaxed
@@ -214,6 +214,22 @@ await step(checks, 'cli', async () => {
   if (r.code !== 0 || !/^test accuracy: \d+\.\d\d%$/.test(last))
     throw new Error(`dist/cli.js train failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-10).join('\n')}`);
   return { detail: `dist/cli.js train --epochs 1 -> ${last}` };
+});
+
+// The examples a user copies: the GPT of public parts (on the built bundle) and DP-SGD written out.
+await step(checks, 'example-gpt', async () => {
+  const r = await run(process.execPath, ['examples/gpt/train.mjs', '50'], { ...opts, timeoutMs: 180_000 });
+  const loss = /^step 50\/50 {2}loss (\d+\.\d{4})$/m.exec(r.stdout);
+  if (r.code !== 0 || loss === null || !(Number(loss[1]) < 3.3) || !/^ROMEO:\n./m.test(r.stdout))
+    throw new Error(`examples/gpt/train.mjs 50 failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-8).join('\n')}`);
+  return { detail: `examples/gpt/train.mjs 50 -> loss ${loss[1]} (from ln 65 = 4.17), a sample after "ROMEO:"` };
+});
+await step(checks, 'example-dp-sgd', async () => {
+  const r = await run(process.execPath, ['scripts/run-ts.mjs', 'examples/dp-sgd/train.ts', '1', '1'], { ...opts, timeoutMs: 120_000 });
+  const acc = [...r.stdout.matchAll(/test accuracy +(\d+\.\d\d)%/g)].map((m) => Number(m[1]));
+  if (r.code !== 0 || acc.length !== 2 || !(acc[0] > 90 && acc[1] > 85 && acc[1] < acc[0]))
+    throw new Error(`examples/dp-sgd/train.ts failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim().split('\n').slice(-8).join('\n')}`);
+  return { detail: `examples/dp-sgd/train.ts 1 1 -> test accuracy ${acc[0]}% without privacy, ${acc[1]}% with` };
 });
 
 await step(checks, 'types', async () => {
