@@ -124,6 +124,7 @@ export class Adam extends AdamFamily {
  * @example
  * ```ts
  * const model = new nn.Linear(4, 1, { seed: 0 });
+ * const x = randn([32, 4], { seed: 1 }), y = randn([32, 1], { seed: 2 });
  * const opt = new optim.AdamW(model.parameters(), { lr: 1e-2 });
  * for (let i = 0; i < 100; i++) {
  *   tidy(() => {
