@@ -188,7 +188,7 @@ interface Run {
 }
 
 function subtitle(args: TrainArgs, tail: string): string {
-  return `${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}${tail ? ` · ${tail}` : ''}`;
+  return `${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epoch${args.epochs === 1 ? '' : 's'}, seed ${args.seed}${tail ? ` · ${tail}` : ''}`;
 }
 
 /** `compare --plot`: loss and test accuracy per feedback rule, and every FA run's alignment angles. */

@@ -142,7 +142,7 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
   out.write(
-    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epochs, seed ${args.seed}, ${threadsText(backend().threads)}\n`,
+    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epoch${args.epochs === 1 ? '' : 's'}, seed ${args.seed}, ${threadsText(backend().threads)}\n`,
   );
   if (args.dpClip !== null)
     out.write(
