@@ -20,7 +20,7 @@ import {
 } from '../nn/diagnostics.js';
 import { init } from '../wasm/init.js';
 import { parseTrainArgs, UsageError, type TrainArgs } from './args.js';
-import { train, type EpochRecord, type TrainHooks } from './train.js';
+import { runSummary, train, type EpochRecord, type TrainHooks } from './train.js';
 import { percent, type Sink } from './progress.js';
 import { renderSvg, COLORS, type Panel, type Series } from './plot.js';
 
@@ -188,7 +188,7 @@ interface Run {
 }
 
 function subtitle(args: TrainArgs, tail: string): string {
-  return `${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epoch${args.epochs === 1 ? '' : 's'}, seed ${args.seed}${tail ? ` · ${tail}` : ''}`;
+  return `${runSummary(args)}${tail ? ` · ${tail}` : ''}`;
 }
 
 /** `compare --plot`: loss and test accuracy per feedback rule, and every FA run's alignment angles. */

@@ -69,6 +69,11 @@ function makeOptimizer(args: TrainArgs, params: Tensor[]): optim.Optimizer {
   return new optim.Adam(params, { lr: args.lr });
 }
 
+/** "sgd lr 0.1 (linear decay), batch 32, 40 epochs, seed 0": the run's header line and its plots' subtitle. */
+export function runSummary(args: TrainArgs): string {
+  return `${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epoch${args.epochs === 1 ? '' : 's'}, seed ${args.seed}`;
+}
+
 async function loadData(args: TrainArgs): Promise<Split> {
   return args.dataset === 'digits' ? digits({ seed: args.seed }) : fashionMnist(args.data!);
 }
@@ -141,9 +146,7 @@ export async function train(args: TrainArgs, out: Sink, hooks: TrainHooks = {}):
   const s = stepper(model, opt, args);
   const steps = batchCount(data.xTrain.shape[0], args.batch);
   out.write(`training ${args.model} on ${args.dataset}: ${data.xTrain.shape[0]} train / ${data.xTest.shape[0]} test examples\n`);
-  out.write(
-    `model ${describeModel(model)}; ${args.optimizer} lr ${args.lr} (linear decay), batch ${args.batch}, ${args.epochs} epoch${args.epochs === 1 ? '' : 's'}, seed ${args.seed}, ${threadsText(backend().threads)}\n`,
-  );
+  out.write(`model ${describeModel(model)}; ${runSummary(args)}, ${threadsText(backend().threads)}\n`);
   if (args.dpClip !== null)
     out.write(
       `DP-SGD: per-example gradients clipped to norm ${args.dpClip}, Gaussian noise σ = ${args.dpNoise} (std ${args.dpNoise * args.dpClip})\n`,
