@@ -37,6 +37,8 @@ const unitsOf = (threads: number): number => 16 * threads;
 
 /** Units per thread (sum unitsOf(threads)), or null for equal cuts. */
 let units: number[] | null = null;
+/** The units as fractions of the whole (what ranges() cuts by), [] for equal cuts. */
+let shares: number[] = [];
 /** cutKey()'s value: the units joined, '' for equal cuts. */
 let key = '';
 /** Per thread: time measured in the current window (ms); [0] is the caller's. */
@@ -44,6 +46,16 @@ let spent: number[] = [];
 let lastChange = -Infinity;
 /** What the last compiled signature cost to set up (ms): new cuts cost a compiled function as much again. */
 let lastBuild = 0;
+/** The last change of the units (new minus old), while the cuts it made hold; null after a return to equal cuts. */
+let lastMove: number[] | null = null;
+/** Multiplies the gap after moves that had to be undone (up to MAX_BACKOFF); halves again while the shares hold. */
+let backoff = 1,
+  lastEase = -Infinity;
+const MAX_BACKOFF = 32;
+/** Whether the next full window is skipped: the first after a change of the cuts. */
+let settling = false;
+/** The last window's proposal when it asked for a move, else null. */
+let pending: number[] | null = null;
 
 /** compile() built a program: its signature took `ms` from first call to ready. */
 export function buildCost(ms: number): void {
@@ -64,7 +76,6 @@ export function cutShares(parts: number): readonly number[] | null {
 export function threadShares(threads: number): number[] {
   return cutShares(threads)?.slice() ?? new Array<number>(threads).fill(1 / threads);
 }
-let shares: number[] = [];
 
 /** Sets the units per thread (null or all equal: equal cuts); for tests and benches, and the controller. */
 export function setCuts(u: readonly number[] | null): void {
@@ -81,11 +92,7 @@ export function setCuts(u: readonly number[] | null): void {
 /** The current units per thread for a pool of `threads` (equal when no uneven cut is set). */
 export function cutUnits(threads: number): number[] {
   if (units !== null && units.length === threads) return units.slice();
-  const all = unitsOf(threads);
-  const base = Array.from({ length: threads }, () => Math.floor(all / threads));
-  const left = all - base.reduce((a, b) => a + b, 0);
-  for (let i = 0; i < left; i++) base[i]++;
-  return base;
+  return new Array<number>(threads).fill(unitsOf(1)); // unitsOf(threads) splits evenly
 }
 
 /** Forgets the shares and the window (a new pool). */
@@ -146,16 +153,6 @@ export function observeFork(times: readonly number[]): void {
   setCuts(next);
   lastChange = now;
 }
-/** The last change of the units (new minus old), while the cuts it made hold; null after a return to equal cuts. */
-let lastMove: number[] | null = null;
-/** Multiplies the gap after moves that had to be undone (up to MAX_BACKOFF); halves again while the shares hold. */
-let backoff = 1,
-  lastEase = -Infinity;
-const MAX_BACKOFF = 32;
-/** Whether the next full window is skipped: the first after a change of the cuts. */
-let settling = false;
-/** The last window's proposal when it asked for a move, else null. */
-let pending: number[] | null = null;
 
 /**
  * New units per thread from the current ones and the time each thread took for its share: shares
