@@ -17,7 +17,7 @@ import { tanh4, sigmoid4, loadTail, storeTail } from './vmath';
 /** act(v) for one element; act is a constant after inlining. */
 @inline function actS<T>(act: i32, v: T): T {
   switch (act) {
-    case ACT_RELU: return v > <T>0 ? v : <T>0;
+    case ACT_RELU: return v > <T>0 || v != v ? v : <T>0; // NaN stays NaN, as relu_f32
     case ACT_TANH: return tanh_s<T>(v);
     case ACT_SIGMOID: return sigmoid_s<T>(v);
   }
@@ -32,7 +32,7 @@ import { tanh4, sigmoid4, loadTail, storeTail } from './vmath';
 /** act(v) per lane; only called when actSimd<T>(act). */
 @inline function actV<T>(act: i32, v: v128): v128 {
   switch (act) {
-    case ACT_RELU: return v128.and(v, v128.gt<T>(v, v128.splat<T>(<T>0)));
+    case ACT_RELU: return v128.and(v, v128.or(v128.gt<T>(v, v128.splat<T>(<T>0)), v128.ne<T>(v, v))); // NaN stays NaN
     case ACT_TANH: return tanh4(v);
     case ACT_SIGMOID: return sigmoid4(v);
   }

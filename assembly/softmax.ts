@@ -69,9 +69,11 @@ export function softmax_f64(x: usize, y: usize, rows: i32, cols: i32): void { so
 @inline function xent<T>(x: usize, labels: usize, loss: usize, rows: i32, cols: i32): void {
   for (let r = 0; r < rows; r++) {
     const xr = at<T>(x, r * cols);
-    const m = rowMax<T>(xr, cols);
-    const lse = log_s<T>(rowExpSum<T>(xr, 0, cols, m)) + m;
-    st<T>(loss, r, -(ld<T>(xr, load<i32>(labels + (<usize>r << 2))) - lse)); // −(x − lse), as −logSoftmax
+    const mx = rowMax<T>(xr, cols);
+    const m = mx - mx == <T>0 ? mx : <T>0; // a ±∞ or NaN max shifts by 0, as logSoftmax
+    const ls = log_s<T>(rowExpSum<T>(xr, 0, cols, m));
+    // −((x − m) − log Σ e^{x−m}), logSoftmax's order: x − lse would round at the size of x.
+    st<T>(loss, r, -((ld<T>(xr, load<i32>(labels + (<usize>r << 2))) - m) - ls));
   }
 }
 /** loss[r] = log Σ_j e^{x[r, j]} − x[r, labels[r]] (labels: i32[rows] in [0, cols), cols ≥ 1). */

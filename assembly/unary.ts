@@ -44,7 +44,7 @@ import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 
     case COS: return cos_s<T>(x);
     case TANH: return tanh_s<T>(x);
     case SIGMOID: return sigmoid_s<T>(x);
-    case RELU: return x > <T>0 ? x : <T>0;
+    case RELU: return x > <T>0 || x != x ? x : <T>0; // NaN stays NaN, as max(x, 0)
     case SOFTPLUS: return softplus_s<T>(x);
     case LEAKY: return x > <T>0 ? x : x * p0;
     case CLAMP: return min<T>(max<T>(x, p0), p1);
@@ -91,7 +91,7 @@ import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 
     case SQRT: return v128.sqrt<T>(x);
     case ABS: return v128.abs<T>(x);
     case SQUARE: return v128.mul<T>(x, x);
-    case RELU: return v128.and(x, v128.gt<T>(x, v128.splat<T>(<T>0)));
+    case RELU: return v128.and(x, v128.or(v128.gt<T>(x, v128.splat<T>(<T>0)), v128.ne<T>(x, x))); // NaN stays NaN
     case CLAMP: return v128.min<T>(v128.max<T>(x, p0), p1);
     case STEP: return v128.bitselect(p0, p1, v128.gt<T>(x, v128.splat<T>(<T>0))); // relu's VJP mask: branch-free
     case RECIP: return v128.div<T>(v128.splat<T>(<T>1), x);

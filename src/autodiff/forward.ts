@@ -17,12 +17,21 @@ import { describe, functionArg, tooMany } from '../args.js';
 import { flatten, rebuild, type Pytree } from './pytree.js';
 
 type Fn = (...args: Tensor[]) => Tensor;
-type TreeFn = (x: any) => Tensor;
+type TreeFn = (x: any, ...rest: any[]) => Tensor;
 
-/** A Jacobian (or Hessian) function: a tensor gives a tensor; a pytree gives a pytree of blocks mirroring it, as JAX's. */
+/**
+ * A Jacobian (or Hessian) function: a tensor gives a tensor; a pytree gives a pytree of blocks
+ * mirroring it, as JAX's. Arguments after x reach f unchanged and are not differentiated (JAX's
+ * default argnums = 0).
+ */
 export interface JacobianFn {
-  (x: Tensor): Tensor;
-  (x: Pytree): Pytree;
+  (x: Tensor, ...rest: unknown[]): Tensor;
+  (x: Pytree, ...rest: unknown[]): Pytree;
+}
+
+/** f with the arguments after the first fixed: dropping them silently would differentiate another function. */
+function bindRest(f: TreeFn, rest: readonly unknown[]): TreeFn {
+  return rest.length === 0 ? f : (z: unknown) => f(z, ...rest);
 }
 
 const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((d, i) => d === b[i]);
@@ -141,18 +150,19 @@ function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
 export function jacfwd(f: TreeFn): JacobianFn {
   if (arguments.length > 1) throw tooMany('jacfwd', 1, arguments.length);
   functionArg('jacfwd', 'f', f);
-  return ((x: Pytree) => {
-    if (!(x instanceof Tensor)) return jacfwdTree(f, x);
+  return ((x: Pytree, ...rest: unknown[]) => {
+    const fx = bindRest(f, rest);
+    if (!(x instanceof Tensor)) return jacfwdTree(fx, x);
     singleArg('jacfwd', x);
     return runScoped(() => {
       if (x.size === 0) {
         const outShape = output(
           'jacfwd',
-          withMode('record', false, () => f(x)),
+          withMode('record', false, () => fx(x)),
         ).shape;
         return filled([...outShape, ...x.shape], x.dtype, 0);
       }
-      const cols = vmapBroadcasting((t: Tensor) => jvp(f, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
+      const cols = vmapBroadcasting((t: Tensor) => jvp(fx, [x], [t])[1], { outAxes: -1 })(basisStack(x.shape, x.dtype));
       return reshape(cols, [...cols.shape.slice(0, -1), ...x.shape]);
     }, isTensor);
   }) as JacobianFn;
@@ -190,11 +200,12 @@ function jacfwdTree(f: TreeFn, x: Pytree): Pytree {
 export function jacrev(f: TreeFn): JacobianFn {
   if (arguments.length > 1) throw tooMany('jacrev', 1, arguments.length);
   functionArg('jacrev', 'f', f);
-  return ((x: Pytree) => {
-    if (!(x instanceof Tensor)) return jacrevTree(f, x);
+  return ((x: Pytree, ...rest: unknown[]) => {
+    const fx = bindRest(f, rest);
+    if (!(x instanceof Tensor)) return jacrevTree(fx, x);
     singleArg('jacrev', x);
     return runScoped(() => {
-      const [y, back] = vjp(f, x);
+      const [y, back] = vjp(fx, x);
       try {
         if (y.size === 0) return filled([...y.shape, ...x.shape], x.dtype, 0);
         const rows = vmap((ct: Tensor) => back(ct)[0])(basisStack(y.shape, y.dtype));
@@ -273,8 +284,8 @@ function hvpTree(f: TreeFn, x: Pytree, v: Pytree): Pytree {
 export function hessian(f: TreeFn): JacobianFn {
   if (arguments.length > 1) throw tooMany('hessian', 1, arguments.length);
   functionArg('hessian', 'f', f);
-  const g = grad(scalarFn('hessian', f));
-  return ((x: Pytree) => {
+  return ((x: Pytree, ...rest: unknown[]) => {
+    const g = grad(scalarFn('hessian', bindRest(f, rest)));
     if (x instanceof Tensor) return jacfwd(g as (x: Tensor) => Tensor)(singleArg('hessian', x));
     const n = flatten('hessian', 'x', x).length;
     return runScoped(() => {

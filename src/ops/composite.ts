@@ -2,7 +2,7 @@
 // gradients, JVPs and Hessians come from the primitives). Each runs in a scope so its
 // temporaries are freed at once; the graph keeps only what primitives saved.
 import { ShapeError, ArgumentError, DtypeError } from '../errors.js';
-import { Tensor, isTensor } from './tensor.js';
+import { type Tensor, isTensor } from './tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { filled, sizeOf } from './launch.js';
 import { apply } from './apply.js';
@@ -13,6 +13,8 @@ import {
   div,
   exp,
   log,
+  abs,
+  lt,
   square,
   tanh,
   erf,
@@ -58,14 +60,25 @@ export function mean(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   return composite(() => div(sum(x, axes, keepdims), n));
 }
 
-/** log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. */
+/**
+ * log Σ exp(x) along axis, shifted by the (constant) max so exp cannot overflow. A row whose max
+ * is ±∞ is shifted by 0 instead (x − m would be ∞ − ∞), so it gives −∞ when every entry is −∞
+ * and ∞ when one is ∞, as log Σ exp does; an empty axis gives −∞ (the log of an empty sum).
+ */
 export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   if (arguments.length > 3) throw tooMany('logsumexp', 3, arguments.length);
   floatArg('logsumexp', x, 'x');
   const axes = normAxes('logsumexp', x.shape, axis);
   boolArg('logsumexp', 'keepdims', keepdims, false);
+  if (axes.some((a) => x.shape[a] === 0)) {
+    return filled(
+      x.shape.flatMap((d, i) => (!axes.includes(i) ? [d] : keepdims ? [1] : [])),
+      x.dtype,
+      -Infinity,
+    );
+  }
   return composite(() => {
-    const m = detach(max(x, axes, true));
+    const m = finiteOrZero(detach(max(x, axes, true)));
     const r = add(log(sum(exp(sub(x, m)), axes, true)), m);
     return keepdims
       ? r
@@ -74,6 +87,11 @@ export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
           r.shape.filter((_, i) => !axes.includes(i)),
         );
   });
+}
+
+/** m where it is finite, 0 where it is ±∞ or NaN (a NaN row stays NaN through x − 0). */
+function finiteOrZero(m: Tensor): Tensor {
+  return apply('where', [lt(abs(m), Infinity), m, filled([], m.dtype, 0)], {});
 }
 
 /** Moves `axis` last, applies f, and moves it back (the softmax kernels work on the last axis). */
@@ -108,13 +126,19 @@ export function logSoftmax(x: Tensor, axis = -1): Tensor {
   floatArg('logSoftmax', x, 'x');
   if (x.shape.length === 0) throw new ShapeError('logSoftmax: input must be at least 1-D, got a scalar');
   const a = normAxis('logSoftmax', x.shape, axis);
-  return composite(() => sub(x, logsumexp(x, a, true)));
+  if (x.shape[a] === 0) return filled(x.shape, x.dtype, 0);
+  // (x − m) − log Σ exp(x − m), not x − logsumexp(x): the shift is exact where it matters, so
+  // large logits (1e4) keep their small differences instead of rounding at the size of x.
+  return composite(() => {
+    const s = sub(x, finiteOrZero(detach(max(x, a, true))));
+    return sub(s, log(sum(exp(s), a, true)));
+  });
 }
 
 /** How a loss combines its per-element values: `'mean'` (default), `'sum'`, or `'none'` (unreduced). */
 export type Reduction = 'mean' | 'sum' | 'none';
 function reduce(v: Tensor, reduction: Reduction): Tensor {
-  if (reduction === 'mean') return div(sum(v), Math.max(1, v.size));
+  if (reduction === 'mean') return div(sum(v), v.size); // empty: 0/0 = NaN, as PyTorch
   return reduction === 'sum' ? sum(v) : v;
 }
 

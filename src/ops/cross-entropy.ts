@@ -191,5 +191,5 @@ function flatOf(ls: Int32Array | readonly unknown[]): Int32Array | readonly unkn
 function reduce(rows: Tensor, reduction: Reduction, lead: readonly number[], w: Tensor | null): Tensor {
   if (reduction === 'none') return reshape(rows, lead);
   if (reduction === 'sum') return sum(rows);
-  return w === null ? div(sum(rows), Math.max(1, rows.size)) : div(sum(rows), sum(w)); // all ignored: 0/0 = NaN, as PyTorch
+  return w === null ? div(sum(rows), rows.size) : div(sum(rows), sum(w)); // an empty batch or all ignored: 0/0 = NaN, as PyTorch
 }

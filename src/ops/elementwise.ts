@@ -23,9 +23,12 @@ import {
   log,
   exp,
   ge,
+  eq,
   recip,
   zerosLike,
 } from './api.js';
+import { apply } from './apply.js';
+import { filled } from './launch.js';
 import { tanhGrad, sigmoidGrad, reluGrad, geluErfVjp, geluErf2 } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
@@ -37,6 +40,15 @@ const launchWith = (e: Element, x: Tensor, p: [number, number]): Tensor => launc
 const map = (kernel: string, cost: CostClass = 'cheap'): Element => ({ kernel, layout: 'map', cost, fusable: true });
 /** A zip kernel (a, b, y, rows, cols, strides) with broadcasting. */
 const zip = (kernel: string, cost: CostClass = 'cheap'): Element => ({ kernel, layout: 'zip', cost, fusable: true });
+/** v where mask is 0, 1 where it is 1 (mask a 0/1 tensor of v's dtype). */
+const oneWhere = (mask: Tensor, v: Tensor): Tensor => apply('where', [mask, filled([], v.dtype, 1), v], {});
+// pow's partial derivatives, with PyTorch's values where the plain formulas give 0·∞: ∂/∂a = 0
+// where b = 0, ∂/∂b = 0 where a = 0 and b ≥ 0. The problem entries get a safe operand (exponent 1,
+// log 1) rather than a select of the result, so derivatives of these, to any order, stay finite.
+/** ∂aᵇ/∂a = b·a^(b−1). */
+const powDa = (a: Tensor, b: Tensor): Tensor => mul(b, pow(a, oneWhere(eq(b, 0), sub(b, 1))));
+/** ∂aᵇ/∂b = aᵇ·ln a, y = aᵇ. */
+const powDb = (a: Tensor, b: Tensor, y: Tensor): Tensor => mul(y, log(oneWhere(mul(eq(a, 0), ge(b, 0)), a)));
 const SAVE_X: Saves = { inputs: [0], output: false };
 const SAVE_Y: Saves = { inputs: [], output: true };
 const SAVE_NONE: Saves = { inputs: [], output: false };
@@ -191,8 +203,8 @@ export const binaryRules = {
   pow: binary(
     zip('pow', 'transcendental'),
     BOTH,
-    (g, a, b, _y, n) => [when(n[0], () => mul(g, mul(b, pow(a, sub(b, 1))))), when(n[1], () => mul(g, mul(pow(a, b), log(a))))],
-    (ta, tb, a, b, y) => plus(ta && mul(ta, mul(b, pow(a, sub(b, 1)))), tb && mul(tb, mul(y, log(a)))),
+    (g, a, b, _y, n) => [when(n[0], () => mul(g, powDa(a, b))), when(n[1], () => mul(g, powDb(a, b, pow(a, b))))],
+    (ta, tb, a, b, y) => plus(ta && mul(ta, powDa(a, b)), tb && mul(tb, powDb(a, b, y))),
   ),
   maximum: binary(
     zip('maximum'),

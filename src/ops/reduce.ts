@@ -5,7 +5,7 @@ import type { Rule } from './rule.js';
 import { launchReduce } from './launch.js';
 import { linearJvp } from './linear.js';
 import { front, type Dim, type Self } from './batch.js';
-import { sum, mul, div, eq, reshape, broadcastTo } from './api.js';
+import { add, sum, mul, div, eq, ne, reshape, broadcastTo } from './api.js';
 
 /** Axes sorted, distinct and non-negative (the API layer normalises them). */
 export interface ReduceParams {
@@ -27,9 +27,10 @@ function spread(g: Tensor, shape: readonly number[], axes: readonly number[]): T
   return broadcastTo(reshape(g, keptShape(shape, axes)), shape);
 }
 
-/** Ties share the cotangent evenly: mask / count. */
+/** Ties share the cotangent evenly: mask / count. A NaN maximum is shared by the NaNs (as PyTorch), not 0/0 everywhere. */
 function argmaxWeights(x: Tensor, y: Tensor, p: ReduceParams): Tensor {
-  const mask = eq(x, reshape(y, keptShape(x.shape, p.axes)));
+  const yk = reshape(y, keptShape(x.shape, p.axes));
+  const mask = add(eq(x, yk), mul(ne(x, x), ne(yk, yk))); // eq(NaN, NaN) is 0, so the terms never overlap
   return div(mask, sum(mask, p.axes, true));
 }
 

@@ -90,7 +90,7 @@ export const selectRules = {
     int32: true,
     forward: ([c, a, b]) => whereForward(c, a, b),
     vjp: (g, s, _p, needs) => [null, needs[1] ? selectOr(s.x[0]!, g, null) : null, needs[2] ? selectOr(s.x[0]!, null, g) : null],
-    jvp: ([, ta, tb], [c]) => selectOr(c, ta, tb),
+    jvp: ([, ta, tb], [c], y) => (ta === null && tb === null ? zerosLike(y) : selectOr(c, ta, tb)), // only the mask carried a tangent
     batch: elementwiseBatch,
   } satisfies Rule<Record<string, never>>,
   tri: {

@@ -1,0 +1,179 @@
+// Values at the edges of ops' domains, each against PyTorch 1.13 (the value in the comment) or a
+// closed form: NaN through relu, infinities through logsumexp, large logits through logSoftmax,
+// pow's derivatives at 0 to several orders, max's gradient at a NaN, empty 'mean' losses, and
+// the extra arguments of jacrev / jacfwd / hessian. Each of these once returned another number.
+import { describe, it, expect } from 'vitest';
+import * as A from '../src/index.js';
+import type { Tensor } from '../src/index.js';
+import { arr, close, f64 } from './helpers.js';
+
+await A.init();
+const t = (v: number | number[] | number[][]) => A.tensor(v, f64);
+type F = (x: Tensor) => Tensor;
+/** d^n/dx^n of a scalar function of one element, by nested grad. */
+const nthGrad = (f: F, n: number): F => (n === 0 ? f : (A.grad((x: Tensor) => A.sum(nthGrad(f, n - 1)(x))) as F));
+
+describe('relu keeps NaN', () => {
+  for (const dtype of ['float32', 'float64'] as const) {
+    it(`relu([NaN, -1, 2]) is [NaN, 0, 2] in ${dtype}, as torch.relu`, () => {
+      expect(arr(A.relu(A.tensor([Number.NaN, -1, 2, -0, 0.5], { dtype })))).toEqual([Number.NaN, 0, 2, 0, 0.5]);
+    });
+  }
+
+  it('the fused dense layer (gemm + bias + relu, as compile() builds it) keeps a NaN too', () => {
+    const lin = new A.nn.Linear(2, 3, { seed: 0 });
+    const f = A.compile((x: Tensor) => A.relu(lin.forward(x)));
+    const x = A.tensor([
+      [Number.NaN, 1],
+      [1, 1],
+    ]);
+    const eager = arr(A.relu(lin.forward(x)));
+    const compiled = arr(f(x) as Tensor);
+    expect(compiled.slice(0, 3)).toEqual([Number.NaN, Number.NaN, Number.NaN]);
+    expect(compiled).toEqual(eager);
+    lin.dispose();
+  });
+});
+
+describe('logsumexp and logSoftmax at infinities and large logits', () => {
+  it('a row of −∞ gives −∞; a row with +∞ gives +∞ (torch.logsumexp)', () => {
+    const inf = Number.POSITIVE_INFINITY;
+    expect(
+      arr(
+        A.logsumexp(
+          t([
+            [-inf, -inf],
+            [0, -inf],
+          ]),
+          1,
+        ),
+      ),
+    ).toEqual([-inf, 0]);
+    expect(
+      arr(
+        A.logsumexp(
+          t([
+            [inf, 1],
+            [inf, inf],
+            [inf, -inf],
+          ]),
+          1,
+        ),
+      ),
+    ).toEqual([inf, inf, inf]);
+    expect(arr(A.logsumexp(t([[Number.NaN, 1]]), 1))).toEqual([Number.NaN]);
+  });
+
+  it('an empty axis gives −∞, keeping the other axes', () => {
+    const x = A.zeros([2, 0], f64);
+    expect(A.logsumexp(x, 1).shape).toEqual([2]);
+    expect(arr(A.logsumexp(x, 1))).toEqual([-Infinity, -Infinity]);
+    expect(A.logsumexp(x, 1, true).shape).toEqual([2, 1]);
+  });
+
+  it('finite rows keep their value and gradient (softmax)', () => {
+    const x = t([[1, 2, 3]]);
+    close(arr(A.logsumexp(x, 1)), [Math.log(Math.exp(1) + Math.exp(2) + Math.exp(3))], 1e-15);
+    const g = A.grad((z: Tensor) => A.sum(A.logsumexp(z, 1)))(x) as Tensor;
+    const s = Math.exp(1) + Math.exp(2) + Math.exp(3);
+    close(arr(g), [Math.exp(1) / s, Math.exp(2) / s, Math.exp(3) / s], 1e-15);
+  });
+
+  it('logSoftmax of logits near 1e4 keeps their differences in float32 (torch.log_softmax)', () => {
+    // PyTorch 1.13, float32: log_softmax([1e4, 1e4 - 1, -1e4]) = [-0.31326166, -1.3132616, -20000.312]
+    const y = arr(A.logSoftmax(A.tensor([1e4, 1e4 - 1, -1e4])));
+    close(y.slice(0, 2), [-0.31326166, -1.3132616], 1e-7);
+    const z = arr(A.logSoftmax(A.tensor([300, 299, 0])));
+    close(z.slice(0, 2), [-0.31326166, -1.3132616], 1e-7);
+    // F.cross_entropy([[1e4, 1e4 - 1]], [0]) = 0.31326166 (the fused kernel, same order)
+    close([A.crossEntropy(A.tensor([[1e4, 1e4 - 1]]), [0]).item()], [0.31326166], 1e-7);
+  });
+});
+
+describe("pow's derivatives where the plain formula gives 0·∞", () => {
+  it('d/dx x⁰ = 0 at x = 0 (PyTorch 0), and elsewhere', () => {
+    const g = A.grad((x: Tensor) => A.sum(A.pow(x, 0)))(t([0, 2])) as Tensor;
+    expect(arr(g)).toEqual([0, 0]);
+  });
+
+  it('d/db 0ᵇ = 0 for b ≥ 0 (PyTorch 0), ln a · aᵇ elsewhere', () => {
+    const g = A.grad((b: Tensor) => A.sum(A.pow(t([0, 0, 2]), b)))(t([2, 0.5, 3])) as Tensor;
+    close(arr(g), [0, 0, 8 * Math.log(2)], 1e-15);
+  });
+
+  it('higher derivatives of xⁿ at 0 follow n!/(n−k)!·x^(n−k), 0 past the n-th', () => {
+    const z = t([0]);
+    for (const [n, k, want] of [
+      [1, 2, 0],
+      [2, 2, 2],
+      [2, 3, 0],
+      [3, 3, 6],
+      [3, 4, 0],
+    ] as const) {
+      expect(arr(nthGrad((x: Tensor) => A.pow(x, n), k)(z)), `d^${k}/dx^${k} x^${n}`).toEqual([want]);
+    }
+    expect(arr(A.hessian((x: Tensor) => A.sum(A.pow(x, 1)))(z))).toEqual([0]);
+  });
+
+  it('forward mode agrees: jvp of x⁰ and of 0ᵇ are 0', () => {
+    expect(arr(A.jvp((x: Tensor) => A.pow(x, 0), [t([0])], [t([1])])[1])).toEqual([0]);
+    expect(arr(A.jvp((b: Tensor) => A.pow(t([0]), b), [t([2])], [t([1])])[1])).toEqual([0]);
+  });
+});
+
+describe("max's gradient at a NaN", () => {
+  it('goes to the NaN, as PyTorch gives [0, 1, 0] for x.max() of [1, NaN, 3]', () => {
+    const g = A.grad((x: Tensor) => A.max(x))(t([1, Number.NaN, 3])) as Tensor;
+    expect(arr(g)).toEqual([0, 1, 0]);
+  });
+
+  it('ties without NaN still share it evenly, row by row', () => {
+    const g = A.grad((x: Tensor) => A.sum(A.max(x, 1)))(
+      t([
+        [2, 2, 1],
+        [0, Number.NaN, Number.NaN],
+      ]),
+    ) as Tensor;
+    expect(arr(g)).toEqual([0.5, 0.5, 0, 0, 0.5, 0.5]);
+  });
+});
+
+describe("'mean' losses of an empty batch", () => {
+  it('are NaN (0/0), as PyTorch 1.13 gives', () => {
+    expect(A.crossEntropy(A.zeros([0, 3]), []).item()).toBeNaN();
+    expect(A.crossEntropy(A.zeros([0, 3]), [], { labelSmoothing: 0.1 }).item()).toBeNaN();
+    expect(A.mseLoss(A.zeros([0]), A.zeros([0])).item()).toBeNaN();
+    expect(A.crossEntropy(A.zeros([0, 3]), [], { reduction: 'sum' }).item()).toBe(0);
+  });
+});
+
+describe('jacrev, jacfwd and hessian pass the arguments after x to f', () => {
+  const f = (x: Tensor, c: Tensor) => A.mul(c, A.mul(x, x));
+  it('differentiating in x only, as JAX does with argnums = 0', () => {
+    const x = t([1, 2]),
+      c = t(3);
+    expect(arr(A.jacrev(f)(x, c))).toEqual([6, 0, 0, 12]);
+    expect(arr(A.jacfwd(f)(x, c))).toEqual([6, 0, 0, 12]);
+    expect(arr(A.hessian((z: Tensor, k: Tensor) => A.sum(f(z, k)))(x, c))).toEqual([6, 0, 0, 6]);
+  });
+
+  it('at a pytree x too', () => {
+    const g = (p: { a: Tensor }, c: Tensor) => A.mul(c, A.mul(p.a, p.a));
+    const j = A.jacrev(g)({ a: t([1, 2]) }, t(3)) as { a: Tensor };
+    expect(arr(j.a)).toEqual([6, 0, 0, 12]);
+  });
+});
+
+describe('forward mode through where', () => {
+  it('a select of constants has a zero tangent (once a TypeError)', () => {
+    const x = t([0.3, -0.7, 1.1]);
+    const [, tan] = A.jvp((z: Tensor) => A.where(A.gt(z, 0), t([1, 2, 3]), t([4, 5, 6])), [x], [x]);
+    expect(arr(tan)).toEqual([0, 0, 0]);
+  });
+
+  it('the Hessian of Σ where(x > 0, x², sin x) is diag(2, −sin x, 2)', () => {
+    const x = t([0.3, -0.7, 1.1]);
+    const h = A.hessian((z: Tensor) => A.sum(A.where(A.gt(z, 0), A.mul(z, z), A.sin(z))))(x);
+    close(arr(h), [2, 0, 0, 0, -Math.sin(-0.7), 0, 0, 0, 2], 1e-15);
+  });
+});
