@@ -130,7 +130,9 @@ export class MultiheadAttention extends Module {
     options?: AttentionForwardOptions,
   ): Tensor {
     if (arguments.length > 4) throw tooMany('nn.MultiheadAttention.forward', 4, arguments.length);
-    const opts = (isOptions(key) ? key : isOptions(value) ? value : (options ?? {})) as AttentionForwardOptions;
+    const given = (isOptions(key) ? key : isOptions(value) ? value : options) as AttentionForwardOptions | undefined;
+    // A misspelt option (causal for isCausal) would silently attend everywhere: refuse it.
+    const opts = optionsArg('nn.MultiheadAttention.forward', given, ['attnMask', 'isCausal']);
     const k = key instanceof Tensor ? key : query;
     const v = value instanceof Tensor ? value : k;
     return composite(() => {
@@ -301,6 +303,7 @@ export class TransformerEncoderLayer extends Module {
 
   forward(src: Tensor, opts: EncoderForwardOptions = {}): Tensor {
     if (arguments.length > 2) throw tooMany('nn.TransformerEncoderLayer.forward', 2, arguments.length);
+    optionsArg('nn.TransformerEncoderLayer.forward', opts, ['mask', 'isCausal']);
     return composite(() => {
       const sa = (x: Tensor) => this.drop1.forward(this.self_attn.forward(x, x, x, { attnMask: opts.mask, isCausal: opts.isCausal }));
       const ffn = (x: Tensor) => {

@@ -33,7 +33,7 @@ function checkCotangent(name: string, c: unknown, i: number, shape: readonly num
   if (!isTensor(c)) throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${describe(c)}`);
   c.check(`customVjp(${name})`);
   if (c.dtype !== g.dtype || c.shape.length !== shape.length || c.shape.some((d, j) => d !== shape[j])) {
-    throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got ${describe(c.dtype)} [${c.shape}]`);
+    throw new GradError(`customVjp(${name}): backward's cotangent ${i} must be ${want}, got a ${c.dtype} Tensor of shape [${c.shape}]`);
   }
 }
 

@@ -71,7 +71,7 @@ function groupInputs(op: string, params: Params): { inputs: ParamGroupInput[]; p
 
 /** A group's parameters: distinct live Tensors. */
 function groupParams(op: string, where: string, params: Iterable<Tensor> | Tensor): Tensor[] {
-  if (isTensor(params)) return [params.check(op)];
+  if (isTensor(params)) return [leaf(op, params.check(op), where === 'params' ? 'params' : `${where}.params`)];
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
     throw new ArgumentError(`${op}: ${where}.params must be an array of Tensors`);
   }
@@ -80,9 +80,20 @@ function groupParams(op: string, where: string, params: Iterable<Tensor> | Tenso
   list.forEach((p, i) => {
     if (!isTensor(p))
       throw new ArgumentError(`${op}: ${where === 'params' ? '' : `${where}.`}params[${i}] must be a Tensor, got ${typeof p}`);
-    p.check(op);
+    leaf(op, p.check(op), `${where === 'params' ? '' : `${where}.`}params[${i}]`);
   });
   return list;
+}
+
+/** A parameter must be a leaf: an op's result never receives a .grad, so it would never move. */
+function leaf(op: string, p: Tensor, name: string): Tensor {
+  if (p.node !== null) {
+    throw new ArgumentError(
+      `${op}: ${name} [${p.shape}] is not a leaf tensor (an op computed it, so backward() gives it no .grad and step() could never update it); ` +
+        'optimize the tensor it was computed from, or make a leaf with x.detach() and set requiresGrad = true',
+    );
+  }
+  return p;
 }
 
 /**

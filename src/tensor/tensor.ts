@@ -306,9 +306,10 @@ export abstract class TensorBase<T extends TensorBase<T, N>, N extends TapeNode 
 
   /** The value of a one-element tensor. */
   item(): number {
+    this.check('item'); // a disposed tensor is a DisposedError whatever its size
     if (this.size !== 1)
       throw new ShapeError(`item: tensor has shape [${this.shape}] (${this.size} elements), expected exactly one element`);
-    const p = this.check('item').storage.ptr;
+    const p = this.storage.ptr;
     const v = views();
     if (this.dtype === 'int32') return v.i32[p >> 2];
     return this.dtype === 'float32' ? v.f32[p >> 2] : v.f64[p >> 3];

@@ -1,0 +1,67 @@
+// Mistakes a user makes that used to pass silently or with the wrong error: a misspelt attention
+// option (which attended everywhere), a non-leaf tensor handed to an optimizer (never updated),
+// item() of a disposed tensor, and customVjp's message for a cotangent of the wrong shape.
+import { describe, it, expect } from 'vitest';
+import * as A from '../src/index.js';
+import type { Tensor } from '../src/index.js';
+
+await A.init();
+
+describe('attention modules refuse unknown forward options', () => {
+  const x = A.randn([1, 3, 4], { seed: 1 });
+  it('MultiheadAttention: causal (for isCausal) and attn_mask (for attnMask) are errors', () => {
+    const mha = new A.nn.MultiheadAttention(4, 2, { seed: 0 });
+    expect(() => mha.forward(x, x, x, { causal: true } as never)).toThrow(/MultiheadAttention.forward: unknown option "causal".*isCausal/);
+    expect(() => mha.forward(x, { attn_mask: A.zeros([3, 3]) } as never)).toThrow(/unknown option "attn_mask"/);
+    const open = arr(mha.forward(x, x, x));
+    const causal = arr(mha.forward(x, x, x, { isCausal: true }));
+    expect(causal).not.toEqual(open); // the right name still masks
+    mha.dispose();
+  });
+
+  it('TransformerEncoderLayer: causal is an error, isCausal masks', () => {
+    const layer = new A.nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8, dropout: 0, seed: 0 });
+    expect(() => layer.forward(x, { causal: true } as never)).toThrow(/TransformerEncoderLayer.forward: unknown option "causal"/);
+    expect(arr(layer.forward(x, { isCausal: true }))).not.toEqual(arr(layer.forward(x)));
+    layer.dispose();
+  });
+});
+
+describe('optimizers take leaf tensors only', () => {
+  it('a computed tensor is an ArgumentError naming it, as PyTorch refuses a non-leaf', () => {
+    const w = A.ones([2], { requiresGrad: true });
+    const twice = w.mul(2);
+    expect(() => new A.optim.Adam([twice])).toThrow(/Adam: params\[0\] \[2\] is not a leaf tensor/);
+    expect(() => new A.optim.SGD([{ params: [w] }, { params: [twice] }], { lr: 0.1 })).toThrow(
+      /paramGroups\[1\]\.params\[0\] \[2\] is not a leaf|params\[0\] \[2\] is not a leaf/,
+    );
+    const leaf = twice.detach();
+    leaf.requiresGrad = true;
+    const opt = new A.optim.SGD([leaf], { lr: 0.5 });
+    A.sum(leaf).backward();
+    opt.step();
+    expect(arr(leaf)).toEqual([1.5, 1.5]);
+  });
+});
+
+describe('errors name the real problem', () => {
+  it('item() of a disposed tensor is a DisposedError whatever its size', () => {
+    const v = A.tensor([1, 2, 3]);
+    v.dispose();
+    expect(() => v.item()).toThrow(A.DisposedError);
+  });
+
+  it('customVjp: a cotangent of the wrong shape is described as a tensor, not as a string', () => {
+    const bad = A.customVjp(
+      (a: Tensor) => A.mul(a, 2),
+      (g: Tensor) => [A.sum(g)],
+    );
+    expect(() => A.grad((x: Tensor) => A.sum(bad(x)))(A.tensor([1, 2, 3], { dtype: 'float64' }))).toThrow(
+      /must be null or a float64 Tensor of shape \[3\], got a float64 Tensor of shape \[\]/,
+    );
+  });
+});
+
+function arr(t: Tensor): number[] {
+  return Array.from(t.toArray());
+}
