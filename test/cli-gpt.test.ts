@@ -3,13 +3,14 @@
 // that samples the same text for the same seed, the lr schedule of the PyTorch reference, the
 // whole-split validation windows, and argument errors.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as A from '../src/index.js';
 import { main } from '../src/cli/main.js';
 import { parseGptTrainArgs } from '../src/cli/gpt-args.js';
 import { GptRun, gptLr } from '../src/cli/gpt-run.js';
+import { checkWritable } from '../src/cli/compare.js';
 
 async function run(argv: string[], isTTY = false) {
   let out = '',
@@ -117,6 +118,71 @@ describe('adjoint train --model gpt', () => {
     expect(r.code).toBe(2);
     expect(r.err).toMatch(message);
     expect(r.err.trimEnd().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('failures found before training, not after it', () => {
+  it('a --data file too short for a validation window is refused before the first step', async () => {
+    writeFileSync(join(dir, 'tiny.txt'), text.slice(0, 300)); // 270 train / 30 validation characters
+    const save = join(dir, 'tiny.safetensors');
+    const r = await run([
+      'train',
+      '--model',
+      'gpt',
+      '--data',
+      join(dir, 'tiny.txt'),
+      ...SMALL,
+      '--context',
+      '32',
+      '--steps',
+      '3',
+      '--save',
+      save,
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/the validation split has 30 characters, but a window of context 32 needs 33/);
+    expect(r.out).toBe('');
+  });
+
+  it.each([
+    [
+      'a directory',
+      () => {
+        const d = join(dir, 'taken.safetensors');
+        mkdirSync(d, { recursive: true });
+        return d;
+      },
+      /--save: .*taken.safetensors is a directory/,
+    ],
+    ['a path that cannot be created', () => '/proc/adjoint-test.safetensors', /--save: cannot write \/proc\/adjoint-test.safetensors/],
+  ])('--save naming %s fails with exit code 2 before training (gpt and digits)', async (_what, path, message) => {
+    const save = path();
+    for (const argv of [
+      ['train', '--model', 'gpt', ...SMALL, '--steps', '2', '--save', save],
+      ['train', '--epochs', '1', '--save', save],
+    ]) {
+      const r = await run(argv);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(message);
+      expect(r.out).toBe('');
+    }
+  });
+
+  it('the check leaves a writable path as it found it (no empty file)', async () => {
+    const fresh = join(dir, 'fresh.safetensors');
+    await checkWritable('--save', fresh);
+    expect(existsSync(fresh)).toBe(false);
+    writeFileSync(fresh, 'kept');
+    await checkWritable('--save', fresh);
+    expect(readFileSync(fresh, 'utf8')).toBe('kept');
+  });
+
+  it('a GPT file whose metadata is damaged names the field', async () => {
+    const bad = join(dir, 'bad-vocab.safetensors');
+    writeFileSync(bad, A.io.saveSafetensors({ w: A.zeros([1]) }, { config: '{"layers":1}', vocab: 'not json' }));
+    const r = await run(['sample', '--load', bad, '--tokens', '3']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--load: the file's "vocab" metadata is not valid JSON/);
   });
 });
 

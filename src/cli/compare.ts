@@ -2,7 +2,7 @@
 // data, seed and batch order once per feedback rule and plots them side by side, with the
 // alignment angle over time. Also the training monitor `train --diagnostics` / `--plot` share:
 // per-epoch gradient statistics and warnings, and alignment angles every few steps.
-import { access, writeFile } from 'node:fs/promises';
+import { access, open, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Tensor } from '../ops/tensor.js';
 import { keep } from '../tensor/memory.js';
@@ -57,7 +57,7 @@ export class Monitor {
       },
       watches: (step) => this.statsAt(step) || this.anglesAt(step),
       afterBackward: (model, step) => this.afterBackward(model, step),
-      afterEpoch: (model, record) => this.afterEpoch(record),
+      afterEpoch: (_model, record) => this.afterEpoch(record),
     };
   }
 
@@ -107,12 +107,31 @@ function describeAngles(rows: readonly AlignmentAngle[]): string {
 
 const MODE_NAMES: Record<Feedback, string> = { bp: 'backprop', alignment: 'feedback alignment', sign: 'sign-symmetric' };
 
-/** The --plot path: FILE.svg in an existing directory. */
+/** The --plot path: FILE.svg that can be written. */
 export async function checkPlotPath(file: string): Promise<void> {
   if (!file.endsWith('.svg')) throw new UsageError(`--plot expects a FILE.svg path, got ${JSON.stringify(file)}`);
-  await access(dirname(resolve(file))).catch(() => {
-    throw new UsageError(`--plot: directory ${dirname(resolve(file))} does not exist`);
+  await checkWritable('--plot', file);
+}
+
+/**
+ * That `file` can be written, found before training rather than after it: its directory exists,
+ * it is not a directory, and the file opens for writing. A file that did not exist is created
+ * and removed again (permission bits alone miss read-only mounts, /proc, and root's rights).
+ */
+export async function checkWritable(flag: string, file: string): Promise<void> {
+  const dir = dirname(resolve(file));
+  await access(dir).catch(() => {
+    throw new UsageError(`${flag}: directory ${dir} does not exist`);
   });
+  const existing = await stat(file).catch(() => null);
+  if (existing?.isDirectory()) throw new UsageError(`${flag}: ${file} is a directory`);
+  try {
+    const h = await open(file, existing === null ? 'wx' : 'r+');
+    await h.close();
+    if (existing === null) await unlink(file);
+  } catch (e) {
+    throw new UsageError(`${flag}: cannot write ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
 }
 
 /** The angle curves of one run: per FA layer its signal angle, and its weight-update angle unless identically 0. */

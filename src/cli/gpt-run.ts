@@ -4,6 +4,7 @@
 // backward, clip, AdamW) is one compile()d function of the batch's int32 tensors, so from the
 // fourth step on it replays a fixed kernel schedule. No Node APIs here: the CLI, the benchmark
 // and the demo's Web Worker all drive this.
+import { ArgumentError } from '../errors.js';
 import { tidy } from '../tensor/memory.js';
 import { noGrad } from '../autodiff/transforms.js';
 import { crossEntropy, reshape } from '../ops/api.js';
@@ -62,6 +63,18 @@ export class GptRun {
     const ids = tokenizer.encode(text);
     ({ train: this.train, val: this.val } = splitText(ids, 0.9));
     const c = config;
+    // Checked here, not at the first validation draw: that comes after training, and a run
+    // that trained for minutes would then end without its --save.
+    for (const [name, part] of [
+      ['training', this.train],
+      ['validation', this.val],
+    ] as const) {
+      if (part.length < c.context + 1) {
+        throw new ArgumentError(
+          `the ${name} split has ${part.length} characters, but a window of context ${c.context} needs ${c.context + 1}: use more text or a smaller --context`,
+        );
+      }
+    }
     this.model = new GPT({
       vocabSize: tokenizer.vocabSize,
       layers: c.layers,

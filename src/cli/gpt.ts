@@ -124,15 +124,27 @@ function saveGpt(model: GPT, tokenizer: CharTokenizer): Uint8Array {
   });
 }
 
+/** A metadata field of a GPT file, parsed; a damaged one is named rather than left to JSON.parse's message. */
+function metaJson(field: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(
+      `--load: the file's "${field}" metadata is not valid JSON (${(e as Error).message}); was it written by adjoint train --model gpt --save?`,
+    );
+  }
+}
+
 /** A GPT and its tokenizer from the bytes saveGpt wrote. */
 function loadGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
   const meta = decodeSafetensorsFile(bytes).metadata;
   if (meta.config === undefined || meta.vocab === undefined)
     throw new UsageError('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
-  const tokenizer = new CharTokenizer(JSON.parse(meta.vocab) as string[]);
+  const tokenizer = new CharTokenizer(metaJson('vocab', meta.vocab) as string[]);
+  const config = metaJson('config', meta.config) as { vocabSize: number };
   const tensors = loadSafetensors(bytes);
   const model = new GPT({
-    ...(JSON.parse(meta.config) as { vocabSize: number }),
+    ...config,
     dtype: tensors['tokEmb.weight']?.dtype === 'float64' ? 'float64' : 'float32',
   });
   try {

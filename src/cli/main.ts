@@ -2,8 +2,7 @@
 // exit code (2: a mistake on the command line or a missing data directory; 1: anything else),
 // never a stack trace.
 import { realpathSync } from 'node:fs';
-import { access, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { AdjointError, ArgumentError } from '../errors.js';
 import { init } from '../wasm/init.js';
@@ -11,7 +10,7 @@ import { saveSafetensors } from '../io/safetensors.js';
 import { parseTrainArgs, UsageError, USAGE, type TrainArgs } from './args.js';
 import { train } from './train.js';
 import { percent, type Sink } from './progress.js';
-import { compare, checkPlotPath, trainPlot, Monitor } from './compare.js';
+import { compare, checkPlotPath, checkWritable, trainPlot, Monitor } from './compare.js';
 import { GPT_USAGE, isGptTrain, parseGptTrainArgs, parseSampleArgs } from './gpt-args.js';
 import { trainGpt, sampleGpt } from './gpt.js';
 
@@ -75,9 +74,7 @@ async function preflight(args: TrainArgs, _err: Sink): Promise<void> {
   if (args.save !== null) {
     if (!args.save.endsWith('.safetensors'))
       throw new UsageError(`--save expects a FILE.safetensors path, got ${JSON.stringify(args.save)}`);
-    await access(dirname(resolve(args.save))).catch(() => {
-      throw new UsageError(`--save: directory ${dirname(resolve(args.save!))} does not exist`);
-    });
+    await checkWritable('--save', args.save);
   }
 }
 
