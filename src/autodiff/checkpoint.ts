@@ -16,6 +16,7 @@ import { apply, observingInputs } from '../ops/apply.js';
 import type { Saved } from '../ops/rule.js';
 import { zerosLike } from '../ops/api.js';
 import { sweep } from '../ops/sweep.js';
+import { batching } from '../ops/batch.js';
 import { describe, tooMany } from '../args.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
@@ -111,7 +112,10 @@ export function checkpoint<F extends Fn>(fn: F): F {
       if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${describe(x)}`);
       x.check(`checkpoint(${name})`);
     });
-    if (!modes.record) return runScoped(() => output(name, fn(...xs)), isTensor);
+    // Under vmap, an ordinary recorded call: the checkpoint node would be applied to the batched
+    // arguments' physical tensors, which its recomputation cannot tell from its own inputs, and
+    // grad(vmap(f)) came out as zeros. The values and gradients are right; the memory is not saved.
+    if (!modes.record || batching.level > 0) return runScoped(() => output(name, fn(...xs)), isTensor);
     const { y, captured, draws } = firstRun(name, fn, xs);
     const first: FirstRun = { captured, draws };
     let pending: Tensor | null = y; // the output, a handle of the caller's scope without a node yet

@@ -7,6 +7,7 @@
 // A signature whose calls cannot be replayed runs eagerly, after a one-time console warning.
 import { ArgumentError, OutOfMemoryError } from '../errors.js';
 import { isTensor } from '../ops/tensor.js';
+import { batching } from '../ops/batch.js';
 import { nextTensorId } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { runtime } from '../wasm/module.js';
@@ -116,6 +117,9 @@ class Compiler<A extends unknown[], R> {
 
   call(args: A): R {
     if (hooks.recorder !== null) return this.eager(args); // inside another compiled fn's trace: recorded there
+    // Inside vmap the arguments are batched stand-ins whose values no kernel may read: fn runs
+    // eagerly, through vmap's batching rules (compile(vmap(f)) is the form that compiles).
+    if (batching.level > 0) return this.eager(args);
     const fast = this.replayLast(args);
     if (fast !== undefined) return fast.value;
     const a = inspect(args, this.statics);

@@ -12,6 +12,7 @@ import { kernel, writeArgs } from '../wasm/module.js';
 import type { Rule } from './rule.js';
 import { runPieces, imagePieces, splitRun } from '../wasm/split.js';
 import { add, zerosLike } from './api.js';
+import { apply } from './apply.js';
 import { foldBatch, type Dim, type Self } from './batch.js';
 import { conv2dMappedFilter, conv2dInputGradMappedFilter, conv2dFilterGradMapped } from './conv-batch.js';
 import {
@@ -313,19 +314,27 @@ const spatial = (shape: readonly number[]): Pair => [shape[2], shape[3]];
 
 type Op2<P> = (a: Tensor, b: Tensor, p: P) => Tensor;
 
-/** A bilinear primitive f(a, b): JVP f(ta, b) + f(a, tb); the VJPs are given per argument. */
-function bilinear<P>(
-  op: Op2<P>,
+/**
+ * A bilinear primitive f(a, b) (the rule `name`, its kernel `forward`): JVP f(ta, b) + f(a, tb)
+ * through apply, so batched tangents (jacfwd, vmap of jvp) meet the batch rule rather than the
+ * kernel; the VJPs are given per argument.
+ */
+function bilinear<P extends object>(
+  name: 'conv2d' | 'conv2dInputGrad' | 'conv2dFilterGrad',
+  forward: Op2<P>,
   vjpA: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor,
   vjpB: (g: Tensor, a: Tensor, b: Tensor, p: P) => Tensor,
   batch: Rule<P>['batch'],
 ): Rule<P> {
+  // apply's name and params types come from the rule table, which this file's rules are part of.
+  const applyAny = apply as unknown as (n: string, xs: readonly Tensor[], p: P) => Tensor;
+  const f = (a: Tensor, b: Tensor, p: P): Tensor => applyAny(name, [a, b], p);
   return {
     batch,
     saves: SAVE_BOTH,
-    forward: ([a, b], p) => op(a, b, p),
+    forward: ([a, b], p) => forward(a, b, p),
     vjp: (g, s, p, needs) => [needs[0] ? vjpA(g, s.x[0]!, s.x[1]!, p) : null, needs[1] ? vjpB(g, s.x[0]!, s.x[1]!, p) : null],
-    jvp: ([ta, tb], [a, b], _y, p) => plus(ta && op(ta, b, p), tb && op(a, tb, p)),
+    jvp: ([ta, tb], [a, b], _y, p) => plus(ta && f(ta, b, p), tb && f(a, tb, p)),
   };
 }
 
@@ -366,18 +375,21 @@ function imagesBatch<P>(mapped: (xs: readonly Tensor[], dims: readonly Dim[], p:
 
 export const convRules = {
   conv2d: bilinear<ConvParams>(
+    'conv2d',
     conv2dForward,
     (g, x, w, p) => conv2dInputGrad(g, w, p, spatial(x.shape)),
     (g, x, w, p) => conv2dFilterGrad(x, g, p, spatial(w.shape)),
     imagesBatch(conv2dMappedFilter),
   ),
   conv2dInputGrad: bilinear<ConvInputGradParams>(
+    'conv2dInputGrad',
     inputGradForward,
     (v, _g, w, p) => conv2dRaw(v, w, p),
     (v, g, w, p) => conv2dFilterGrad(v, g, p, spatial(w.shape)),
     imagesBatch(conv2dInputGradMappedFilter),
   ),
   conv2dFilterGrad: bilinear<ConvFilterGradParams>(
+    'conv2dFilterGrad',
     filterGradForward,
     (u, x, g, p) => conv2dInputGrad(g, u, p, spatial(x.shape)),
     (u, x, _g, p) => conv2dRaw(x, u, p),

@@ -1,0 +1,105 @@
+// Orders of composition that once threw or returned zeros: vmap of a compiled function (every call
+// after the first threw), grad of vmap of a checkpointed function (threw, then zeros in a first
+// fix), and forward mode through conv2d under vmap (jacfwd and hessian of any conv net threw).
+import { describe, it, expect } from 'vitest';
+import * as A from '../src/index.js';
+import type { Tensor } from '../src/index.js';
+import { arr, close, f64 } from './helpers.js';
+
+await A.init();
+type F = (x: Tensor) => Tensor;
+const X = () =>
+  A.tensor(
+    [
+      [0.1, 0.2, 0.3],
+      [0.4, -0.5, 0.6],
+    ],
+    f64,
+  );
+
+describe('vmap(compile(f))', () => {
+  it('gives vmap(f) on every call, eagerly (nothing is traced under vmap)', () => {
+    const f = (x: Tensor) => A.sum(A.sin(x));
+    const cf = A.compile(f);
+    const want = arr(A.vmap(f)(X()));
+    for (let i = 0; i < 4; i++) expect(arr(A.vmap(cf)(X()))).toEqual(want);
+    expect(cf.stats.traced).toBe(0);
+    expect(cf.stats.eager).toBe(4);
+  });
+
+  it('compile(vmap(f)) still compiles and agrees', () => {
+    const f = (x: Tensor) => A.sum(A.sin(x));
+    const cv = A.compile(A.vmap(f));
+    const want = arr(A.vmap(f)(X()));
+    for (let i = 0; i < 4; i++) expect(arr(cv(X()))).toEqual(want);
+    expect(cv.stats.replayed).toBeGreaterThan(0);
+  });
+});
+
+describe('checkpoint under vmap', () => {
+  const f = (x: Tensor) => A.sum(A.checkpoint((y: Tensor) => A.sin(y))(x));
+  it('grad(X => sum(vmap(f)(X))) is cos X, as vmap(grad(f))', () => {
+    const want = arr(A.cos(X()));
+    close(arr(A.grad((x: Tensor) => A.sum(A.vmap(f)(x)))(X()) as Tensor), want, 1e-15);
+    close(arr(A.vmap(A.grad(f) as F)(X())), want, 1e-15);
+  });
+
+  it('with a parameter read through the closure', () => {
+    const w = A.tensor([1.5, -2, 0.5], f64);
+    const g = (x: Tensor) => A.sum(A.checkpoint((y: Tensor) => A.tanh(A.mul(y, w)))(x));
+    const gw = A.grad((v: Tensor) => A.sum(A.vmap((x: Tensor) => A.sum(A.checkpoint((y: Tensor) => A.tanh(A.mul(y, v)))(x)))(X())))(
+      w,
+    ) as Tensor;
+    const plain = A.grad((v: Tensor) => A.sum(A.tanh(A.mul(X(), v))))(w) as Tensor;
+    close(arr(gw), arr(plain), 1e-15);
+    expect(arr(A.vmap(g)(X())).length).toBe(2);
+  });
+});
+
+describe('forward mode through conv2d under vmap', () => {
+  const x = () =>
+    A.tensor(
+      [
+        [
+          [
+            [1, 2],
+            [3, 4],
+          ],
+        ],
+      ],
+      f64,
+    );
+  const w = A.tensor(
+    [
+      [
+        [
+          [0.5, -1],
+          [2, 0.25],
+        ],
+      ],
+    ],
+    f64,
+  );
+  it('jacfwd(conv2d) is the filter, as jacrev', () => {
+    const f = (z: Tensor) => A.conv2d(z, w);
+    expect(arr(A.jacfwd(f)(x()))).toEqual([0.5, -1, 2, 0.25]);
+    expect(arr(A.jacrev(f)(x()))).toEqual([0.5, -1, 2, 0.25]);
+    expect(arr(A.vmap((t: Tensor) => A.jvp(f, [x()], [t])[1])(A.ones([3, 1, 1, 2, 2], f64)))).toEqual([1.75, 1.75, 1.75]);
+  });
+
+  it('Hessians of a strided, padded conv net agree both ways, in the input and in the filter', () => {
+    const x2 = A.randn([2, 2, 5, 5], { seed: 1, dtype: 'float64' }),
+      w2 = A.randn([3, 2, 3, 3], { seed: 2, dtype: 'float64' });
+    const inW = (v: Tensor) => A.sum(A.tanh(A.conv2d(x2, v, { stride: 2, padding: 1 })));
+    const inX = (v: Tensor) => A.sum(A.tanh(A.conv2d(v, w2, { stride: 2, padding: 1 })));
+    for (const [f, at] of [
+      [inW, w2],
+      [inX, x2],
+    ] as const) {
+      const fwd = arr(A.hessian(f)(at)),
+        rev = arr(A.jacrev(A.grad(f) as F)(at));
+      expect(fwd.length).toBe(at.size * at.size);
+      close(fwd, rev, 1e-12);
+    }
+  });
+});
