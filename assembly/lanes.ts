@@ -32,3 +32,8 @@
   }
   return <T>max(v128.extract_lane<f64>(v, 0), v128.extract_lane<f64>(v, 1));
 }
+
+/** Rows longer than this are summed pairwise (reduce.ts's sums, softmax.ts's exp sums: the same split, the same bits). */
+export const SUM_LEAF: i32 = 1024;
+/** Where a pairwise sum of n > SUM_LEAF elements splits: a whole number of leaves on the left, from n alone. */
+@inline export function pairSplit(n: i32): i32 { return ((n >> 1) + SUM_LEAF - 1) / SUM_LEAF * SUM_LEAF; }

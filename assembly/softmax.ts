@@ -1,8 +1,8 @@
 // Row-wise softmax and softmax cross-entropy over contiguous [rows, cols] matrices.
 // Subtracting the row max keeps exp from overflowing. Row sums use the reduce kernels' order
-// (lane-wise partials, a fixed horizontal fold, then the tail), so the cross-entropy here is
+// (lane-wise partials, a fixed horizontal fold, then the tail; pairwise past SUM_LEAF), so the cross-entropy here is
 // bit-identical to the composite logsumexp − x[label] it replaces; f32 exp is vmath's exp4.
-import { lanes, ld, st, at, hsum, hmax } from './lanes';
+import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit } from './lanes';
 import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 
@@ -23,8 +23,15 @@ import { exp4 } from './vmath';
   return m;
 }
 
-/** Σ_j e^{x[j] − m}, writing each term to e (when e ≠ 0). */
-@inline function rowExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
+/** Σ_j e^{x[j] − m}, writing each term to e (when e ≠ 0); long rows pairwise, as reduce.ts's sums. */
+function rowExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
+  if (n <= SUM_LEAF) return leafExpSum<T>(x, e, n, m);
+  const half = pairSplit(n);
+  return rowExpSum<T>(x, e, half, m) + rowExpSum<T>(at<T>(x, half), e == 0 ? 0 : at<T>(e, half), n - half, m);
+}
+
+/** rowExpSum over at most SUM_LEAF elements: lane-wise partials, the horizontal fold, the tail. */
+@inline function leafExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
   const L = lanes<T>();
   const mv = v128.splat<T>(m);
   let v = v128.splat<T>(<T>0);
