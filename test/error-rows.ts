@@ -223,7 +223,7 @@ function linalgNnRows(f: Fixtures): Row[] {
     row('mseLoss', () => any(A.mseLoss)(f.x), A.ArgumentError, 'target', 'Tensor', 'undefined'),
     row('layerNorm', () => A.layerNorm(f.x, f.v.slice([0], [2])), A.ShapeError, 'weight', '[3]', '[2]'),
     row('layerNorm', () => A.layerNorm(f.x, null, A.ones([3], { dtype: 'float64' })), A.DtypeError, 'bias', 'float64', 'float32'),
-    row('layerNorm', () => A.layerNorm(f.x, null, null, -1), A.ArgumentError, 'eps', 'positive', '-1'),
+    row('layerNorm', () => A.layerNorm(f.x, null, null, -1), A.ArgumentError, 'eps', 'finite number ≥ 0', '-1'),
     row('layerNorm', () => A.layerNorm(f.x, null, null, NaN), A.ArgumentError, 'eps', 'NaN'),
     row('layerNorm', () => A.layerNorm(f.x, any('w')), A.ArgumentError, 'weight', 'Tensor', 'string'),
     row('layerNorm', () => A.layerNorm(A.ones([])), A.ShapeError, 'at least 1-D', 'scalar'),

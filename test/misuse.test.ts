@@ -62,6 +62,26 @@ describe('errors name the real problem', () => {
   });
 });
 
+describe('options that cannot take effect are errors, not ignored', () => {
+  it('a later init() asking for another memory or kernel build is an ArgumentError; threads may change', async () => {
+    await expect(A.init({ memory: { maximumBytes: 4 << 20 } })).rejects.toThrow(/init: memory was fixed by the first init\(\) call/);
+    await expect(A.init({ relaxedSimd: true })).rejects.toThrow(/init: relaxedSimd was fixed by the first init\(\) call/);
+    await A.init({ threads: 1 });
+    await A.init();
+    expect(A.tensor([1, 2, 3]).sum().item()).toBe(6);
+  });
+
+  it('nn.LayerNorm checks eps when it is built; eps = 0 is allowed, as in PyTorch', () => {
+    expect(() => new A.nn.LayerNorm(3, { eps: -1 })).toThrow(/LayerNorm: eps must be a finite number ≥ 0, got -1/);
+    expect(() => A.layerNorm(A.tensor([[1, 2, 3]]), null, null, Number.NaN)).toThrow(/layerNorm: eps must be a finite number ≥ 0/);
+    const y = arr(new A.nn.LayerNorm(3, { eps: 0, dtype: 'float64' }).forward(A.tensor([[1, 2, 3]], { dtype: 'float64' })));
+    const s = Math.sqrt(2 / 3); // torch.nn.LayerNorm(3, eps=0)([[1, 2, 3]]) = [-1.2247, 0, 1.2247]
+    expect(y[1]).toBe(0);
+    expect(Math.abs(y[0] + 1 / s)).toBeLessThan(1e-15);
+    expect(Math.abs(y[2] - 1 / s)).toBeLessThan(1e-15);
+  });
+});
+
 function arr(t: Tensor): number[] {
   return Array.from(t.toArray());
 }

@@ -53,6 +53,14 @@ describe('allocations past maximumBytes', () => {
     keep.dispose();
   });
 
+  it('name the rounded block and the arena top when a request is rounded up to its size class', () => {
+    const bytes = 7 * 2 ** 20 + 4; // 7 MiB is a class; 4 bytes more round up to the 8 MiB one, the whole cap
+    const e = caught(() => A.zeros([bytes / 4]).dispose());
+    expect(e).toBeInstanceOf(A.OutOfMemoryError);
+    expect(e.message).toMatch(/cannot allocate 7340036 bytes \(a block of 8388608: sizes round up/);
+    expect(e.message).toMatch(/the arena's top at \d+/);
+  });
+
   it('report the live tensor count, the ops holding the most live bytes and the hint to use tidy or using', () => {
     const before = A.memory().tensors;
     const a = A.ones([256, 256]); // 256 KiB (created by ones, not an op)

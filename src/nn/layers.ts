@@ -3,7 +3,7 @@
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
-import { relu, tanh, gelu, geluApproximation, layerNorm, reshape, gather, add, composite, type GeluOptions } from '../ops/api.js';
+import { relu, tanh, gelu, geluApproximation, layerNorm, epsArg, reshape, gather, add, composite, type GeluOptions } from '../ops/api.js';
 import { seedOf, ones, zeros } from '../ops/create.js';
 import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
@@ -157,6 +157,7 @@ export class LayerNorm extends Module {
     if (arguments.length > 2) throw tooMany('nn.LayerNorm', 2, arguments.length);
     super();
     optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'bias', 'dtype']);
+    if (opts.eps !== undefined) epsArg('LayerNorm', opts.eps); // at construction, not at the first forward
     const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
     this.dtype = dtypeOf('LayerNorm', opts.dtype);

@@ -89,6 +89,13 @@ export function logsumexp(x: Tensor, axis?: Axis, keepdims = false): Tensor {
   });
 }
 
+/** eps of a normalisation: finite and ≥ 0 (0 is PyTorch's too: a constant row then gives NaN, 0/0). */
+export function epsArg(op: string, eps: unknown): void {
+  if (typeof eps !== 'number' || !(eps >= 0 && eps < Number.POSITIVE_INFINITY)) {
+    throw new ArgumentError(`${op}: eps must be a finite number ≥ 0, got ${describe(eps)}`);
+  }
+}
+
 /** m where it is finite, 0 where it is ±∞ or NaN (a NaN row stays NaN through x − 0). */
 function finiteOrZero(m: Tensor): Tensor {
   return apply('where', [lt(abs(m), Infinity), m, filled([], m.dtype, 0)], {});
@@ -172,7 +179,7 @@ export function layerNorm(x: Tensor, weight?: Tensor | null, bias?: Tensor | nul
   floatArg('layerNorm', x, 'x');
   if (weight != null) floatArg('layerNorm', weight, 'weight');
   if (bias != null) floatArg('layerNorm', bias, 'bias');
-  if (typeof eps !== 'number' || !(eps > 0)) throw new ArgumentError(`layerNorm: eps must be a positive number, got ${describe(eps)}`);
+  epsArg('layerNorm', eps);
   if (x.shape.length === 0) throw new ShapeError('layerNorm: input must be at least 1-D, got a scalar');
   const d = x.shape[x.shape.length - 1];
   for (const [name, t] of [

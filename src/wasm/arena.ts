@@ -74,7 +74,7 @@ export class Arena {
     let ptr = list !== undefined && list.length > 0 ? list.pop()! : -1;
     if (ptr < 0 && this.top + cls > this.maxBytes) ptr = this.reclaim(cls);
     if (ptr < 0) {
-      this.ensure(this.top + cls, bytes);
+      this.ensure(this.top + cls, bytes, cls);
       ptr = this.top;
       this.top += cls;
     }
@@ -166,21 +166,25 @@ export class Arena {
   /** Engine-internal space (thread control blocks, GEMM packing scratch): taken from the bump pointer, never freed, not counted as tensor bytes. */
   reserve(bytes: number): number {
     const size = Math.ceil(bytes / ALIGN) * ALIGN;
-    this.ensure(this.top + size, bytes);
+    this.ensure(this.top + size, bytes, size);
     const ptr = this.top;
     this.top += size;
     return ptr;
   }
 
   /** Grows the memory so that [0, end) is addressable, at least doubling to keep growth rare. */
-  private ensure(end: number, requested: number): void {
+  private ensure(end: number, requested: number, block: number): void {
     const have = this.memory.buffer.byteLength;
     if (end <= have) return;
     const want = Math.min(Math.max(end, have * 2), this.maxBytes);
     if (end > this.maxBytes) {
+      // Name the block and the arena's top, not only the bytes in use: a request is rounded up to
+      // its size class, and freed blocks of other classes (or the kernels' static data) count
+      // against the cap too, so "in use + requested" alone can look as if it fits.
+      const rounded = block > requested ? ` (a block of ${block}: sizes round up to one of four classes per power of two)` : '';
       throw new OutOfMemoryError(
-        `alloc: cannot allocate ${requested} bytes: ${this.bytesInUse} bytes in use, ` +
-          `the arena would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}${oomReport.explain?.() ?? ''}`,
+        `alloc: cannot allocate ${requested} bytes${rounded}: ${this.bytesInUse} bytes in use, the arena's top at ${this.top} ` +
+          `(static data, live blocks and freed blocks kept for reuse), so it would need ${end} bytes but memory.maximumBytes is ${this.maxBytes}${oomReport.explain?.() ?? ''}`,
         requested,
         this.bytesInUse,
       );

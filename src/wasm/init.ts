@@ -34,9 +34,36 @@ export function init(opts?: InitOptions): Promise<void> {
   } catch (e) {
     return Promise.reject(e);
   }
-  if (isInitialised()) return pending ?? reinitThreads(options);
-  if (pending === null) pending = instantiate(options).finally(() => (pending = null));
+  if (isInitialised()) {
+    const conflict = changedFixedOption(options);
+    if (conflict !== null) return Promise.reject(conflict);
+    return pending ?? reinitThreads(options);
+  }
+  if (pending === null) {
+    first = options;
+    pending = instantiate(options).finally(() => (pending = null));
+  }
   return pending;
+}
+
+/** The options of the call that instantiated the kernels. */
+let first: InitOptions = {};
+
+/**
+ * A later init() may resize the thread pool, and may repeat the first call's other options; asking
+ * for another memory, module or kernel build would be silently ignored, so it is an error instead.
+ */
+function changedFixedOption(options: InitOptions): ArgumentError | null {
+  const same = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
+  for (const key of ['memory', 'module', 'relaxedSimd'] as const) {
+    const v = options[key];
+    if (v === undefined || (key === 'module' ? v === first.module : same(v, first[key]))) continue;
+    return new ArgumentError(
+      `init: ${key} was fixed by the first init() call (${describe(first[key])}) and cannot change to ${describe(v)}; ` +
+        'a later init() can only change threads',
+    );
+  }
+  return null;
 }
 
 async function instantiate(options: InitOptions): Promise<void> {
