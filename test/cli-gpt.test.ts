@@ -113,6 +113,7 @@ describe('adjoint train --model gpt', () => {
     [['sample'], /sample needs --load/],
     [['sample', '--load', '/no/such.safetensors'], /--load: cannot read \/no\/such.safetensors \(ENOENT\)/],
     [['sample', '--load', 'x', '--temperature', '0'], /--temperature must be a positive number/],
+    [['sample', '--load', 'x', '--tokens', '1000000000'], /--tokens must be an integer from 1 to 1000000, got "1000000000"/],
   ])('%j fails with one line and exit code 2', async (argv, message) => {
     const r = await run(argv);
     expect(r.code).toBe(2);
@@ -175,6 +176,14 @@ describe('failures found before training, not after it', () => {
     writeFileSync(fresh, 'kept');
     await checkWritable('--save', fresh);
     expect(readFileSync(fresh, 'utf8')).toBe('kept');
+  });
+
+  it('--prompt "-h" is text to sample from, not a request for help', async () => {
+    const r = await run(['sample', '--load', join(dir, 'g.safetensors'), '--prompt', '-h', '--tokens', '5']);
+    expect(r.code).toBe(0);
+    expect(r.out.startsWith('-h')).toBe(true);
+    expect(r.out).not.toMatch(/usage/i);
+    expect((await run(['sample', '-h'])).out).toMatch(/adjoint sample --load/);
   });
 
   it('a GPT file whose metadata is damaged names the field', async () => {

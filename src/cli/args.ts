@@ -54,13 +54,15 @@ const choice =
       throw new UsageError(`${flag} must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
     return v as T;
   };
-/** A flag's value as an integer ≥ min (also used by the GPT flags). */
+/** A flag's value as an integer ≥ min, and ≤ max when one is given (also used by the GPT flags). */
 export const integer =
-  (flag: string, min: number) =>
+  (flag: string, min: number, max = Number.MAX_SAFE_INTEGER) =>
   (v: string): number => {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min)
-      throw new UsageError(`${flag} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`;
+      throw new UsageError(`${flag} must be an integer ${range}, got ${JSON.stringify(v)}`);
+    }
     return n;
   };
 /** --threads: 'auto' (one per core, as init's) or an integer ≥ 1. */

@@ -29,8 +29,11 @@ export interface SampleArgs {
   threads: Threads;
 }
 
+/** sample keeps every drawn id (and one uniform per token) until it returns: 10⁶ tokens is about 12 MB. */
+const MAX_TOKENS = 1_000_000;
+
 export const GPT_USAGE = `       adjoint train --dataset shakespeare --model gpt [--layers 4] [--heads 4] [--width 128] [--context 64] [--bias true]
-                     [--batch 12] [--steps 2000] [--seed 0] [--threads N|auto] [--data FILE] [--save FILE.safetensors]
+                     [--batch 12] [--steps 2000] [--eval-every 250] [--seed 0] [--threads N|auto] [--data FILE] [--save FILE.safetensors]
        adjoint sample --load FILE.safetensors [--prompt TEXT] [--tokens 500] [--temperature 1] [--top-k K] [--seed 0]`;
 
 const fixed =
@@ -112,7 +115,7 @@ export function parseSampleArgs(argv: readonly string[]): SampleArgs {
   const g = parseFlags(argv, {
     load: text,
     prompt: text,
-    tokens: integer('--tokens', 1),
+    tokens: integer('--tokens', 1, MAX_TOKENS),
     temperature: positive('--temperature'),
     'top-k': integer('--top-k', 1),
     seed: integer('--seed', 0),

@@ -22,7 +22,8 @@ export interface MainIO {
 /** Runs the CLI with `argv` (the words after `adjoint`); resolves to the exit code. */
 export async function main(argv: readonly string[], io: MainIO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   try {
-    if (argv.includes('--help') || argv.includes('-h')) {
+    // -h or --help anywhere, except as the text of --prompt (sample --prompt "-h" samples from it).
+    if (argv.some((a, i) => (a === '--help' || a === '-h') && argv[i - 1] !== '--prompt')) {
       io.stdout.write(`${USAGE}\n${GPT_USAGE}\n`);
       return 0;
     }
