@@ -54,6 +54,11 @@ export abstract class Module<Out = Tensor> {
     return t;
   }
 
+  /** This module's own parameter `name` as registered now (functionalCall and loadStateDict may have swapped it), or null. */
+  protected ownParameter(name: string): Tensor | null {
+    return this.ownParams.get(name) ?? null;
+  }
+
   /** Registers a submodule under `name`; its parameters appear as `name.<param>`. */
   protected registerModule<M extends Module<unknown>>(name: string, m: M): M {
     this.checkName(name);

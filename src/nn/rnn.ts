@@ -37,10 +37,10 @@ const GATES: Record<Kind, number> = { LSTM: 4, GRU: 3 };
 
 /** One layer's weights and biases (PyTorch's `weight_ih`, `weight_hh`, `bias_ih`, `bias_hh`). */
 interface LayerParams {
-  wih: Tensor;
-  whh: Tensor;
-  bih: Tensor | null;
-  bhh: Tensor | null;
+  readonly wih: Tensor;
+  readonly whh: Tensor;
+  readonly bih: Tensor | null;
+  readonly bhh: Tensor | null;
 }
 
 /** Registers one layer's four tensors under PyTorch's names (suffix '' for cells, '_l0', '_l1', … for layers). */
@@ -56,9 +56,29 @@ function registerLayer(
   const b = fanInBound(H),
     dt = m.dtype;
   const reg = (name: string, shape: number[]) => m.register(name + suffix, rng.uniform(shape, b, dt));
-  const wih = reg('weight_ih', [G * H, inF]),
-    whh = reg('weight_hh', [G * H, H]);
-  return { wih, whh, bih: bias ? reg('bias_ih', [G * H]) : null, bhh: bias ? reg('bias_hh', [G * H]) : null };
+  reg('weight_ih', [G * H, inF]);
+  reg('weight_hh', [G * H, H]);
+  if (bias) {
+    reg('bias_ih', [G * H]);
+    reg('bias_hh', [G * H]);
+  }
+  // Looked up by name at every use, never held: functionalCall swaps the registered tensors for
+  // the call (a held reference ran the module's own weights and gave zero gradients).
+  const get = (name: string) => m.registered(name + suffix);
+  return {
+    get wih() {
+      return get('weight_ih')!;
+    },
+    get whh() {
+      return get('weight_hh')!;
+    },
+    get bih() {
+      return bias ? get('bias_ih') : null;
+    },
+    get bhh() {
+      return bias ? get('bias_hh') : null;
+    },
+  };
 }
 
 abstract class RecurrentBase<Out> extends Module<Out> {
@@ -71,6 +91,10 @@ abstract class RecurrentBase<Out> extends Module<Out> {
   /** registerParameter, reachable from registerLayer. */
   register(name: string, t: Tensor): Tensor {
     return this.registerParameter(name, t);
+  }
+  /** The parameter registered as `name`, as it is now. */
+  registered(name: string): Tensor | null {
+    return this.ownParameter(name);
   }
 }
 
