@@ -6,7 +6,8 @@
 // pointers rebased, no tensor allocation but the outputs, no graph building, no JS per op.
 // A signature whose calls cannot be replayed runs eagerly, after a one-time console warning.
 import { ArgumentError, OutOfMemoryError } from '../errors.js';
-import { isTensor } from '../ops/tensor.js';
+import { isTensor, type Tensor } from '../ops/tensor.js';
+import { observingInputs } from '../ops/apply.js';
 import { batching } from '../ops/batch.js';
 import { nextTensorId } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
@@ -68,6 +69,35 @@ interface Entry {
   program: Program | null;
   /** When the signature was first seen (performance.now()): its eager call, traces and build cost what a new set of cuts costs. */
   since: number;
+  /** requiresGrad of the older tensors the last trace read, which its backward pass depended on. */
+  flags: GradFlags | null;
+}
+
+/**
+ * The requiresGrad of the tensors from before a trace that its primitives read (parameters,
+ * mostly): which of them get a gradient is fixed in the schedule, so freezing or unfreezing one
+ * between calls must trace again (it was ignored: a frozen layer kept training).
+ */
+class GradFlags {
+  private readonly refs: WeakRef<Tensor>[] = [];
+  private readonly flags: boolean[] = [];
+  private readonly seen = new Set<number>();
+  constructor(private readonly mark: number) {}
+  note(xs: readonly Tensor[]): void {
+    for (const x of xs) {
+      if (x.id >= this.mark || this.seen.has(x.id)) continue;
+      this.seen.add(x.id);
+      this.refs.push(new WeakRef(x));
+      this.flags.push(x.requiresGrad);
+    }
+  }
+  same(): boolean {
+    for (let i = 0; i < this.refs.length; i++) {
+      const t = this.refs[i].deref();
+      if (t !== undefined && t.requiresGrad !== this.flags[i]) return false;
+    }
+    return true;
+  }
 }
 
 /**
@@ -153,7 +183,7 @@ class Compiler<A extends unknown[], R> {
     const last = this.last;
     if (last === null || last.entry.state !== READY) return undefined;
     const q = quickArgs(args, last.sig);
-    if (q === null || !last.entry.program!.valid()) return undefined;
+    if (q === null || !last.entry.program!.valid() || !last.entry.flags!.same()) return undefined;
     this.stats.replayed++;
     return { value: last.entry.program!.run(q.tensors, q.data) as R };
   }
@@ -177,11 +207,12 @@ class Compiler<A extends unknown[], R> {
           );
         }
       }
-      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now() }));
+      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now(), flags: null }));
       this.stats.signatures = this.entries.size;
     }
-    if (e.state === READY && !e.program!.valid()) {
-      // A tensor the schedule reads or returns was disposed (a new optimizer or model?): start over.
+    if (e.state === READY && !(e.program!.valid() && e.flags!.same())) {
+      // A tensor the schedule reads or returns was disposed (a new optimizer or model?), or one
+      // it reads was frozen or unfrozen: start over.
       this.freePlan(e);
       e.state = WARM;
       e.since = performance.now();
@@ -191,7 +222,8 @@ class Compiler<A extends unknown[], R> {
 
   /** Traces one call and moves the entry on: a fallback, a retrace, the first trace kept, or the schedule built. */
   private traceAndAdvance(args: A, a: Args, e: Entry): R {
-    const [result, t] = this.trace(args, a);
+    const [result, t, flags] = this.trace(args, a);
+    e.flags = flags;
     if (t.taint !== null) this.giveUp(e, t.taint);
     else if (t.unbound.length > 0) {
       // Arrays fn turned into memory contents in JS (not as labels or tensor data): their values
@@ -257,22 +289,27 @@ class Compiler<A extends unknown[], R> {
     }
   }
 
-  private trace(args: A, a: Args): [R, Trace] {
+  private trace(args: A, a: Args): [R, Trace, GradFlags] {
     this.stats.traced++;
     for (const t of a.tensors) void t.storage.ptr; // fills a lazy argument (src/ops/shape.ts): an input, not a block of the call
-    const rec = new Trace(a.tensors, a.data, nextTensorId());
+    const mark = nextTensorId();
+    const rec = new Trace(a.tensors, a.data, mark);
+    const flags = new GradFlags(mark);
     const restore = interposeArena(rec);
     hooks.recorder = rec;
     let result: R;
     try {
-      result = scoped(() => this.fn(...args));
+      result = observingInputs(
+        (xs) => flags.note(xs),
+        () => scoped(() => this.fn(...args)),
+      );
       for (const t of inspect([result], new Set()).tensors) void t.storage.ptr; // a returned lazy transpose is filled where the trace sees it
     } finally {
       hooks.recorder = null;
       restore();
     }
     rec.finish(result);
-    return [result, rec];
+    return [result, rec, flags];
   }
 }
 
