@@ -227,3 +227,39 @@ describe('wide softmax rows', () => {
     expect(fused).toEqual(labels.map((l, r) => -ls[r * 3000 + l]));
   });
 });
+
+describe('vmap over a size-0 axis', () => {
+  // Shapes as JAX gives them and as the unmapped ops give for N = 0 (once [0, 4, 0] and NaN shapes).
+  it('a shared A times mapped Bs is [0, 4, 3]', () => {
+    const y = A.vmap((a: Tensor, b: Tensor) => A.matmul(a, b), { inAxes: [null, 0] })(A.randn([4, 5], { seed: 1 }), A.zeros([0, 5, 3]));
+    expect(y.shape).toEqual([0, 4, 3]);
+    const z = A.vmap((b: Tensor) => A.matmul(b, A.randn([5, 3], { seed: 2 })))(A.zeros([0, 4, 5]));
+    expect(z.shape).toEqual([0, 4, 3]);
+  });
+
+  it('conv2d, pooling and attention keep their per-example shapes', () => {
+    const xs = A.zeros([0, 1, 2, 5, 5]);
+    const w = A.randn([3, 2, 3, 3], { seed: 3 });
+    expect(A.vmap((x: Tensor) => A.conv2d(x, w))(xs).shape).toEqual([0, 1, 3, 3, 3]);
+    expect(A.vmap((x: Tensor) => A.maxPool2d(x, 2))(xs).shape).toEqual([0, 1, 2, 2, 2]);
+    expect(A.vmap((x: Tensor) => A.avgPool2d(x, 2))(xs).shape).toEqual([0, 1, 2, 2, 2]);
+    const q = A.zeros([0, 3, 4]);
+    expect(A.vmap((t: Tensor) => A.scaledDotProductAttention(t, t, t))(q).shape).toEqual([0, 3, 4]);
+  });
+});
+
+describe('data.permutation seeds', () => {
+  it('distinct seeds give distinct orders, negative and large ones included (s and −(s + 1) collided)', () => {
+    const P = (s: number) => Array.from(A.data.permutation(50, s)).join();
+    for (const [a, b] of [
+      [0, -1],
+      [5, -6],
+      [1, 2 ** 32],
+      [0, 2 ** 32 + 1],
+      [-1, -2],
+    ]) {
+      expect(P(a), `${a} against ${b}`).not.toBe(P(b));
+    }
+    expect(P(-7)).toBe(P(-7));
+  });
+});

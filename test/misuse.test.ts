@@ -82,6 +82,23 @@ describe('options that cannot take effect are errors, not ignored', () => {
   });
 });
 
+describe('errors of the right class, naming the op called', () => {
+  it('a float32 input to a float64 LSTM or GRU is a DtypeError, as for Linear', () => {
+    for (const M of [A.nn.LSTM, A.nn.GRU]) {
+      const m = new M(3, 4, { dtype: 'float64' });
+      expect(() => m.forward(A.zeros([4, 2, 3]))).toThrow(A.DtypeError);
+      expect(() => m.forward(A.zeros([4, 2, 3]))).toThrow(/input is float32 but the layer is float64/);
+      m.dispose();
+    }
+  });
+
+  it('lt and le name themselves and the operands in the order given (they run gt and ge swapped)', () => {
+    expect(() => A.lt(A.zeros([2, 3]), A.zeros([4]))).toThrow(/^lt: shapes \[2,3\] and \[4\] cannot be broadcast/);
+    expect(() => A.le(A.zeros([2, 3]), A.zeros([4]))).toThrow(/^le: shapes \[2,3\] and \[4\] cannot be broadcast/);
+    expect(arr(A.lt(A.tensor([1, 2, 3]), 2))).toEqual([1, 0, 0]);
+  });
+});
+
 function arr(t: Tensor): number[] {
   return Array.from(t.toArray());
 }

@@ -4,21 +4,32 @@
 import { ArgumentError } from '../errors.js';
 import { describe, tooMany } from '../args.js';
 
-function checkSeed(op: string, seed: number): number {
+function checkSeed(op: string, seed: number): void {
   if (!Number.isSafeInteger(seed)) throw new ArgumentError(`${op}: seed must be a safe integer, got ${describe(seed)}`);
-  // Fold the high bits in, so seeds differing above bit 31 still give different streams.
-  return (seed ^ Math.floor(seed / 2 ** 32)) >>> 0;
 }
 
-/** A generator of uniform u32 values from a seed. */
+/** SplitMix32's output function. */
+function mix(x: number): number {
+  let z = x;
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+  return (z ^ (z >>> 16)) >>> 0;
+}
+
+/**
+ * A generator of uniform u32 values from a seed. The seed's low 32 bits start the state and its
+ * high bits choose the step (odd, so every stream has period 2³²): seeds 0 … 2³² − 1 keep the
+ * golden-ratio step they always had, and a negative or larger seed gets a stream of its own
+ * (folding the high bits into the state made s and −(s + 1) give the same permutation).
+ */
 export function integerStream(seed: number): () => number {
-  let s = checkSeed('integerStream', seed);
+  checkSeed('integerStream', seed);
+  let s = seed >>> 0;
+  const hi = Math.floor(seed / 2 ** 32) >>> 0;
+  const step = hi === 0 ? 0x9e3779b9 : (mix(hi ^ 0x9e3779b9) | 1) >>> 0;
   return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
-    return (z ^ (z >>> 16)) >>> 0;
+    s = (s + step) >>> 0;
+    return mix(s);
   };
 }
 

@@ -6,7 +6,7 @@
 // (src/ops/rnn.ts): backpropagation through time is many small kernels, so each step is kept to
 // those few launches, and every tensor a step reads is its own (no slices of the whole sequence).
 import { optionsArg, tooMany } from '../args.js';
-import { ArgumentError, ShapeError } from '../errors.js';
+import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { zeros } from '../ops/create.js';
@@ -104,7 +104,7 @@ function checkState(op: string, name: string, t: unknown, shape: readonly number
   t.check(op);
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
     throw new ShapeError(`${op}: ${name} must have shape [${shape}], got [${t.shape}]`);
-  if (t.dtype !== dtype) throw new ShapeError(`${op}: ${name} is ${t.dtype} but the layer is ${dtype} (cast with astype)`);
+  if (t.dtype !== dtype) throw new DtypeError(`${op}: ${name} is ${t.dtype} but the layer is ${dtype} (cast with astype)`);
   return t;
 }
 
@@ -114,7 +114,7 @@ function checkX(op: string, x: unknown, rank: number[], inF: number, dtype: DTyp
   if (!rank.includes(x.shape.length) || x.shape[x.shape.length - 1] !== inF) {
     throw new ShapeError(`${op}: input must be ${rank.map((r) => `${r}-D`).join(' or ')} with last axis ${inF}, got [${x.shape}]`);
   }
-  if (x.dtype !== dtype) throw new ShapeError(`${op}: input is ${x.dtype} but the layer is ${dtype} (cast with astype)`);
+  if (x.dtype !== dtype) throw new DtypeError(`${op}: input is ${x.dtype} but the layer is ${dtype} (cast with astype)`);
   return x;
 }
 

@@ -68,6 +68,11 @@ export function floatArg(op: string, x: unknown, pos: string): Tensor {
 type BinaryOp = 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum' | 'gt' | 'ge' | 'eq' | 'ne';
 const COMPARISONS: ReadonlySet<string> = new Set(['gt', 'ge', 'eq', 'ne']);
 
+/** lt and le run gt and ge with the operands swapped: their broadcast error is raised first, in the caller's order and name. */
+function checkSwapped(name: string, a: TensorLike, b: TensorLike): void {
+  if (a instanceof Tensor && b instanceof Tensor) broadcastShapes(name, a.shape, b.shape);
+}
+
 function binary(op: BinaryOp, a: TensorLike, b: TensorLike, name: string = op): Tensor {
   if (typeof a === 'number' && typeof b === 'number') throw new ArgumentError(`${name}: at least one operand must be a Tensor`);
   const ta = typeof a === 'number' ? null : tensorArg(name, a, 'first operand');
@@ -157,11 +162,13 @@ export function ne(a: TensorLike, b: TensorLike): Tensor {
 /** Elementwise `a < b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export function lt(a: TensorLike, b: TensorLike): Tensor {
   if (arguments.length > 2) throw tooMany('lt', 2, arguments.length);
+  checkSwapped('lt', a, b);
   return binary('gt', b, a, 'lt');
 }
 /** Elementwise `a ≤ b` as 0/1 in the operands' dtype, broadcasting; not differentiable. */
 export function le(a: TensorLike, b: TensorLike): Tensor {
   if (arguments.length > 2) throw tooMany('le', 2, arguments.length);
+  checkSwapped('le', a, b);
   return binary('ge', b, a, 'le');
 }
 

@@ -160,14 +160,17 @@ export function foldBatch<P>(
   folded: readonly boolean[],
 ): [Tensor, number] {
   const B = sizeOfBatch(xs, dims);
+  let lead = -1; // each example's leading extent in the first folded input
   const fs = xs.map((x, i) => {
     if (!folded[i]) return x;
     const f =
       dims[i] === null ? frontAll([x, xs[dims.findIndex((d) => d !== null)]], [null, dims.find((d) => d !== null)!])[0] : front(x, dims[i]);
+    if (lead < 0) lead = f.shape[1];
     return reshape(f, [f.shape[0] * f.shape[1], ...f.shape.slice(2)]);
   });
   const y = self(fs, p);
-  return [reshape(y, [B, y.shape[0] / B, ...y.shape.slice(1)]), 0];
+  // y's leading axis is B times the examples' own (0/0 when B = 0: then the input's tells it).
+  return [reshape(y, [B, B === 0 ? lead : y.shape[0] / B, ...y.shape.slice(1)]), 0];
 }
 
 /** [physical tensor, batch dim] of a batched tensor of any level (its innermost), or null. */

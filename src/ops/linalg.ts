@@ -23,7 +23,7 @@ function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: Mat
   if (db === null && b.shape.length === 2 && !p.ta) {
     const f = front(a, da),
       K = f.shape[f.shape.length - 1];
-    const y = self([reshape(f, [f.size / Math.max(1, K), K]), b], p);
+    const y = self([reshape(f, [f.shape.slice(0, -1).reduce((m, d) => m * d, 1), K]), b], p);
     return [reshape(y, [...f.shape.slice(0, -1), y.shape[1]]), 0];
   }
   if (da === null && a.shape.length === 2 && b.shape.length === 3 && !p.tb && b.shape[2] === 1 && db !== 2) {
@@ -39,7 +39,7 @@ function matmulBatch([a, b]: readonly Tensor[], [da, db]: readonly Dim[], p: Mat
     // tb: each example's [N, K] rows stack into [B·N, K] as they lie; else [K, B·N] needs one transpose.
     const cols = p.tb ? reshape(f, [B * r, c]) : reshape(transpose(f, [1, 0, 2]), [r, B * c]);
     const y = self([a, cols], p);
-    return [reshape(y, [y.shape[0], B, y.shape[1] / Math.max(1, B)]), 1];
+    return [reshape(y, [y.shape[0], B, p.tb ? r : c]), 1]; // N from the operand: y's B·N says nothing when B = 0
   }
   const rank = Math.max(a.shape.length - (da === null ? 0 : 1), b.shape.length - (db === null ? 0 : 1));
   const fa = frontRank(a, da, rank),
