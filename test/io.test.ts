@@ -115,3 +115,15 @@ describe('bad files', () => {
     expect(() => io.loadSafetensors('abc' as unknown as Uint8Array)).toThrow(/expected a Uint8Array/);
   });
 });
+
+describe('io.loadSafetensorsMetadata', () => {
+  it('reads back what saveSafetensors wrote as metadata ({} when none), and names itself on a bad file', () => {
+    const t = A.tensor([1, 2]);
+    const bytes = A.io.saveSafetensors({ t }, { vocab: 'abc', scheduler: '{"lastEpoch":3}' });
+    expect(A.io.loadSafetensorsMetadata(bytes)).toEqual({ vocab: 'abc', scheduler: '{"lastEpoch":3}' });
+    expect(A.io.loadSafetensorsMetadata(A.io.saveSafetensors({ t }))).toEqual({});
+    expect(() => A.io.loadSafetensorsMetadata(bytes.subarray(0, 5))).toThrow(A.FormatError);
+    expect(() => A.io.loadSafetensorsMetadata(bytes.subarray(0, 5))).toThrow(/^loadSafetensorsMetadata/);
+    expect(() => A.io.loadSafetensorsMetadata('x' as never)).toThrow(/expected a Uint8Array/);
+  });
+});

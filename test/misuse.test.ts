@@ -92,6 +92,20 @@ describe('errors of the right class, naming the op called', () => {
     }
   });
 
+  it('data: lmBatches of a long number[] says so briefly; batches of an int32 tensor asks for an Int32Array', () => {
+    const ids = Array.from({ length: 100_000 }, (_, i) => i % 65);
+    let message = '';
+    try {
+      A.data.lmBatches(ids as never, { batchSize: 2, blockSize: 8 }).next();
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/lmBatches: ids must be an Int32Array .*100000 elements\] \(an array\)/);
+    expect(message.length).toBeLessThan(200);
+    const y = A.tensor([0, 1, 2, 3], { dtype: 'int32' });
+    expect(() => A.data.batches(A.zeros([4, 2]), y as never, { batchSize: 2 }).next()).toThrow(/batches: labels must be an Int32Array, got an? int32 Tensor \[4\]/);
+  });
+
   it('lt and le name themselves and the operands in the order given (they run gt and ge swapped)', () => {
     expect(() => A.lt(A.zeros([2, 3]), A.zeros([4]))).toThrow(/^lt: shapes \[2,3\] and \[4\] cannot be broadcast/);
     expect(() => A.le(A.zeros([2, 3]), A.zeros([4]))).toThrow(/^le: shapes \[2,3\] and \[4\] cannot be broadcast/);

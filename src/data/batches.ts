@@ -52,6 +52,7 @@ function* batchesOf(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Bat
   if (!Number.isInteger(batchSize) || batchSize <= 0)
     throw new ArgumentError(`batches: batchSize must be a positive integer, got ${describe(batchSize)}`);
   const n = x.shape[0];
+  if (!(y instanceof Int32Array)) throw new ArgumentError(`batches: labels must be an Int32Array, got ${describe(y)}`);
   if (y.length !== n) throw new ShapeError(`batches: ${y.length} labels for ${n} rows of x [${x.shape}]`);
   const order = shuffle ? permutation(n, seed) : Int32Array.from({ length: n }, (_, i) => i);
   const count = batchCount(n, batchSize, dropLast);

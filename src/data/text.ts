@@ -158,7 +158,7 @@ export function lmBatches(ids: Int32Array, opts: LmBatchOptions): Generator<LmBa
 
 function* lmBatchesOf(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch, never, undefined> {
   if (!(ids instanceof Int32Array))
-    throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${String(ids)}`);
+    throw new ArgumentError(`lmBatches: ids must be an Int32Array (from CharTokenizer.encode), got ${describe(ids)}`);
   const { batchSize, blockSize, seed = 0 } = opts ?? ({} as LmBatchOptions);
   positive('batchSize', batchSize);
   positive('blockSize', blockSize);

@@ -3,4 +3,4 @@
  *
  * @module
  */
-export { saveSafetensors, loadSafetensors } from './safetensors.js';
+export { saveSafetensors, loadSafetensors, loadSafetensorsMetadata } from './safetensors.js';

@@ -3,7 +3,7 @@
 import { ArgumentError, FormatError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
-import { encodeSafetensors, decodeSafetensors, type SafetensorsEntry } from './safetensors-format.js';
+import { encodeSafetensors, decodeSafetensors, decodeSafetensorsFile, type SafetensorsEntry } from './safetensors-format.js';
 import { describe, tooMany } from '../args.js';
 
 const TO_FILE = { float32: 'F32', float64: 'F64', int32: 'I32' } as const;
@@ -41,4 +41,19 @@ export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
     throw e;
   }
   return out;
+}
+
+/**
+ * The `__metadata__` strings of a safetensors file (`{}` when it has none): what
+ * `saveSafetensors(record, metadata)` wrote, such as a tokenizer's vocabulary or a scheduler's
+ * state as JSON. Throws FormatError on a bad file.
+ */
+export function loadSafetensorsMetadata(bytes: Uint8Array): Record<string, string> {
+  if (arguments.length > 1) throw tooMany('io.loadSafetensorsMetadata', 1, arguments.length);
+  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensorsMetadata: expected a Uint8Array, got ${describe(bytes)}`);
+  try {
+    return { ...decodeSafetensorsFile(bytes).metadata };
+  } catch (e) {
+    throw e instanceof FormatError ? new FormatError(e.message.replace(/^decodeSafetensors\w*/, 'loadSafetensorsMetadata')) : e;
+  }
 }
