@@ -103,7 +103,9 @@ describe('errors of the right class, naming the op called', () => {
     expect(message).toMatch(/lmBatches: ids must be an Int32Array .*100000 elements\] \(an array\)/);
     expect(message.length).toBeLessThan(200);
     const y = A.tensor([0, 1, 2, 3], { dtype: 'int32' });
-    expect(() => A.data.batches(A.zeros([4, 2]), y as never, { batchSize: 2 }).next()).toThrow(/batches: labels must be an Int32Array, got an? int32 Tensor \[4\]/);
+    expect(() => A.data.batches(A.zeros([4, 2]), y as never, { batchSize: 2 }).next()).toThrow(
+      /batches: labels must be an Int32Array, got an? int32 Tensor \[4\]/,
+    );
   });
 
   it('lt and le name themselves and the operands in the order given (they run gt and ge swapped)', () => {
@@ -116,3 +118,21 @@ describe('errors of the right class, naming the op called', () => {
 function arr(t: Tensor): number[] {
   return Array.from(t.toArray());
 }
+
+describe('vmap of int32 indices', () => {
+  it('is an error that names the mapped int32 tensor and what to do, not "the values cannot be read"', () => {
+    const table = A.randn([10, 3], { seed: 1 });
+    const idx = A.tensor(
+      [
+        [1, 2],
+        [3, 4],
+        [5, 6],
+      ],
+      { dtype: 'int32' },
+    );
+    expect(() => A.vmap((i: Tensor) => A.gather(table, i as never))(idx)).toThrow(/vmap: a mapped int32 tensor \[3,2\].*pass it unmapped/);
+    // unmapped indices work, as documented
+    const y = A.vmap((t: Tensor) => A.gather(t, [0, 2]), { inAxes: 0 })(A.randn([4, 3], { seed: 2 }));
+    expect(y.shape).toEqual([4, 2]);
+  });
+});

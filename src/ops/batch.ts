@@ -35,6 +35,14 @@ class Virtual implements Pending {
   readonly virtual = true;
   constructor(private readonly phys: Tensor) {}
   fill(): void {
+    if (this.phys.dtype === 'int32') {
+      // gather, nn.Embedding and crossEntropy read their indices in JS (range checks), so a mapped
+      // int32 tensor ends here although the user's function reads nothing itself.
+      throw new ArgumentError(
+        `vmap: a mapped int32 tensor [${this.phys.shape}] (indices or labels of gather, nn.Embedding or crossEntropy) cannot be used inside the mapped function; ` +
+          'pass it unmapped (inAxes null), index outside vmap, or give per-example targets as float one-hot tensors',
+      );
+    }
     throw new ArgumentError(
       'vmap: the values of a batched tensor cannot be read inside the mapped function (item, toArray, pointers); return it instead',
     );
