@@ -540,6 +540,8 @@ function libraryRows(f: Fixtures): Row[] {
     row('io.saveSafetensors', () => A.io.saveSafetensors({ w: f.dead }), A.DisposedError, 'disposed'),
     row('io.loadSafetensors', () => A.io.loadSafetensors(any([1, 2])), A.ArgumentError, 'Uint8Array', '[1,2] (an array)'),
     row('io.loadSafetensors', () => A.io.loadSafetensors(new Uint8Array(4)), A.FormatError, '4 bytes', 'header length'),
+    row('io.loadSafetensorsMetadata', () => A.io.loadSafetensorsMetadata(any([1, 2])), A.ArgumentError, 'Uint8Array', '[1,2] (an array)'),
+    row('io.loadSafetensorsMetadata', () => A.io.loadSafetensorsMetadata(new Uint8Array(4)), A.FormatError, '4 bytes', 'header length'),
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),
     row('data.digits', () => A.data.digits({ testFraction: 1 }), A.ArgumentError, 'testFraction', '(0, 1)', '1'),
