@@ -189,3 +189,26 @@ describe('compile() and requiresGrad changed between calls', () => {
     expect(eager[0]).not.toEqual(first); // the thaw did change the layer
   });
 });
+
+describe('forward mode leaves nothing behind', () => {
+  // Under vmap a saved tangent's tape led back to the node that saved it, a cycle that counting
+  // never freed: jacfwd and hessian of a requiresGrad input, and jacfwd of jacfwd, kept 5 tensors a call.
+  it('jacfwd, hessian and jacfwd(jacfwd) inside tidy free every tensor', () => {
+    const xr = A.tensor([0.1, 0.2, 0.3], { dtype: 'float64', requiresGrad: true });
+    const xc = A.tensor([0.1, 0.2, 0.3], f64);
+    for (const f of [
+      () => A.jacfwd(A.tanh as F)(xr),
+      () => A.hessian((v: Tensor) => A.sum(A.tanh(v)))(xr),
+      () => A.jacfwd(A.jacfwd(A.tanh as F) as F)(xc),
+    ]) {
+      A.tidy(() => void f()); // warm (caches, the pool of argument blocks)
+      const before = A.memory().tensors;
+      for (let i = 0; i < 20; i++) A.tidy(() => void f());
+      expect(A.memory().tensors).toBe(before);
+    }
+    // and the values are unchanged by freeing the saved tangents at jvp's end
+    const h = arr(A.hessian((v: Tensor) => A.sum(A.tanh(v)))(xr));
+    const t = [0.1, 0.2, 0.3].map((v) => -2 * Math.tanh(v) * (1 - Math.tanh(v) ** 2));
+    close(h, [t[0], 0, 0, 0, t[1], 0, 0, 0, t[2]], 1e-15);
+  });
+});

@@ -13,6 +13,7 @@ import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap, vmapBroadcasting } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
+import { tangentSaves } from '../ops/apply.js';
 import { describe, functionArg, tooMany } from '../args.js';
 import { flatten, rebuild, type Pytree } from './pytree.js';
 
@@ -74,6 +75,8 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
   primals.forEach((p, i) => checkTangent('jvp', `primal ${i}`, `tangent ${i}`, p, tangents[i]));
   if (forwardDepth > 0) return jvpByReverse(f, primals, tangents);
   forwardDepth++;
+  const outer = tangentSaves.list;
+  tangentSaves.list = [];
   try {
     return runScoped(() => {
       const args = primals.map((p, i) => {
@@ -95,6 +98,11 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
     }, isTensor);
   } finally {
     forwardDepth--;
+    for (const saved of tangentSaves.list) {
+      saved.tangent?.dispose();
+      saved.tangent = null;
+    }
+    tangentSaves.list = outer;
   }
 }
 

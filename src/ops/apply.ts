@@ -15,6 +15,14 @@ import { checkFinite } from './anomaly.js';
 import { batching, levelOf, unwrap, wrap, type Dim } from './batch.js';
 import { intArithmetic } from '../tensor/dtype.js';
 
+/**
+ * The saved outputs given a tangent during the current jvp, which drops those tangents when it
+ * returns (no VJP can need them after). Under vmap a saved tangent is a batched tensor whose
+ * physical tensor's tape leads back to the node that saved it: a cycle of references that
+ * counting never frees (jacfwd and hessian of a requiresGrad input leaked 5 tensors a call).
+ */
+export const tangentSaves: { list: Tensor[] | null } = { list: null };
+
 /** While set, sees every primitive's inputs (checkpoint uses it to find the tensors a function reads). */
 let inputObserver: ((xs: readonly Tensor[], prim: Prim) => void) | null = null;
 
@@ -69,6 +77,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
       // hold the node that owns it.
       saved.tangent = y.tangent.share();
       exempt(saved.tangent);
+      tangentSaves.list?.push(saved);
     }
   }
   return y;
