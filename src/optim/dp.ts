@@ -73,7 +73,7 @@ function ghostClipped(model: Module, x: Tensor, onehot: Tensor, clip: number): [
 
 /** [per-example losses, Σ_n scale_n·g_n by parameter name] from materialised per-example gradients. */
 function vmapClipped(model: Module, x: Tensor, onehot: Tensor, clip: number): [Tensor, Map<string, Tensor>] {
-  const params = Object.fromEntries(model.namedParameters());
+  const params = Object.fromEntries(model.namedParameters().filter(([, p]) => p.requiresGrad)); // frozen ones stay the module's own
   const N = x.shape[0];
   const xs = reshape(x, [N, 1, ...x.shape.slice(1)]);
   const loss = (p: Record<string, Tensor>, xi: Tensor, yi: Tensor): Tensor =>
@@ -134,6 +134,7 @@ export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classe
   const [losses, sums] = useGhost ? ghostClipped(model, x, onehot, clip) : vmapClipped(model, x, onehot, clip);
   let i = 0;
   for (const [name, p] of model.namedParameters()) {
+    if (!p.requiresGrad) continue; // frozen: no gradient, as backward() gives it none
     const clipped = sums.get(name) ?? zeros(p.shape, { dtype: p.dtype }); // a parameter the forward never used
     const noisy = noise > 0 ? add(clipped, mul(randn(p.shape, { dtype: p.dtype, seed: seed * 1000 + i++ }), noise * clip)) : clipped;
     p.grad?.dispose();

@@ -127,10 +127,13 @@ function layerSquaredNorms(tap: Tap): Tensor {
   const a = rows3(tap.a!),
     d = rows3(tap.e!),
     B = a.shape[0];
-  let w: Tensor;
-  if (a.shape[1] === 1) w = mul(sum(square(reshape(a, [B, a.shape[2]])), 1), sum(square(reshape(d, [B, d.shape[2]])), 1));
-  else w = sum(mul(matmulT(a, a, false, true), matmulT(d, d, false, true)), [1, 2]); // Σ (AAᵀ) ⊙ (ΔΔᵀ)
-  return tap.layer.bias === null ? w : add(w, sum(square(sum(d, 1)), 1));
+  // A frozen parameter (requiresGrad false) gets no gradient, so it adds nothing to the norm.
+  let w = zeros([B], { dtype: a.dtype });
+  if (tap.layer.weight.requiresGrad) {
+    if (a.shape[1] === 1) w = mul(sum(square(reshape(a, [B, a.shape[2]])), 1), sum(square(reshape(d, [B, d.shape[2]])), 1));
+    else w = sum(mul(matmulT(a, a, false, true), matmulT(d, d, false, true)), [1, 2]); // Σ (AAᵀ) ⊙ (ΔΔᵀ)
+  }
+  return tap.layer.bias?.requiresGrad === true ? add(w, sum(square(sum(d, 1)), 1)) : w;
 }
 
 /** The per-example losses [B] and squared gradient norms [B] over all parameters, and the taps for the clipped sum. */
@@ -148,8 +151,8 @@ export function ghostWeightedSum(taps: readonly Tap[], s: Tensor): Map<Tensor, T
       d = rows3(tap.e!),
       [B, T, n] = d.shape;
     const sd = reshape(mul(d, reshape(s, [B, 1, 1])), [B * T, n]);
-    out.set(tap.layer.weight, matmulT(sd, reshape(a, [B * T, a.shape[2]]), true, false)); // (s⊙Δ)ᵀ·A
-    if (tap.layer.bias !== null) out.set(tap.layer.bias, sum(sd, 0));
+    if (tap.layer.weight.requiresGrad) out.set(tap.layer.weight, matmulT(sd, reshape(a, [B * T, a.shape[2]]), true, false)); // (s⊙Δ)ᵀ·A
+    if (tap.layer.bias?.requiresGrad === true) out.set(tap.layer.bias, sum(sd, 0));
   }
   return out;
 }
