@@ -155,13 +155,19 @@ describe('frozen parameters (requiresGrad false)', () => {
   it('count in neither the ghost nor the vmap norms, and get no .grad', () => {
     const x = A.randn([3, 4], { seed: 1, dtype: 'float64' });
     const y = new Int32Array([0, 1, 2]);
-    const model = new A.nn.Sequential(new A.nn.Linear(4, 5, { seed: 1, dtype: 'float64' }), new A.nn.ReLU(), new A.nn.Linear(5, 3, { seed: 2, dtype: 'float64' }));
+    const model = new A.nn.Sequential(
+      new A.nn.Linear(4, 5, { seed: 1, dtype: 'float64' }),
+      new A.nn.ReLU(),
+      new A.nn.Linear(5, 3, { seed: 2, dtype: 'float64' }),
+    );
     const frozen = (model.layers[0] as A.nn.Linear).weight;
     frozen.requiresGrad = false;
     const named = model.namedParameters();
     const want = [0, 1, 2].map((i) => {
       const train = Object.fromEntries(named.filter(([k]) => k !== '0.weight'));
-      const g = A.grad((p: Record<string, A.Tensor>) => A.crossEntropy(A.functionalCall(model, p, A.slice(x, [i, 0], [1, 4])) as A.Tensor, [y[i]]))(train) as Record<string, A.Tensor>;
+      const g = A.grad((p: Record<string, A.Tensor>) =>
+        A.crossEntropy(A.functionalCall(model, p, A.slice(x, [i, 0], [1, 4])) as A.Tensor, [y[i]]),
+      )(train) as Record<string, A.Tensor>;
       return Math.sqrt(Object.values(g).reduce((s, t) => s + A.sum(A.square(t)).item(), 0));
     });
     const norms = Array.from(A.optim.perExampleGradNorms(model, x, y, 3).toArray());

@@ -136,3 +136,42 @@ describe('vmap of int32 indices', () => {
     expect(y.shape).toEqual([4, 2]);
   });
 });
+
+describe('DP-SGD and generate name what is wrong', () => {
+  const model = () => new A.nn.Sequential(new A.nn.Linear(4, 5, { seed: 1 }), new A.nn.ReLU(), new A.nn.Linear(5, 3, { seed: 2 }));
+  it('classes against the model, a missing seed, an empty batch, int32 inputs to the vmap method', () => {
+    const m = model();
+    const x = A.randn([2, 4], { seed: 3 }),
+      y = new Int32Array([0, 1]);
+    expect(() => A.optim.dpGradients(m, x, y, 5, { clip: 1, noise: 0, seed: 1 })).toThrow(
+      /dpGradients: the model's output \[2,3\] has 3 classes on its last axis, but classes is 5/,
+    );
+    expect(() => A.optim.dpGradients(m, x, y, 5, { clip: 1, noise: 0, seed: 1, method: 'vmap' })).toThrow(
+      /has 3 classes on its last axis, but classes is 5/,
+    );
+    expect(() => A.optim.perExampleGradNorms(m, x, y, 2)).toThrow(/perExampleGradNorms: the model's output \[2,3\] has 3 classes/);
+    expect(() => A.optim.dpGradients(m, x, y, 3, { clip: 1, noise: 1 } as never)).toThrow(/dpGradients: seed must be a safe integer/);
+    expect(() => A.optim.dpGradients(m, A.zeros([0, 4]), new Int32Array(0), 3, { clip: 1, noise: 0, seed: 1 })).toThrow(
+      /dpGradients: x \[0,4\] holds no examples/,
+    );
+    const emb = new A.nn.Sequential(new A.nn.Embedding(10, 4, { seed: 1 }), new A.nn.Flatten(), new A.nn.Linear(12, 3, { seed: 2 }));
+    const ids = A.tensor(
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      { dtype: 'int32' },
+    );
+    expect(() => A.optim.dpGradients(emb, ids, y, 3, { clip: 1, noise: 0, seed: 1, method: 'vmap' })).toThrow(
+      /the vmap method cannot map int32 inputs/,
+    );
+  });
+
+  it('GPT.generate refuses a misspelt option and a fractional seed', () => {
+    const gpt = new A.nn.GPT({ vocabSize: 5, layers: 1, heads: 1, width: 8, context: 8, seed: 0 });
+    expect(() => gpt.generate([1], { top_k: 2 } as never)).toThrow(/generate: unknown option "top_k"/);
+    expect(() => gpt.generate([1], { seed: 1.5 })).toThrow(/generate: seed must be a safe integer, got 1.5/);
+    expect(gpt.generate([1], { tokens: 3, seed: 2 })).toEqual(gpt.generate([1], { tokens: 3, seed: 2 }));
+    gpt.dispose();
+  });
+});

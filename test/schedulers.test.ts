@@ -269,3 +269,19 @@ describe('errors', () => {
     expect(() => s.step()).toThrow(/stepped 4 times, but totalSteps is 3/);
   });
 });
+
+describe('OneCycleLR with a phase of no steps', () => {
+  it('is refused when built, not at the last step of the run (pctStart 1)', () => {
+    const opt = new A.optim.SGD([A.ones([1], { requiresGrad: true })], { lr: 0.1 });
+    expect(() => new OneCycleLR(opt, { maxLr: 1, totalSteps: 10, pctStart: 1 })).toThrow(
+      /OneCycleLR: phase 2 has no steps \(pctStart 1 of totalSteps 10\)/,
+    );
+    expect(() => new OneCycleLR(opt, { maxLr: 1, totalSteps: 10, pctStart: 0.1 })).toThrow(/phase 1 has no steps/);
+    const s = new OneCycleLR(opt, { maxLr: 1, totalSteps: 10, pctStart: 0 }); // a first phase of negative length is skipped, as PyTorch's
+    for (let i = 0; i < 10; i++) {
+      opt.step();
+      s.step();
+    }
+    expect(Number.isFinite(s.getLastLr()[0])).toBe(true);
+  });
+});

@@ -2,6 +2,7 @@
 // stream (never Math.random) and the softmax runs in wasm, so a seed gives the same text in
 // every runtime. Each new token costs one query row against the cached keys: O(T) work.
 import { ArgumentError } from '../errors.js';
+import { describe, optionsArg } from '../args.js';
 import { rand, tensor } from '../ops/create.js';
 import { softmax } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
@@ -50,7 +51,11 @@ function scaled(logits: ArrayLike<number>, temperature: number, topK: number | n
  * context fills, the cache restarts from the last half-context of tokens, so the model always
  * sees between context/2 and context tokens of history.
  */
-export function sample(model: GPT, prompt: ArrayLike<number>, opts: SampleOptions = {}): Int32Array {
+export function sample(model: GPT, prompt: ArrayLike<number>, options: SampleOptions = {}): Int32Array {
+  // A misspelt option (top_k for topK) would sample from another distribution without a word.
+  const opts = optionsArg('generate', options, ['tokens', 'temperature', 'topK', 'seed', 'onToken']);
+  if (opts.seed !== undefined && !Number.isSafeInteger(opts.seed))
+    throw new ArgumentError(`generate: seed must be a safe integer, got ${describe(opts.seed)}`);
   const tokens = opts.tokens ?? 200,
     temperature = opts.temperature ?? 1,
     topK = opts.topK ?? null;

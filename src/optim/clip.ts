@@ -3,7 +3,7 @@
 // a + b hands both the same adjoint), so in-place edits run once per buffer.
 import { ArgumentError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
-import { type Storage } from '../tensor/tensor.js';
+import type { Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
 import { k } from '../ops/launch.js';
 import { describe, tooMany } from '../args.js';

@@ -15,8 +15,8 @@ import { valueAndGrad } from '../autodiff/transforms.js';
 import { vmap } from '../autodiff/vmap.js';
 import { functionalCall } from '../nn/functional.js';
 import { Module } from '../nn/module.js';
-import { ghostLayers, ghostNorms, ghostWeightedSum } from './ghost.js';
-import { tooMany } from '../args.js';
+import { checkClasses, ghostLayers, ghostNorms, ghostWeightedSum } from './ghost.js';
+import { describe, tooMany } from '../args.js';
 
 /** DP-SGD settings: per-example clipping norm C, Gaussian noise multiplier σ and the noise seed. */
 export interface DpOptions {
@@ -38,6 +38,7 @@ function checkBatch(op: string, model: Module, x: Tensor, labels: Int32Array, cl
   if (!(model instanceof Module))
     throw new ArgumentError(`${op}: model must be an nn.Module, got ${model === null ? 'null' : typeof model}`);
   if (!isTensor(x) || x.shape.length === 0) throw new ArgumentError(`${op}: x must be a Tensor [N, ...]`);
+  if (x.shape[0] === 0) throw new ArgumentError(`${op}: x [${x.shape}] holds no examples`);
   if (!(labels instanceof Int32Array) || labels.length !== x.shape[0])
     throw new ArgumentError(`${op}: labels must be an Int32Array of ${x.shape[0]} class indices`);
   if (!Number.isInteger(classes) || classes < 1)
@@ -76,8 +77,11 @@ function vmapClipped(model: Module, x: Tensor, onehot: Tensor, clip: number): [T
   const params = Object.fromEntries(model.namedParameters().filter(([, p]) => p.requiresGrad)); // frozen ones stay the module's own
   const N = x.shape[0];
   const xs = reshape(x, [N, 1, ...x.shape.slice(1)]);
-  const loss = (p: Record<string, Tensor>, xi: Tensor, yi: Tensor): Tensor =>
-    neg(sum(mul(logSoftmax(functionalCall(model, p, xi) as Tensor), yi)));
+  const loss = (p: Record<string, Tensor>, xi: Tensor, yi: Tensor): Tensor => {
+    const logits = functionalCall(model, p, xi) as Tensor;
+    checkClasses('dpGradients', logits, yi.shape[yi.shape.length - 1]);
+    return neg(sum(mul(logSoftmax(logits), yi)));
+  };
   const [losses, grads] = vmap(valueAndGrad(loss), { inAxes: [null, 0, 0] })(params, xs, onehot) as unknown as [
     Tensor,
     Record<string, Tensor>,
@@ -125,12 +129,18 @@ export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classe
   const { clip, noise, seed } = opts;
   if (!(clip > 0) || !(noise >= 0))
     throw new ArgumentError(`dpGradients: clip must be positive and noise non-negative, got clip ${clip}, noise ${noise}`);
+  if (noise > 0 && !Number.isSafeInteger(seed))
+    throw new ArgumentError(`dpGradients: seed must be a safe integer (the noise is drawn from it), got ${describe(seed)}`);
   const method = opts.method ?? 'auto';
   if (!METHODS.includes(method))
     throw new ArgumentError(`dpGradients: method must be one of ${METHODS.map((m) => `'${m}'`).join(', ')}, got ${String(method)}`);
   const N = x.shape[0];
   const onehot = oneHot(labels, classes, x.dtype);
   const useGhost = method === 'ghost' || (method === 'auto' && ghostApplies(model));
+  if (!useGhost && x.dtype === 'int32')
+    throw new ArgumentError(
+      `dpGradients: the vmap method cannot map int32 inputs x [${x.shape}] (nn.Embedding indices): vmap does not map index tensors, and the ghost method needs every parameter in an nn.Linear`,
+    );
   const [losses, sums] = useGhost ? ghostClipped(model, x, onehot, clip) : vmapClipped(model, x, onehot, clip);
   let i = 0;
   for (const [name, p] of model.namedParameters()) {

@@ -56,7 +56,8 @@ export function ghostLayers(op: string, model: Module): [string, Linear][] {
 }
 
 /** Each example's cross-entropy [B] from logits [B, ..., classes] (summed over any middle axes) and one-hot rows [B, classes]. */
-function perExampleLoss(logits: Tensor, onehot: Tensor): Tensor {
+function perExampleLoss(op: string, logits: Tensor, onehot: Tensor): Tensor {
+  checkClasses(op, logits, onehot.shape[1]);
   const B = logits.shape[0],
     mid = logits.shape.length - 2;
   const y = reshape(onehot, [B, ...new Array<number>(mid).fill(1), onehot.shape[1]]);
@@ -67,6 +68,13 @@ function perExampleLoss(logits: Tensor, onehot: Tensor): Tensor {
         perRow,
         perRow.shape.slice(1).map((_, i) => i + 1),
       );
+}
+
+/** The model's last axis must hold `classes` logits (a mismatch was a bare broadcast error of mul). */
+export function checkClasses(op: string, logits: Tensor, classes: number): void {
+  const c = logits.shape[logits.shape.length - 1];
+  if (c !== classes)
+    throw new ArgumentError(`${op}: the model's output [${logits.shape}] has ${c} classes on its last axis, but classes is ${classes}`);
 }
 
 /** Per-layer taps of model on x [B, ...]: the summed per-example cross-entropy's cotangent at every Linear output. */
@@ -90,7 +98,7 @@ function tappedBackward(op: string, model: Module, layers: [string, Linear][], x
   try {
     // Taped even under noGrad: the backward to the leaves needs it.
     [losses, total] = withMode('record', true, () => {
-      const l = perExampleLoss(model.forward(x) as Tensor, onehot);
+      const l = perExampleLoss(op, model.forward(x) as Tensor, onehot);
       return [l, sum(l)];
     });
   } finally {

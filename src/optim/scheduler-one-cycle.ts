@@ -105,6 +105,15 @@ export class OneCycleLR extends LRScheduler {
     } else throw new ArgumentError('OneCycleLR: give either totalSteps or both epochs and stepsPerEpoch');
     const pct = between('OneCycleLR', 'pctStart', o.pctStart ?? 0.3, 0, 1);
     this.phases = phases(this.totalSteps, pct, o.threePhase ?? false);
+    // A phase of length exactly 0 that a step can land in (the first, at step 0, or the last, at
+    // step totalSteps: pctStart 1) would divide by zero there, at the end of a run: refuse it now.
+    this.phases.reduce((start, ph, k) => {
+      if (ph.endStep === start && (k === 0 || k === this.phases.length - 1))
+        throw new ArgumentError(
+          `OneCycleLR: phase ${k + 1} has no steps (pctStart ${pct} of totalSteps ${this.totalSteps}); use more steps or another pctStart`,
+        );
+      return ph.endStep;
+    }, 0);
     const strategy = o.annealStrategy ?? 'cos';
     if (strategy !== 'cos' && strategy !== 'linear')
       throw new ArgumentError(`OneCycleLR: annealStrategy must be 'cos' or 'linear', got ${String(strategy)}`);
