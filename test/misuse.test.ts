@@ -175,3 +175,21 @@ describe('DP-SGD and generate name what is wrong', () => {
     gpt.dispose();
   });
 });
+
+describe('backward errors that say what happened', () => {
+  it('a disposed .grad is named, and the fix given (it was "add: tensor #n was disposed")', () => {
+    const w = A.tensor([1, 2], { requiresGrad: true });
+    A.sum(A.mul(w, w)).backward();
+    w.grad!.dispose();
+    expect(() => A.sum(A.mul(w, w)).backward()).toThrow(/backward: the \.grad of a leaf \[2\] .* was disposed.*set leaf\.grad = null/);
+    w.grad = null;
+    A.sum(A.mul(w, w)).backward();
+    expect(arr(w.grad!)).toEqual([2, 4]);
+  });
+
+  it('backward through a value derived from a gradient names gradients as a cause', () => {
+    const x = A.tensor([1, -3, 2], { requiresGrad: true });
+    const g = A.grad((v: Tensor) => A.sum(A.mul(A.mul(v, v), v)))(x) as Tensor;
+    expect(() => A.sum(g).backward()).toThrow(/comes from a gradient .* nest the transforms/);
+  });
+});

@@ -79,7 +79,11 @@ function notDifferentiable(fname: string, root: Tensor): GradError {
         'loss.backward(undefined, { createGraph: true }) / autograd.grad(outputs, inputs, { createGraph: true })',
     );
   }
-  return new GradError(`${fname}: the output does not require grad (no input had requiresGrad, or it was computed under noGrad)`);
+  return new GradError(
+    `${fname}: the output does not require grad: nothing it was computed from requires grad, it was computed under noGrad, ` +
+      'or it comes from a gradient (a .grad, or the result of grad, vjp or jacrev), which carries no graph: to differentiate a ' +
+      'gradient, nest the transforms (grad(x => sum(grad(f)(x)))) or use createGraph',
+  );
 }
 
 /** Accumulates into every leaf with requiresGrad reachable from root its d(root·seed)/d(leaf) in `.grad`. */

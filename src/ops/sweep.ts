@@ -9,6 +9,7 @@
 //    are differentiable again. The rule's saved tensors are handed to it linked to the nodes
 //    they came from, so the recorded VJP depends on them. Off (the first-order case) nothing is
 //    linked or recorded and the sweep costs what it always did.
+import { DisposedError } from '../errors.js';
 import { type Tensor, isTensor } from './tensor.js';
 import { exempt, runScoped } from '../tensor/scope.js';
 import type { Node } from './node.js';
@@ -284,6 +285,13 @@ function accumulateLeaf(leaf: Tensor, c: Tensor): void {
   if (leaf.disposed) {
     c.dispose();
     return;
+  }
+  if (leaf.grad?.disposed === true) {
+    c.dispose();
+    throw new DisposedError(
+      `backward: the .grad of a leaf [${leaf.shape}] (tensor #${leaf.id}) was disposed, so the new gradient cannot be added to it; ` +
+        'set leaf.grad = null (or call zeroGrad()) instead of disposing it',
+    );
   }
   const sum = asGradient(leaf.grad === null ? c : add(leaf.grad, c));
   if (leaf.grad !== null) {
