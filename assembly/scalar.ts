@@ -38,14 +38,17 @@ function erf1(x: f32): f32 { return lane0(erf4(f32x4.splat(x))); }
   if (sizeof<T>() == 4) return <T>NativeMathf.log1p(<f32>x);
   return <T>NativeMath.log1p(<f64>x);
 }
+// sin and cos of f32 go through the f64 functions (an f32 argument is exact in f64, and the f64
+// result rounds to f32 within half an ulp and a hair): NativeMathf's own large-argument reduction
+// returned wrong values for every |x| in [2^89, 2^90), e.g. sinf(7e26) = 0.963 where it is 0.586.
 /** sin(x) with full range reduction */
 @inline export function sin_s<T>(x: T): T {
-  if (sizeof<T>() == 4) return <T>NativeMathf.sin(<f32>x);
+  if (sizeof<T>() == 4) return <T><f32>NativeMath.sin(<f64>x);
   return <T>NativeMath.sin(<f64>x);
 }
 /** cos(x) with full range reduction */
 @inline export function cos_s<T>(x: T): T {
-  if (sizeof<T>() == 4) return <T>NativeMathf.cos(<f32>x);
+  if (sizeof<T>() == 4) return <T><f32>NativeMath.cos(<f64>x);
   return <T>NativeMath.cos(<f64>x);
 }
 /** tanh(x) */

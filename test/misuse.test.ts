@@ -193,3 +193,39 @@ describe('backward errors that say what happened', () => {
     expect(() => A.sum(g).backward()).toThrow(/comes from a gradient .* nest the transforms/);
   });
 });
+
+describe('API.md details', () => {
+  it('the neural ops are Tensor methods too, giving the functions’ results', () => {
+    const x = A.randn([2, 3, 6, 6], { seed: 1 }),
+      w = A.randn([4, 3, 3, 3], { seed: 2 });
+    expect(arr(x.conv2d(w, null, { padding: 1 }))).toEqual(arr(A.conv2d(x, w, null, { padding: 1 })));
+    expect(arr(x.maxPool2d(2))).toEqual(arr(A.maxPool2d(x, 2)));
+    expect(arr(x.avgPool2d(2))).toEqual(arr(A.avgPool2d(x, 2)));
+    expect(arr(x.layerNorm())).toEqual(arr(A.layerNorm(x)));
+    expect(arr(x.dropout(0.5, { seed: 3 }))).toEqual(arr(A.dropout(x, 0.5, { seed: 3 })));
+    const logits = A.randn([4, 5], { seed: 4 });
+    expect(logits.crossEntropy([0, 1, 2, 3]).item()).toBe(A.crossEntropy(logits, [0, 1, 2, 3]).item());
+    expect(logits.mseLoss(A.zeros([4, 5])).item()).toBe(A.mseLoss(logits, A.zeros([4, 5])).item());
+    const q = A.randn([2, 5, 8], { seed: 5 });
+    expect(arr(q.scaledDotProductAttention(q, q, { causal: true }))).toEqual(arr(A.scaledDotProductAttention(q, q, q, { causal: true })));
+  });
+
+  it('comparisons never require grad (no gradient, as API.md and PyTorch)', () => {
+    const p = A.tensor([0.5, 2], { requiresGrad: true });
+    for (const c of [A.gt(p, 1), A.ge(p, 1), A.lt(p, 1), A.le(p, 1), A.eq(p, 2), A.ne(p, 2), p.gt(1)]) expect(c.requiresGrad).toBe(false);
+    expect(() => A.sum(A.gt(p, 1)).backward()).toThrow(A.GradError);
+    expect(arr(A.grad((v: Tensor) => A.sum(A.mul(A.gt(v, 1), v)))(p) as Tensor)).toEqual([0, 1]);
+  });
+
+  it('float32 sin and cos are right at every magnitude (NativeMathf was wrong for |x| in [2^89, 2^90))', () => {
+    const xs = [7e26, -1.086e27, 2 ** 89, 1.2e27, 3.14, 1e10, -2 ** 90 + 2 ** 66];
+    const f = A.tensor(xs);
+    const exact = Array.from(f.toArray());
+    const s = arr(A.sin(f)),
+      c = arr(A.cos(f));
+    exact.forEach((x, i) => {
+      expect(Math.abs(s[i] - Math.sin(x))).toBeLessThan(1e-7);
+      expect(Math.abs(c[i] - Math.cos(x))).toBeLessThan(1e-7);
+    });
+  });
+});

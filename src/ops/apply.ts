@@ -58,7 +58,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   }
   y.storage.charge(originOf(name));
   // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
-  if (y.dtype === 'int32') return y;
+  if (y.dtype === 'int32' || rule.constant === true) return y;
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
   if (modes.record && anyRequiresGrad(xs)) {
     y.requiresGrad = true;

@@ -230,6 +230,7 @@ function cmp(element: Element): Rule<Record<string, never>> {
     element,
     saves: SAVE_NONE,
     int32: true,
+    constant: true,
     forward: (xs) => launchBinary(element.kernel, element, xs[0], xs[1]),
     vjp: () => [null, null],
     jvp: (_t, _x, y) => zerosLike(y),

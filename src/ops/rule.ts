@@ -45,6 +45,8 @@ export interface Rule<P> {
   readonly element?: Element;
   /** Takes int32 inputs (data movement, comparisons, selection); any other primitive refuses them with a DtypeError. */
   readonly int32?: true;
+  /** Piecewise constant (comparisons): the output records no node and carries no tangent, so it never requires grad, as in PyTorch. */
+  readonly constant?: true;
   /** Computes the output with kernels. Inputs are live, of one dtype; it validates shapes and params. */
   forward(xs: readonly Tensor[], p: P): Tensor;
   /**

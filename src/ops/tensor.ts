@@ -6,6 +6,7 @@ import { BYTES, type DType } from '../tensor/dtype.js';
 import { Storage, TensorBase, emptyStorage, type Pending } from '../tensor/tensor.js';
 import type { Node } from './node.js';
 import * as ops from './api.js';
+import { scaledDotProductAttention } from './attention-api.js';
 import { backward, type BackwardOptions } from './backward.js';
 import { tooMany, describe } from '../args.js';
 import { ArgumentError } from '../errors.js';
@@ -292,7 +293,43 @@ export class Tensor extends TensorBase<Tensor, Node> {
   logSoftmax(axis?: number): Tensor {
     return ops.logSoftmax(this, axis);
   }
+  // The neural ops as methods too, with this tensor as their first argument (API.md: every op is a method).
+  /** {@link crossEntropy} of these logits. */
+  crossEntropy(...rest: Rest<typeof ops.crossEntropy>): Tensor {
+    return ops.crossEntropy(this, ...rest);
+  }
+  /** {@link mseLoss} of this prediction. */
+  mseLoss(...rest: Rest<typeof ops.mseLoss>): Tensor {
+    return ops.mseLoss(this, ...rest);
+  }
+  /** {@link layerNorm} over the last axis. */
+  layerNorm(...rest: Rest<typeof ops.layerNorm>): Tensor {
+    return ops.layerNorm(this, ...rest);
+  }
+  /** {@link conv2d} of this input [N, C, H, W]. */
+  conv2d(...rest: Rest<typeof ops.conv2d>): Tensor {
+    return ops.conv2d(this, ...rest);
+  }
+  /** {@link maxPool2d} of this input [N, C, H, W]. */
+  maxPool2d(...rest: Rest<typeof ops.maxPool2d>): Tensor {
+    return ops.maxPool2d(this, ...rest);
+  }
+  /** {@link avgPool2d} of this input [N, C, H, W]. */
+  avgPool2d(...rest: Rest<typeof ops.avgPool2d>): Tensor {
+    return ops.avgPool2d(this, ...rest);
+  }
+  /** {@link dropout} of this tensor. */
+  dropout(...rest: Rest<typeof ops.dropout>): Tensor {
+    return ops.dropout(this, ...rest);
+  }
+  /** {@link scaledDotProductAttention} with these queries. */
+  scaledDotProductAttention(...rest: Rest<typeof scaledDotProductAttention>): Tensor {
+    return scaledDotProductAttention(this, ...rest);
+  }
 }
+
+/** The parameters of an op after its first tensor. */
+type Rest<F> = F extends (x: Tensor, ...rest: infer R) => Tensor ? R : never;
 
 /** Whether `v` is a {@link Tensor}. */
 export function isTensor(v: unknown): v is Tensor {
