@@ -218,7 +218,7 @@ describe('API.md details', () => {
   });
 
   it('float32 sin and cos are right at every magnitude (NativeMathf was wrong for |x| in [2^89, 2^90))', () => {
-    const xs = [7e26, -1.086e27, 2 ** 89, 1.2e27, 3.14, 1e10, -2 ** 90 + 2 ** 66];
+    const xs = [7e26, -1.086e27, 2 ** 89, 1.2e27, 3.14, 1e10, -(2 ** 90) + 2 ** 66];
     const f = A.tensor(xs);
     const exact = Array.from(f.toArray());
     const s = arr(A.sin(f)),
