@@ -20,7 +20,9 @@ const withoutDigits = (config) => ({ ...config, external: [...(config.external ?
 // 144.6 kB (kernels embedded DEFLATE-compressed), its JS without kernels 95.4 kB, one op 90.0 kB
 // (since then: the two-thread GPT schedule and memory plan, JS 98.2 kB, bundle 147.4, one op 90.4;
 // then cuts by the threads' measured speeds, src/wasm/balance.ts: JS 99.2 kB, bundle 148.4, one
-// op 91.2, and the JS budget moved from 100 to 104 KB to keep its ~5 %).
+// op 91.2, and the JS budget moved from 100 to 104 KB to keep its ~5 %; then the neural ops as
+// Tensor methods, as API.md asks, which a Tensor import cannot shake off: one op 95.75 kB, its
+// budget moved from 94.5 to 100 KB).
 // The issue's 30 kB / 60 kB goals predate this round's kernels and features and are not met;
 // docs/packaging.md says what the remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
@@ -61,6 +63,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '94.5 KB',
+    limit: '100 KB',
   },
 ];
