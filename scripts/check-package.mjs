@@ -116,8 +116,11 @@ console.log(
   `   import * as adjoint:          ${kb(whole.gzip)} gzip (${kb(whole.raw)} minified), digits data ${whole.digits ? 'included' : 'not included'}`,
 );
 console.log(`   adjoint/data/digits alone:    ${kb(digitsOnly.gzip)} gzip`);
-/** The one-op consumer: the embedded kernels (about 41 KiB gzipped) plus the engine core (docs/packaging.md). */
-const ONE_OP_BUDGET = 92 * 1024;
+/**
+ * The one-op consumer: the embedded kernels (about 41 KiB gzipped) plus the engine core (docs/packaging.md).
+ * 92 KiB until the neural ops became Tensor methods too (API.md), which every Tensor import keeps: 93.2 KiB.
+ */
+const ONE_OP_BUDGET = 96 * 1024;
 if (oneOp.digits) failures.push('tree-shaking: a one-op consumer carries the digits data');
 if (oneOp.gzip > ONE_OP_BUDGET) failures.push(`tree-shaking: one-op consumer is ${kb(oneOp.gzip)}, budget ${kb(ONE_OP_BUDGET)}`);
 if (whole.gzip - oneOp.gzip < 20 * 1024)
