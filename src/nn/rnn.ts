@@ -92,7 +92,10 @@ abstract class RecurrentBase<Out> extends Module<Out> {
   register(name: string, t: Tensor): Tensor {
     return this.registerParameter(name, t);
   }
-  /** The parameter registered as `name`, as it is now. */
+  /**
+   * The parameter registered as `name`, as it is now (registerLayer's getters read it).
+   * @internal
+   */
   registered(name: string): Tensor | null {
     return this.ownParameter(name);
   }
