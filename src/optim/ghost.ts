@@ -135,13 +135,14 @@ function layerSquaredNorms(tap: Tap): Tensor {
   const a = rows3(tap.a!),
     d = rows3(tap.e!),
     B = a.shape[0];
-  // A frozen parameter (requiresGrad false) gets no gradient, so it adds nothing to the norm.
-  let w = zeros([B], { dtype: a.dtype });
+  // A frozen parameter (requiresGrad false) gets no gradient, so it adds no term to the norm.
+  const terms: Tensor[] = [];
   if (tap.layer.weight.requiresGrad) {
-    if (a.shape[1] === 1) w = mul(sum(square(reshape(a, [B, a.shape[2]])), 1), sum(square(reshape(d, [B, d.shape[2]])), 1));
-    else w = sum(mul(matmulT(a, a, false, true), matmulT(d, d, false, true)), [1, 2]); // Σ (AAᵀ) ⊙ (ΔΔᵀ)
+    if (a.shape[1] === 1) terms.push(mul(sum(square(reshape(a, [B, a.shape[2]])), 1), sum(square(reshape(d, [B, d.shape[2]])), 1)));
+    else terms.push(sum(mul(matmulT(a, a, false, true), matmulT(d, d, false, true)), [1, 2])); // Σ (AAᵀ) ⊙ (ΔΔᵀ)
   }
-  return tap.layer.bias?.requiresGrad === true ? add(w, sum(square(sum(d, 1)), 1)) : w;
+  if (tap.layer.bias?.requiresGrad === true) terms.push(sum(square(sum(d, 1)), 1));
+  return terms.length === 0 ? zeros([B], { dtype: a.dtype }) : terms.reduce((u, v) => add(u, v));
 }
 
 /** The per-example losses [B] and squared gradient norms [B] over all parameters, and the taps for the clipped sum. */
