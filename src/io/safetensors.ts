@@ -3,7 +3,7 @@
 import { ArgumentError, FormatError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
-import { encodeSafetensors, decodeSafetensors, decodeSafetensorsFile, type SafetensorsEntry } from './safetensors-format.js';
+import { encodeSafetensors, decodeSafetensorsFile, type SafetensorsEntry, type SafetensorsFile } from './safetensors-format.js';
 import { describe, tooMany } from '../args.js';
 
 const TO_FILE = { float32: 'F32', float64: 'F64', int32: 'I32' } as const;
@@ -25,14 +25,7 @@ export function saveSafetensors(record: Record<string, Tensor>, metadata?: Recor
 /** Reads a safetensors file into new tensors (F32 → float32, F64 → float64, I32 → int32); throws FormatError on a bad file. */
 export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
   if (arguments.length > 1) throw tooMany('io.loadSafetensors', 1, arguments.length);
-  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensors: expected a Uint8Array, got ${describe(bytes)}`);
-  let entries: SafetensorsEntry[];
-  try {
-    entries = decodeSafetensors(bytes);
-  } catch (e) {
-    // Name the function the caller used, not the byte-level decoder behind it.
-    throw e instanceof FormatError ? new FormatError(e.message.replace(/^decodeSafetensors/, 'loadSafetensors')) : e;
-  }
+  const entries = decoded('loadSafetensors', bytes).tensors;
   const out: Record<string, Tensor> = {};
   try {
     for (const e of entries) out[e.name] = fromValues(e.data, e.shape, FROM_FILE[e.dtype]);
@@ -50,10 +43,16 @@ export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
  */
 export function loadSafetensorsMetadata(bytes: Uint8Array): Record<string, string> {
   if (arguments.length > 1) throw tooMany('io.loadSafetensorsMetadata', 1, arguments.length);
-  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`loadSafetensorsMetadata: expected a Uint8Array, got ${describe(bytes)}`);
+  return { ...decoded('loadSafetensorsMetadata', bytes).metadata };
+}
+
+/** The decoded file, for the public function `op`: a non-Uint8Array is an ArgumentError, a bad file a FormatError naming `op`. */
+function decoded(op: string, bytes: Uint8Array): SafetensorsFile {
+  if (!(bytes instanceof Uint8Array)) throw new ArgumentError(`${op}: expected a Uint8Array, got ${describe(bytes)}`);
   try {
-    return { ...decodeSafetensorsFile(bytes).metadata };
+    return decodeSafetensorsFile(bytes);
   } catch (e) {
-    throw e instanceof FormatError ? new FormatError(e.message.replace(/^decodeSafetensors\w*/, 'loadSafetensorsMetadata')) : e;
+    // Name the function the caller used, not the byte-level decoder behind it.
+    throw e instanceof FormatError ? new FormatError(e.message.replace(/^decodeSafetensors\w*/, op)) : e;
   }
 }
