@@ -218,7 +218,11 @@ function firstOrder(f: (...xs: Tensor[]) => Tensor, vals: number[][], shapes: nu
   });
 }
 
-const RUNS = { numRuns: 12 };
+// A fixed seed (PROP_SEED to explore others), as junk-args.test.ts: with a fresh seed every run, one
+// CI run in many drew a case whose central difference loses digits to cancellation (Σ of a few
+// weights near 0: relative error 1.09e-6 against the 1e-6 bound) and failed on unchanged code.
+const SEED = Number(process.env.PROP_SEED ?? 1);
+const RUNS = { numRuns: 12, seed: SEED };
 const UNARY: [string, (x: Tensor) => Tensor, boolean][] = [
   ['neg', A.neg, false],
   ['exp', A.exp, false],
@@ -374,7 +378,7 @@ describe('first order, property-based (fast-check)', () => {
         );
         firstOrder((x) => A.add(A.maxPool2d(x, 2), A.avgPool2d(x, 2)), [spread(seed, n * 16)], [[n, 1, 4, 4]], dt, seed);
       }),
-      { numRuns: 6 },
+      { numRuns: 6, seed: SEED },
     );
   });
 });
