@@ -27,6 +27,8 @@ const OTHER: Record<string, readonly [file: string, name: string]> = {
   maxPool2dGather: ['conv.test.ts', 'maxPool2dGather'],
   avgPool2d: ['conv.test.ts', 'avgPool2d'],
   avgPool2dGrad: ['conv.test.ts', 'avgPool2dGrad'],
+  take: ['vmap-indices.test.ts', 'take: the VJP'], // needs mapped int32 indices: gradchecked there, with takeAdd
+  takeAdd: ['vmap-indices.test.ts', 'takeAdd: its VJP'],
   argmax: ['int32.test.ts', 'argmax'], // int32 indices: no gradient; checked against a JS reference (ties, NaN, tails)
 };
 

@@ -351,6 +351,11 @@ describe('vmap: every primitive has a batching rule that runs', () => {
       });
     }
     A.tidy(() => void primitivesRun(() => void A.vmap((v: Tensor) => A.argmax(v, 0))(A.randn([2, 3]))).forEach((p) => run.add(p)));
+    const ids = A.tensor([[1], [0]], { dtype: 'int32' }); // mapped indices: take, and takeAdd under grad
+    const pick = (t: Tensor, i: Tensor) => A.sum(A.gather(t, i));
+    A.tidy(
+      () => void primitivesRun(() => void A.vmap(A.grad(pick), { inAxes: [null, 0] })(A.randn([2, 3]), ids)).forEach((p) => run.add(p)),
+    );
     const elsewhere = [
       'gt',
       'cast',

@@ -1,12 +1,14 @@
 // Parameter-free layers and the small ones: activations, Flatten, Dropout, LayerNorm,
 // Embedding and Residual. Each forward is one op (or a short composite) from src/ops.
-import { ArgumentError, ShapeError } from '../errors.js';
+import { ArgumentError, ShapeError, DtypeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { relu, tanh, gelu, geluApproximation, layerNorm, epsArg, reshape, gather, add, composite, type GeluOptions } from '../ops/api.js';
 import { seedOf, ones, zeros } from '../ops/create.js';
 import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
+import { isBatched } from '../ops/batch.js';
+import { take } from '../ops/take.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
 import { describe, optionsArg, tooMany } from '../args.js';
@@ -201,6 +203,7 @@ export class Embedding extends Module {
     if (!(indices instanceof Tensor) && !(indices instanceof Int32Array) && !Array.isArray(indices)) {
       throw new ArgumentError(`Embedding: indices must be a Tensor, an Int32Array or an array of integers, got ${describe(indices)}`);
     }
+    if (indices instanceof Tensor && isBatched(indices)) return this.mapped(indices);
     const shape = indices instanceof Tensor ? indices.shape : [indices.length];
     // An int32 tensor's values are read as an Int32Array, which compile() reads again on every replay.
     const read = indices instanceof Tensor ? indices.check('Embedding').toArray() : indices;
@@ -217,6 +220,15 @@ export class Embedding extends Module {
       }
     }
     return composite(() => reshape(gather(this.weight, flat, 0), [...shape, this.embeddingDim]));
+  }
+  /** Indices mapped by vmap: their values exist only in the physical tensor, so the lookup's launch reads and checks them. */
+  private mapped(indices: Tensor): Tensor {
+    indices.check('Embedding');
+    if (indices.dtype !== 'int32')
+      throw new DtypeError(
+        `Embedding: indices mapped by vmap must be an int32 tensor, got ${indices.dtype} [${indices.shape}] (indices.astype('int32'))`,
+      );
+    return take(this.weight, indices, { axis: 0, lead: 0, op: 'Embedding' });
   }
 }
 

@@ -10,6 +10,8 @@ import { derive } from '../wasm/hooks.js';
 import { filled, broadcastShapes, sizeOf } from './launch.js';
 import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
+import { take } from './take.js';
+import { isBatched } from './batch.js';
 
 import { composite } from './composite.js';
 import { describe, boolArg, tooMany } from '../args.js';
@@ -413,6 +415,7 @@ function gatherTensor(x: Tensor, indices: Tensor, a: number): Tensor {
       `gather: indices are a ${indices.dtype} tensor [${indices.shape}]; index tensors are int32 (indices.astype('int32'))`,
     );
   }
+  if (isBatched(indices)) return take(x, indices, { axis: a, lead: 0, op: 'gather' }); // mapped by vmap: read by the kernel's launch
   const flat = indices.toArray() as Int32Array; // read in JS to range-check; compile() reads it again on every replay
   const shape = [...x.shape.slice(0, a), ...indices.shape, ...x.shape.slice(a + 1)];
   return composite(() => reshape(gather(x, flat, a), shape));

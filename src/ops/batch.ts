@@ -36,11 +36,11 @@ class Virtual implements Pending {
   constructor(private readonly phys: Tensor) {}
   fill(): void {
     if (this.phys.dtype === 'int32') {
-      // gather, nn.Embedding and crossEntropy read their indices in JS (range checks), so a mapped
-      // int32 tensor ends here although the user's function reads nothing itself.
+      // gather, nn.Embedding and crossEntropy take mapped int32 tensors (their launches read the
+      // physical values); anything else that reads one in JS ends here.
       throw new ArgumentError(
-        `vmap: a mapped int32 tensor [${this.phys.shape}] (indices or labels of gather, nn.Embedding or crossEntropy) cannot be used inside the mapped function; ` +
-          'pass it unmapped (inAxes null), index outside vmap, or give per-example targets as float one-hot tensors',
+        `vmap: the values of a mapped int32 tensor [${this.phys.shape}] cannot be read inside the mapped function; ` +
+          'gather, nn.Embedding and crossEntropy take mapped indices and labels, other uses need them unmapped (inAxes null) or outside vmap',
       );
     }
     throw new ArgumentError(

@@ -12,7 +12,9 @@ import { apply } from './apply.js';
 import { derive } from '../wasm/hooks.js';
 import { sizeOf } from './launch.js';
 import { composite, logsumexp, mean, logSoftmax } from './composite.js';
-import { add, sub, mul, div, neg, sum, reshape, tensorArg } from './api.js';
+import { add, sub, mul, div, neg, sum, reshape, tensorArg, ne, cast } from './api.js';
+import { isBatched } from './batch.js';
+import { take } from './take.js';
 import { where } from './select-api.js';
 
 import type { Reduction } from './composite.js';
@@ -88,7 +90,10 @@ function weightsOf(labels: Int32Array | readonly unknown[], ignore: number, f64:
 }
 
 /** The labels as class indices (flat, with the source compile() rebinds), or a float tensor of probabilities; every misuse explained. */
-function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | readonly unknown[]; source: object | null } | Tensor {
+function readLabels(
+  labels: unknown,
+  logits: Tensor,
+): { flat: Int32Array | readonly unknown[]; source: object | null } | { mapped: Tensor } | Tensor {
   const lead = logits.shape.slice(0, -1),
     c = logits.shape[logits.shape.length - 1],
     n = sizeOf(lead);
@@ -116,6 +121,7 @@ function readLabels(labels: unknown, logits: Tensor): { flat: Int32Array | reado
     if (!same(labels.shape, lead) && !(labels.shape.length === 1 && labels.size === n)) {
       throw new ShapeError(`crossEntropy: labels [${labels.shape}] do not match logits [${logits.shape}]: expected ${want}`);
     }
+    if (isBatched(labels)) return { mapped: labels }; // mapped by vmap: the pick's launch reads and checks them
     const flat = labels.toArray() as Int32Array; // read in JS to range-check; compile() reads it again on every replay
     return { flat, source: flat };
   }
@@ -163,6 +169,7 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
       return reduce(neg(sum(mul(target, logSoftmax(logits, -1)), -1)), reduction, lead, null);
     });
   }
+  if ('mapped' in read) return mappedLabels(logits, read.mapped, reduction, ignore, eps);
   const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array), c, ignore);
   const flat = indexLabels(read.flat, c, ignore);
   if (read.source !== null) derive(flat, read.source, make); // a compiled step checks each call's new labels the same way
@@ -179,6 +186,29 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
       rows = where(w, rows, 0); // exactly 0 for ignored rows, whatever their logits
     }
     return reduce(rows, reduction, lead, w);
+  });
+}
+
+/**
+ * Class indices mapped by vmap: lse − x[label] from a logsumexp and a per-row pick, whose launch
+ * reads the physical labels (the fused kernel takes its labels from JS). Equal to the fused rows
+ * to rounding. An ignored label picks column 0 and is weighted out, as in the fused path.
+ */
+function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, ignore: number | undefined, eps: number): Tensor {
+  const c = logits.shape[logits.shape.length - 1],
+    lead = logits.shape.slice(0, -1),
+    n = sizeOf(lead);
+  return composite(() => {
+    const x = reshape(logits, [n, c]);
+    const kept = ignore === undefined ? null : ne(reshape(labels, [n]), ignore);
+    const at = kept === null ? reshape(labels, [n, 1]) : reshape(where(kept, reshape(labels, [n]), 0), [n, 1]);
+    const picked = reshape(take(x, at, { axis: 1, lead: 1, op: 'crossEntropy' }), [n]);
+    const lse = logsumexp(x, 1);
+    let rows = sub(lse, picked);
+    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(lse, mean(x, 1)), eps));
+    if (kept === null) return reduce(rows, reduction, lead, null);
+    const w = cast(kept, logits.dtype);
+    return reduce(where(w, rows, 0), reduction, lead, w);
   });
 }
 

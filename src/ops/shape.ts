@@ -44,7 +44,7 @@ function around(shape: readonly number[], axis: number): [number, number, number
 }
 
 /** Runs a gather-family kernel with the indices copied into a temporary wasm block (freeing `out` if that block cannot be had). */
-function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) => void): void {
+export function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) => void): void {
   const arena = runtime().arena;
   const bytes = Math.max(4, indices.length * 4);
   let ptr: number;

@@ -13,6 +13,7 @@ import { attentionRules } from './attention.js';
 import { rnnRules } from './rnn.js';
 import { rnnSeqRules } from './rnnseq.js';
 import { selectRules } from './select.js';
+import { takeRules } from './take.js';
 
 export const rules = {
   ...unaryRules,
@@ -25,6 +26,7 @@ export const rules = {
   ...convRules,
   ...denseRules,
   ...selectRules,
+  ...takeRules,
   ...attentionRules,
   ...rnnRules,
   ...rnnSeqRules,

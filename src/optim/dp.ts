@@ -47,6 +47,12 @@ function checkBatch(op: string, model: Module, x: Tensor, labels: Int32Array, cl
     if (!(labels[i] >= 0 && labels[i] < classes)) throw new ArgumentError(`${op}: labels[${i}] = ${labels[i]} is not in [0, ${classes})`);
 }
 
+/** The float dtype of the model's parameters (the targets' dtype when x holds int32 indices). */
+function paramDtype(model: Module): Tensor['dtype'] {
+  const p = model.parameters()[0];
+  return p === undefined ? 'float32' : p.dtype;
+}
+
 /** Each example's scale min(1, C/‖g‖) from the squared norms [N]. */
 const clipScale = (sq: Tensor, clip: number): Tensor => minimum(div(clip, add(sqrt(sq), 1e-12)), 1);
 
@@ -135,12 +141,8 @@ export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classe
   if (!METHODS.includes(method))
     throw new ArgumentError(`dpGradients: method must be one of ${METHODS.map((m) => `'${m}'`).join(', ')}, got ${String(method)}`);
   const N = x.shape[0];
-  const onehot = oneHot(labels, classes, x.dtype);
+  const onehot = oneHot(labels, classes, x.dtype === 'int32' ? paramDtype(model) : x.dtype); // int32 x: token ids
   const useGhost = method === 'ghost' || (method === 'auto' && ghostApplies(model));
-  if (!useGhost && x.dtype === 'int32')
-    throw new ArgumentError(
-      `dpGradients: the vmap method cannot map int32 inputs x [${x.shape}] (nn.Embedding indices): vmap does not map index tensors, and the ghost method needs every parameter in an nn.Linear`,
-    );
   const [losses, sums] = useGhost ? ghostClipped(model, x, onehot, clip) : vmapClipped(model, x, onehot, clip);
   let i = 0;
   for (const [name, p] of model.namedParameters()) {
