@@ -212,3 +212,37 @@ describe('forward mode leaves nothing behind', () => {
     close(h, [t[0], 0, 0, 0, t[1], 0, 0, 0, t[2]], 1e-15);
   });
 });
+
+describe('grad of a function that calls hvp (reverse over forward over reverse)', () => {
+  const x = () => A.tensor([0.5, -0.3, 1.2], f64);
+  const v = () => A.tensor([1, 1, 1], f64);
+  // The VJPs of exp, tanh, logSoftmax (and every op that saves its output) read the output's
+  // tangent; the outer grad saw it as a constant and gave zeros or wrong values.
+  it('exp and tanh: the closed forms, through hvp and through jvp(grad(f))', () => {
+    const e = arr(A.grad((z: Tensor) => A.sum(A.hvp((w: Tensor) => A.sum(A.exp(w)), z, v())))(x()));
+    close(e, [0.5, -0.3, 1.2].map(Math.exp), 1e-15);
+    const viaJvp = A.grad((z: Tensor) => A.sum(A.jvp(A.grad((w: Tensor) => A.sum(A.exp(w))) as F, [z], [v()])[1]))(x());
+    close(arr(viaJvp), e, 0);
+    const t3 = (t: number) => -2 * (1 - Math.tanh(t) ** 2) * (1 - 3 * Math.tanh(t) ** 2); // tanh'''
+    close(arr(A.grad((z: Tensor) => A.sum(A.hvp((w: Tensor) => A.sum(A.tanh(w)), z, v())))(x())), [0.5, -0.3, 1.2].map(t3), 1e-14);
+  });
+  it('logSoftmax is shift-invariant, so H·1 = 0 and its gradient is 0; sigmoid and attention agree with grad(grad(grad))', () => {
+    const ls = (z: Tensor) => A.sum(A.square(A.logSoftmax(z)));
+    close(arr(A.grad((z: Tensor) => A.sum(A.hvp(ls, z, v())))(x())), [0, 0, 0], 1e-14);
+    const w = A.tensor([0.3, -0.7, 0.2], f64);
+    for (const f of [
+      (z: Tensor) => A.sum(A.mul(A.sigmoid(z), w)),
+      (z: Tensor) =>
+        A.sum(
+          A.mul(
+            A.scaledDotProductAttention(A.reshape(z, [3, 1]), A.reshape(z, [3, 1]), A.reshape(A.exp(z), [3, 1]), { causal: true }),
+            A.reshape(w, [3, 1]),
+          ),
+        ),
+    ]) {
+      const viaHvp = arr(A.grad((z: Tensor) => A.sum(A.hvp(f, z, v())))(x()));
+      const viaGrads = arr(A.grad((z: Tensor) => A.sum(A.grad((y: Tensor) => A.sum(A.grad(f)(y)))(z)))(x()));
+      close(viaHvp, viaGrads, 1e-13);
+    }
+  });
+});

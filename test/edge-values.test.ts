@@ -263,3 +263,42 @@ describe('data.permutation seeds', () => {
     expect(P(-7)).toBe(P(-7));
   });
 });
+
+describe('int32 attention masks are boolean: any nonzero entry is true, as a PyTorch bool mask', () => {
+  // Entries other than 0/1 scaled the softmax weights (log of the entry) or zeroed whole rows.
+  const q = () => t([[1, 0]]),
+    k = () =>
+      t([
+        [1, 0],
+        [0, 1],
+      ]),
+    v = () =>
+      t([
+        [10, 0],
+        [0, 10],
+      ]);
+  const sdpa = (m: number[][]) => arr(A.scaledDotProductAttention(q(), k(), v(), { mask: A.tensor(m, { dtype: 'int32' }) }));
+  it('scaledDotProductAttention: [2, 1], [−1, 1] and [1, 2] attend everywhere (6.6976, 3.3024 in PyTorch)', () => {
+    const all = sdpa([[1, 1]]);
+    close(all, [6.697615493266569, 3.302384506733431], 1e-12);
+    for (const m of [[[2, 1]], [[-1, 1]], [[1, 2]], [[1, -7]]]) expect(sdpa(m)).toEqual(all);
+    close(sdpa([[3, 0]]), [10, 0], 1e-12);
+  });
+  it('MultiheadAttention: an attnMask entry of 2 or −1 masks as 1 does', () => {
+    const mha = new A.nn.MultiheadAttention(4, 2, { dtype: 'float64', seed: 3 } as never);
+    const x = A.randn([1, 3, 4], { ...f64, seed: 4 });
+    const run = (m: number[][]) => arr(mha.forward(x, x, x, { attnMask: A.tensor(m, { dtype: 'int32' }) }) as Tensor);
+    const base = run([
+      [0, 1, 1],
+      [0, 0, 1],
+      [0, 0, 0],
+    ]);
+    expect(
+      run([
+        [0, 2, -1],
+        [0, 0, 5],
+        [0, 0, 0],
+      ]),
+    ).toEqual(base);
+  });
+});

@@ -6,7 +6,7 @@ import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { seedOf, zeros } from '../ops/create.js';
-import { add, sub, log, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
+import { add, sub, log, ne, matmul, reshape, transpose, slice, relu, gelu, astype, composite } from '../ops/api.js';
 import { attentionDrawn } from '../ops/attention-api.js';
 import { modes } from '../ops/modes.js';
 import { dense } from '../ops/dense.js';
@@ -61,7 +61,7 @@ export interface AttentionForwardOptions {
   isCausal?: boolean;
   /**
    * [Tq, Tk] or [B·numHeads, Tq, Tk]: a float mask is added to the scores; an int32 mask is
-   * PyTorch's boolean attn_mask (1 = not allowed to attend).
+   * PyTorch's boolean attn_mask (nonzero = not allowed to attend).
    */
   attnMask?: Tensor | null;
 }
@@ -208,7 +208,7 @@ export class MultiheadAttention extends Module {
       );
     }
     // PyTorch's boolean mask marks what may NOT be attended: additive log(1 − m) is 0 or −∞.
-    const additive = (m.dtype as string) === 'int32' ? log(sub(1, astype(m, this.dtype))) : m;
+    const additive = (m.dtype as string) === 'int32' ? log(sub(1, astype(ne(m, 0), this.dtype))) : m; // any nonzero is true
     return ok3 ? reshape(additive, [B, this.numHeads, Tq, Tk]) : additive;
   }
 }
@@ -237,7 +237,7 @@ export interface TransformerEncoderLayerOptions {
 
 /** Options of {@link TransformerEncoderLayer.forward}. */
 export interface EncoderForwardOptions {
-  /** Additive (float) or PyTorch-boolean (int32, 1 = masked) [T, T] or [B·nhead, T, T] mask. */
+  /** Additive (float) or PyTorch-boolean (int32, nonzero = masked) [T, T] or [B·nhead, T, T] mask. */
   mask?: Tensor | null;
   /** Each position attends only to itself and earlier ones. */
   isCausal?: boolean;

@@ -73,10 +73,16 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
     }
     const saved = y.node?.saved.y;
     if (saved !== undefined) {
-      // The VJP sees y's tangent (forward over reverse); a plain view, since a linked one would
-      // hold the node that owns it.
-      saved.tangent = y.tangent.share();
-      exempt(saved.tangent);
+      // The VJP sees y's tangent (forward over reverse), linked to the tangent's node so that an
+      // outer sweep differentiates through it (grad of hvp). That link closes a cycle (this node
+      // → its saved y → the tangent's node → y), which jvp breaks when it returns (tangentSaves).
+      const t = y.tangent.share();
+      exempt(t);
+      if (y.tangent.requiresGrad) {
+        t.requiresGrad = true;
+        t.node = y.tangent.node;
+      }
+      saved.tangent = t;
       tangentSaves.list?.push(saved);
     }
   }

@@ -8,7 +8,7 @@ import { kernel } from '../wasm/module.js';
 import { apply } from './apply.js';
 import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
-import { reshape, broadcastTo, slice, log, cast, tensorArg } from './api.js';
+import { reshape, broadcastTo, slice, log, cast, ne, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
 import { tooMany, optionsArg } from '../args.js';
 
@@ -18,7 +18,7 @@ export interface AttentionOptions {
   causal?: boolean;
   /**
    * Broadcast against the weights [..., Tq, Tk]: a float mask is added to the scores; an int32
-   * mask is 0/1 (1 = attend, as PyTorch's boolean masks). A float mask is differentiable.
+   * mask is boolean (nonzero = attend, as PyTorch's boolean masks). A float mask is differentiable.
    */
   mask?: Tensor | null;
   /** Multiplies q·kᵀ; default 1/√d. */
@@ -77,7 +77,7 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
   if (!ok) throw new ShapeError(`${OP}: mask of shape [${mask.shape}] does not broadcast to the attention weights' shape [${want}]`);
   let m: Tensor;
   if ((mask.dtype as string) === 'int32')
-    m = log(cast(mask, q.dtype)); // 1 → 0, 0 → −∞
+    m = log(cast(ne(mask, 0), q.dtype)); // nonzero → 0, 0 → −∞ (any nonzero is true, as a PyTorch bool)
   else if (mask.dtype !== q.dtype) throw new DtypeError(`${OP}: mask is ${mask.dtype} but q is ${q.dtype} (cast with astype)`);
   else m = mask;
   const shape = [...new Array<number>(R - mask.shape.length).fill(1), ...mask.shape];
