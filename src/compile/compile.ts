@@ -76,12 +76,14 @@ interface Entry {
 /**
  * The requiresGrad of the tensors from before a trace that its primitives read (parameters,
  * mostly): which of them get a gradient is fixed in the schedule, so freezing or unfreezing one
- * between calls must trace again (it was ignored: a frozen layer kept training).
+ * between calls must trace again (it was ignored: a frozen layer kept training). Also the JS
+ * values the trace's guard() calls read (an SGD group's momentum on or off).
  */
 class GradFlags {
   private readonly refs: WeakRef<Tensor>[] = [];
   private readonly flags: boolean[] = [];
   private readonly seen = new Set<number>();
+  guards: readonly { read: () => unknown; value: unknown }[] = [];
   constructor(private readonly mark: number) {}
   note(xs: readonly Tensor[]): void {
     for (const x of xs) {
@@ -96,6 +98,7 @@ class GradFlags {
       const t = this.refs[i].deref();
       if (t !== undefined && t.requiresGrad !== this.flags[i]) return false;
     }
+    for (const g of this.guards) if (!Object.is(g.read(), g.value)) return false;
     return true;
   }
 }
@@ -309,6 +312,7 @@ class Compiler<A extends unknown[], R> {
       restore();
     }
     rec.finish(result);
+    flags.guards = rec.guards;
     return [result, rec, flags];
   }
 }

@@ -4,6 +4,7 @@ import { isTensor, type Tensor } from '../ops/tensor.js';
 import { modes } from '../ops/modes.js';
 import { poolSize } from '../wasm/pool.js';
 import { cutKey } from '../wasm/balance.js';
+import { stateKeyed } from '../tensor/memory.js';
 
 /** A call's arguments: tensors and array data by position, and the signature they make. */
 export interface Args {
@@ -19,7 +20,7 @@ export interface Quick {
   readonly threads: number;
   readonly cuts: string;
   readonly items: readonly (
-    | { readonly dtype: string; readonly shape: readonly number[]; readonly alias: number }
+    | { readonly dtype: string; readonly shape: readonly number[]; readonly alias: number; readonly marks: string }
     | { readonly tag: string; readonly length: number }
   )[];
 }
@@ -31,7 +32,9 @@ export function quickSig(args: readonly unknown[], a: Args): Quick | null {
   const items: Quick['items'][number][] = [],
     seen: Tensor[] = [];
   for (const v of args) {
-    if (isTensor(v)) items.push({ dtype: v.dtype, shape: v.shape, alias: seen.findIndex((t) => t.storage === v.storage) }), seen.push(v);
+    if (isTensor(v))
+      items.push({ dtype: v.dtype, shape: v.shape, alias: seen.findIndex((t) => t.storage === v.storage), marks: marksOf(v) }),
+        seen.push(v);
     else if (isNumberArray(v) && a.data.includes(v)) items.push({ tag: Object.prototype.toString.call(v), length: v.length });
     else return null;
   }
@@ -49,7 +52,7 @@ export function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor
     if ('dtype' in it) {
       if (!isTensor(v) || v.dtype !== it.dtype || v.shape.length !== it.shape.length) return null;
       for (let d = 0; d < it.shape.length; d++) if (v.shape[d] !== it.shape[d]) return null;
-      if (tensors.findIndex((t) => t.storage === v.storage) !== it.alias) return null;
+      if (tensors.findIndex((t) => t.storage === v.storage) !== it.alias || marksOf(v) !== it.marks) return null;
       tensors.push(v);
     } else {
       if (!isNumberArray(v) || v.length !== it.length || Object.prototype.toString.call(v) !== it.tag) return null;
@@ -58,6 +61,13 @@ export function quickArgs(args: readonly unknown[], q: Quick): { tensors: Tensor
   }
   return { tensors, data };
 }
+
+/**
+ * What else of a tensor argument the schedule depends on: whether it requires grad (which
+ * gradients the trace computes), and, for an optimizer's parameter, which one it is (the trace
+ * bound that parameter's momentum or moments).
+ */
+const marksOf = (t: Tensor): string => (t.requiresGrad ? 'g' : '') + (stateKeyed.has(t) ? `#${idOf(t)}` : '');
 
 /** A signature key without the threads' shares of the cuts (the `c…` at the end of its first part). */
 export const withoutCuts = (key: string): string => key.replace(/^([^|]*?)c[\d.]*(?=\||$)/, '$1');
@@ -86,7 +96,7 @@ export function inspect(args: readonly unknown[], statics: ReadonlySet<string>):
   const walk = (v: unknown, path: string, depth: number): void => {
     if (isTensor(v)) {
       const alias = a.tensors.findIndex((t) => t.storage === v.storage);
-      parts.push(`T${v.dtype}[${v.shape}]${alias}`);
+      parts.push(`T${v.dtype}[${v.shape}]${alias}${marksOf(v)}`);
       a.tensors.push(v);
     } else if (isNumberArray(v)) {
       if (statics.has(path)) parts.push(`V${Array.prototype.join.call(v, ',')}`);

@@ -12,7 +12,7 @@
 // the blocks no kernel has used yet are scanned — changed bytes are a write (recorded, and bound
 // to an array argument when they equal it), no change means JS read values (a taint).
 import { isTensor, type Tensor } from '../ops/tensor.js';
-import { type Storage } from '../tensor/tensor.js';
+import type { Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { onTape } from '../tensor/replay.js';
 import { runtime } from '../wasm/module.js';
@@ -109,6 +109,8 @@ export class Trace implements Recorder {
   private pendingAccess: string | null = null;
   private pending: { values: number[]; compute: () => readonly number[] } | null = null;
   private readonly derivations: { derived: object; source: object; make: Derivation }[] = [];
+  /** JS values the schedule depends on (guard()), with their values when traced. */
+  readonly guards: { read: () => unknown; value: unknown }[] = [];
   private readonly bound = new Set<number>();
 
   /** `watermark`: the id the next tensor will get (tensors below it existed before the call). */
@@ -179,6 +181,10 @@ export class Trace implements Recorder {
     if (input < 0 || this.inputs[input].dtype !== 'int32' || this.inputs[input].size !== values.length) return; // a read: flushAccess taints
     this.pendingAccess = null; // explained: the argument's values, rebound on every call
     this.reads.push({ input, values });
+  }
+
+  guard(read: () => unknown): void {
+    this.guards.push({ read, value: read() });
   }
 
   derive(derived: object, source: object, make: Derivation): void {

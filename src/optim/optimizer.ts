@@ -5,7 +5,7 @@
 // Each subclass's update is one fused wasm kernel per parameter (assembly/optim.ts).
 import { ArgumentError, DtypeError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
-import { keep } from '../tensor/memory.js';
+import { keep, stateKeyed } from '../tensor/memory.js';
 import { filled } from '../ops/launch.js';
 import { disposeLoaded, readStateDict, writeStateDict, type StateCodec } from './state-dict.js';
 import { describe, tooMany } from '../args.js';
@@ -145,6 +145,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
       throw new ArgumentError(`${this.name}: a parameter appears in more than one parameter group (${where})`);
     const hypers = this.checkGroup({ ...this.defaults, ...defined(own as Partial<Omit<G, 'params'>>) }, where);
     this.paramGroups.push({ ...hypers, params: list } as G);
+    for (const p of list) stateKeyed.add(p);
   }
 
   /** Every parameter, group by group. */

@@ -7,7 +7,7 @@ import { splitMap } from '../wasm/split.js';
 import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
-import { perCall } from '../wasm/hooks.js';
+import { perCall, guard } from '../wasm/hooks.js';
 import { tooMany } from '../args.js';
 
 /** Options for {@link SGD}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
@@ -104,6 +104,10 @@ export class SGD extends Optimizer<SGDGroup> {
   }
 
   protected update(p: Tensor, g: Tensor, group: SGDGroup): void {
+    // Momentum on or off decides whether a buffer exists, and Nesterov the kernel's branch: a
+    // compiled step traces again when either changes.
+    guard(() => group.momentum !== 0);
+    guard(() => group.nesterov);
     let buf = 0,
       flags = group.nesterov ? NESTEROV : 0;
     if (group.momentum !== 0) {

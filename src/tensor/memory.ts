@@ -72,3 +72,10 @@ export function resetPeak(): void {
   if (arguments.length > 0) throw tooMany('resetPeak', 0, arguments.length);
   runtime().arena.resetPeak();
 }
+
+/**
+ * Tensors whose identity keys state kept outside the graph: an optimizer's parameters (their
+ * momentum and Adam moments). compile() makes such an argument's identity part of the call's
+ * signature, since its trace bound that parameter's state.
+ */
+export const stateKeyed = new WeakSet<object>();

@@ -43,6 +43,8 @@ export interface Recorder {
   readInts(storage: object, values: Int32Array): void;
   /** Runs fn, whose launches come in the middle of another launch's preparation (a lazy block filled on first use). */
   nested(fn: () => void): void;
+  /** The schedule depends on the value `read()` gives now (see guard()). */
+  guard(read: () => unknown): void;
 }
 
 export const hooks: { recorder: Recorder | null } = { recorder: null };
@@ -59,6 +61,15 @@ export function perCall<T extends readonly number[]>(compute: () => T): T {
   const r = hooks.recorder;
   if (r !== null) r.perCall(values, compute);
   return values;
+}
+
+/**
+ * A JS value that decides which kernels run, not just their scalar arguments (whether an SGD
+ * group has a momentum buffer, Nesterov or not). A compiled step compares `read()` with the value
+ * it had when traced before every replay, and traces again when it changed.
+ */
+export function guard(read: () => unknown): void {
+  hooks.recorder?.guard(read);
 }
 
 /**

@@ -1,0 +1,77 @@
+// What a compiled step's schedule depends on besides shapes and dtypes, each once ignored by a
+// replay (bit-for-bit comparisons with eager mode): whether a tensor argument requires grad, an
+// SGD group's momentum switched on or Nesterov toggled (a replay wrote the momentum through a
+// null buffer pointer), and which optimizer parameter is passed as an argument (a replay used the
+// traced parameter's momentum or Adam moments).
+import { describe, it, expect } from 'vitest';
+import * as A from '../src/index.js';
+import type { Tensor } from '../src/index.js';
+import { arr } from './helpers.js';
+
+await A.init();
+
+describe('compile(): the signature and guards', () => {
+  it('a tensor argument that requires grad traces apart from one that does not', () => {
+    const c = A.compile((x: Tensor) => A.sum(A.square(x)));
+    for (let i = 0; i < 4; i++) c(A.randn([3], { seed: 1 })).dispose();
+    const x = A.randn([3], { seed: 1, requiresGrad: true });
+    const r = c(x);
+    expect(r.requiresGrad).toBe(true);
+    r.backward();
+    expect(arr(x.grad!)).toEqual(arr(A.mul(x, 2)));
+  });
+
+  const toggled = (compiled: boolean, change: 'momentum' | 'nesterov') => {
+    const w = A.full([3], 1, { requiresGrad: true }),
+      v = A.full([3], 2, { requiresGrad: true }),
+      low = A.full([64], 7); // memory near address 0 stays as it was
+    const opt = new A.optim.SGD([w, v], { lr: 0.1, momentum: change === 'nesterov' ? 0.9 : 0 });
+    const fn = () => {
+      const l = A.add(A.sum(A.square(w)), A.sum(A.mul(v, 3)));
+      l.backward();
+      opt.step();
+      opt.zeroGrad();
+      return l;
+    };
+    const step = compiled ? A.compile(fn) : () => A.tidy(fn);
+    for (let i = 0; i < 7; i++) {
+      if (i === 4) {
+        if (change === 'nesterov') opt.paramGroups[0].nesterov = true;
+        else opt.paramGroups[0].momentum = 0.9;
+      }
+      step().dispose();
+    }
+    expect(arr(low).every((q) => q === 7)).toBe(true);
+    return [...arr(w), ...arr(v), Object.keys(opt.stateDict()).length];
+  };
+  it('SGD momentum switched on, or Nesterov switched on, between replays: as eager, bit for bit', () => {
+    for (const change of ['momentum', 'nesterov'] as const) expect(toggled(true, change)).toEqual(toggled(false, change));
+  });
+
+  const paramArg = (compiled: boolean, kind: 'sgd' | 'adam') => {
+    const p1 = A.tensor([1, 2, 3, 4], { requiresGrad: true }),
+      p2 = A.tensor([-1, 0.5, 2, -3], { requiresGrad: true });
+    const opt = kind === 'adam' ? new A.optim.Adam([p1, p2], { lr: 0.1 }) : new A.optim.SGD([p1, p2], { lr: 0.1, momentum: 0.9 });
+    for (const p of [p1, p2])
+      A.tidy(() => {
+        A.sum(p).backward();
+        opt.step();
+        opt.zeroGrad();
+      });
+    const fn = (p: Tensor) => {
+      const l = A.sum(A.sin(p));
+      l.backward();
+      opt.step();
+      opt.zeroGrad();
+      return l;
+    };
+    const step = compiled ? A.compile(fn) : (p: Tensor) => A.tidy(() => fn(p));
+    for (let i = 0; i < 4; i++) step(p1).dispose();
+    step(p2).dispose();
+    step(p1).dispose();
+    return [...arr(p1), ...arr(p2), ...Object.values(opt.stateDict()).flatMap((t) => (t instanceof A.Tensor ? arr(t) : []))];
+  };
+  it("an optimizer's parameter passed as the argument: each one's own state, as eager", () => {
+    for (const kind of ['sgd', 'adam'] as const) expect(paramArg(true, kind)).toEqual(paramArg(false, kind));
+  });
+});
