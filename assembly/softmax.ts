@@ -77,7 +77,8 @@ export function softmax_f64(x: usize, y: usize, rows: i32, cols: i32): void { so
   for (let r = 0; r < rows; r++) {
     const xr = at<T>(x, r * cols);
     const mx = rowMax<T>(xr, cols);
-    const m = mx - mx == <T>0 ? mx : <T>0; // a ±∞ or NaN max shifts by 0, as logSoftmax
+    // A −∞ or NaN max shifts by 0, as logSoftmax; a +∞ logit makes the row NaN, as PyTorch.
+    const m = mx - mx == <T>0 ? mx : mx == <T>Infinity ? <T>NaN : <T>0;
     const ls = log_s<T>(rowExpSum<T>(xr, 0, cols, m));
     // −((x − m) − log Σ e^{x−m}), logSoftmax's order: x − lse would round at the size of x.
     st<T>(loss, r, -((ld<T>(xr, load<i32>(labels + (<usize>r << 2))) - m) - ls));

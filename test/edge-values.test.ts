@@ -302,3 +302,46 @@ describe('int32 attention masks are boolean: any nonzero entry is true, as a PyT
     ).toEqual(base);
   });
 });
+
+describe('maximum and minimum at ties and NaN; a +∞ logit', () => {
+  it('a tie splits the gradient evenly, a NaN passes it to both (PyTorch 1.13 values), and jvp agrees', () => {
+    const a = t([1, 2, Number.NaN, 0, 3]),
+      b = t([1, 1, 0, Number.NaN, 5]);
+    const g = (op: typeof A.maximum) =>
+      (A.grad((x: Tensor, y: Tensor) => A.sum(op(x, y)), { argnums: [0, 1] }) as (x: Tensor, y: Tensor) => Tensor[])(a, b).map(arr);
+    expect(g(A.maximum)).toEqual([
+      [0.5, 1, 1, 1, 0],
+      [0.5, 0, 1, 1, 1],
+    ]);
+    expect(g(A.minimum)).toEqual([
+      [0.5, 0, 1, 1, 1],
+      [0.5, 1, 1, 1, 0],
+    ]);
+    const jv = (op: typeof A.maximum) =>
+      arr(A.jvp((x: Tensor, y: Tensor) => op(x, y), [a, b], [t([1, 1, 1, 1, 1]), t([10, 10, 10, 10, 10])])[1]);
+    expect(jv(A.maximum)).toEqual([5.5, 1, 10, 10, 10]);
+    expect(jv(A.minimum)).toEqual([5.5, 10, 10, 10, 1]);
+  });
+  it('logSoftmax and crossEntropy of a row with a +∞ logit are NaN, as softmax and PyTorch', () => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      const x = A.tensor(
+        [
+          [Number.POSITIVE_INFINITY, 0, 1],
+          [1, 2, 3],
+        ],
+        { dtype },
+      );
+      expect(arr(A.logSoftmax(x)).slice(0, 3).every(Number.isNaN)).toBe(true);
+      close(
+        arr(A.logSoftmax(x)).slice(3),
+        [-2.4076059644443806, -1.4076059644443804, -0.4076059644443804],
+        dtype === 'float32' ? 1e-7 : 1e-15,
+      );
+      const ce = arr(A.crossEntropy(x, [1, 2], { reduction: 'none' }));
+      expect(Number.isNaN(ce[0])).toBe(true);
+      close([ce[1]], [0.4076059644443804], dtype === 'float32' ? 1e-7 : 1e-15);
+      // a row of −∞ stays NaN too, and a −∞ entry beside finite ones is −∞
+      expect(arr(A.logSoftmax(A.tensor([Number.NEGATIVE_INFINITY, 0], { dtype })))).toEqual([Number.NEGATIVE_INFINITY, 0]);
+    }
+  });
+});

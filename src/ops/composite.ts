@@ -15,6 +15,7 @@ import {
   log,
   abs,
   lt,
+  eq,
   square,
   tanh,
   erf,
@@ -137,7 +138,10 @@ export function logSoftmax(x: Tensor, axis = -1): Tensor {
   // (x − m) − log Σ exp(x − m), not x − logsumexp(x): the shift is exact where it matters, so
   // large logits (1e4) keep their small differences instead of rounding at the size of x.
   return composite(() => {
-    const s = sub(x, finiteOrZero(detach(max(x, a, true))));
+    const m = detach(max(x, a, true));
+    // A +∞ logit makes its row NaN, as PyTorch (and softmax); a −∞ max shifts by 0.
+    const shift = apply('where', [eq(m, Infinity), filled([], m.dtype, Number.NaN), finiteOrZero(m)], {});
+    const s = sub(x, shift);
     return sub(s, log(sum(exp(s), a, true)));
   });
 }

@@ -190,9 +190,9 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
 }
 
 /**
- * Class indices mapped by vmap: lse − x[label] from a logsumexp and a per-row pick, whose launch
- * reads the physical labels (the fused kernel takes its labels from JS). Equal to the fused rows
- * to rounding. An ignored label picks column 0 and is weighted out, as in the fused path.
+ * Class indices mapped by vmap: −logSoftmax(x)[label], a per-row pick whose launch reads the
+ * physical labels (the fused kernel takes its labels from JS). An ignored label picks column 0
+ * and is weighted out, as in the fused path.
  */
 function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, ignore: number | undefined, eps: number): Tensor {
   const c = logits.shape[logits.shape.length - 1],
@@ -202,10 +202,9 @@ function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, igno
     const x = reshape(logits, [n, c]);
     const kept = ignore === undefined ? null : ne(reshape(labels, [n]), ignore);
     const at = kept === null ? reshape(labels, [n, 1]) : reshape(where(kept, reshape(labels, [n]), 0), [n, 1]);
-    const picked = reshape(take(x, at, { axis: 1, lead: 1, op: 'crossEntropy' }), [n]);
-    const lse = logsumexp(x, 1);
-    let rows = sub(lse, picked);
-    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(lse, mean(x, 1)), eps));
+    // −logSoftmax at the label: the fused kernel's order of operations, so the rows equal it.
+    let rows = neg(reshape(take(logSoftmax(x, 1), at, { axis: 1, lead: 1, op: 'crossEntropy' }), [n]));
+    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
     if (kept === null) return reduce(rows, reduction, lead, null);
     const w = cast(kept, logits.dtype);
     return reduce(where(w, rows, 0), reduction, lead, w);

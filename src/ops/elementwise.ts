@@ -23,6 +23,7 @@ import {
   log,
   exp,
   ge,
+  gt,
   eq,
   recip,
   zerosLike,
@@ -206,17 +207,18 @@ export const binaryRules = {
     (g, a, b, _y, n) => [when(n[0], () => mul(g, powDa(a, b))), when(n[1], () => mul(g, powDb(a, b, pow(a, b))))],
     (ta, tb, a, b, y) => plus(ta && mul(ta, powDa(a, b)), tb && mul(tb, powDb(a, b, y))),
   ),
+  // A tie sends half the gradient each way, as PyTorch and JAX (NaN: all of it to both, as PyTorch).
   maximum: binary(
     zip('maximum'),
     BOTH,
-    (g, a, b, _y, n) => maskSplit(g, ge(a, b), n),
-    (ta, tb, a, b) => blend(ta, tb, ge(a, b)),
+    (g, a, b, _y, n) => tieSplit(g, a, b, n),
+    (ta, tb, a, b) => blend(ta, tb, winner(a, b)),
   ),
   minimum: binary(
     zip('minimum'),
     BOTH,
-    (g, a, b, _y, n) => maskSplit(g, ge(b, a), n),
-    (ta, tb, a, b) => blend(ta, tb, ge(b, a)),
+    (g, a, b, _y, n) => tieSplit(g, b, a, n),
+    (ta, tb, a, b) => blend(ta, tb, winner(b, a)),
   ),
   gt: cmp(zip('gt')),
   ge: cmp(zip('ge')),
@@ -238,8 +240,17 @@ function cmp(element: Element): Rule<Record<string, never>> {
   };
 }
 /** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
-function maskSplit(g: Tensor, mask: Tensor, needs: readonly boolean[]): (Tensor | null)[] {
-  return [when(needs[0], () => mul(g, mask)), when(needs[1], () => mul(g, sub(1, mask)))];
+/** a's share of maximum(a, b)'s gradient: 1 where a > b, ½ at a tie, 0 where a < b (and at a NaN). */
+const winner = (a: Tensor, b: Tensor): Tensor => add(gt(a, b), mul(eq(a, b), 0.5));
+/**
+ * The cotangents of the larger of a and b (swap them for the smaller): 1 − [a < b] − ½[a = b] for
+ * a and 1 − [b < a] − ½[a = b] for b, so a tie splits evenly and a NaN passes the whole gradient
+ * to both, as PyTorch's maximum backward does.
+ */
+function tieSplit(g: Tensor, a: Tensor, b: Tensor, needs: readonly boolean[]): (Tensor | null)[] {
+  const half = mul(eq(a, b), 0.5);
+  const share = (lo: Tensor, hi: Tensor) => mul(g, sub(sub(1, gt(hi, lo)), half)); // lo < hi as hi > lo
+  return [when(needs[0], () => share(a, b)), when(needs[1], () => share(b, a))];
 }
 function blend(ta: Tensor | null, tb: Tensor | null, mask: Tensor): Tensor {
   return plus(ta && mul(ta, mask), tb && mul(tb, sub(1, mask)));
