@@ -4,6 +4,7 @@
 import { describe, it, expect } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
+import { close } from './helpers.js';
 
 await A.init();
 
@@ -219,5 +220,33 @@ describe('API.md details', () => {
       expect(Math.abs(s[i] - Math.sin(x))).toBeLessThan(1e-7);
       expect(Math.abs(c[i] - Math.cos(x))).toBeLessThan(1e-7);
     });
+  });
+});
+
+describe('a .grad handle kept across backward calls', () => {
+  it('stays valid and sees the accumulated sum (the same tensor, as PyTorch); with createGraph the sum is a new tensor', () => {
+    const w = A.ones([2], { dtype: 'float64', requiresGrad: true });
+    A.sum(A.mul(w, 3)).backward();
+    const g = w.grad!;
+    A.sum(A.mul(w, 3)).backward();
+    expect(w.grad).toBe(g);
+    expect(arr(g)).toEqual([6, 6]);
+    A.optim.clipGradNorm([w], 1);
+    close(arr(g), [Math.SQRT1_2, Math.SQRT1_2], 1e-6); // clipped in place (PyTorch divides by the norm + 1e-6)
+    // a .grad that shares its memory with another handle is not written through
+    const other = A.ones([2], { dtype: 'float64', requiresGrad: true });
+    const shared = A.tensor([1, 1], { dtype: 'float64' });
+    other.grad = shared;
+    const view = A.reshape(shared, [2]);
+    A.sum(other).backward();
+    expect(arr(view)).toEqual([1, 1]);
+    expect(arr(other.grad!)).toEqual([2, 2]);
+    // createGraph: a new, differentiable sum
+    const x = A.tensor([2], { dtype: 'float64', requiresGrad: true });
+    A.sum(A.square(x)).backward(undefined, { createGraph: true });
+    const g1 = x.grad!;
+    A.sum(A.square(x)).backward(undefined, { createGraph: true });
+    expect(x.grad).not.toBe(g1);
+    expect(arr(x.grad!)).toEqual([8]);
   });
 });

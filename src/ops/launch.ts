@@ -111,6 +111,15 @@ export function launchBinary(op: string, e: Element, a: Tensor, b: Tensor): Tens
   return launchSimple(kname, cost, a, b) ?? launchBroadcast(op, kname, cost, a, b);
 }
 
+/** dst += src in place (same shape and dtype): the add kernel writing over a, which reads each element before writing it. */
+export function addInto(dst: Tensor, src: Tensor): void {
+  if (dst.size === 0) return;
+  const s = dst.size === 1 ? 0 : 1; // as launchSimple: a one-element operand has stride 0
+  const a = dst.ptr,
+    b = src.ptr;
+  splitBinary(kernelName('add', dst.dtype), bytesOf(dst.dtype), a, b, a, 1, dst.size, 0, s, 0, s, COST.cheap);
+}
+
 const sameShape = (s: readonly number[], t: readonly number[]): boolean => {
   if (s.length !== t.length) return false;
   for (let i = 0; i < s.length; i++) if (s[i] !== t[i]) return false;

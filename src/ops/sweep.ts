@@ -18,6 +18,7 @@ import { apply } from './apply.js';
 import { anomalySite } from './anomaly.js';
 import type { Rule, Saved } from './rule.js';
 import { add, sumTo } from './api.js';
+import { addInto } from './launch.js';
 
 export interface Sweep {
   readonly roots: readonly Tensor[];
@@ -280,6 +281,21 @@ function accumulate<K>(adjoint: Map<K, Tensor>, key: K, c: Tensor): Tensor {
   return next;
 }
 
+/**
+ * Whether c can be added into grad's memory: neither carries a graph (with createGraph the sum is
+ * a new differentiable tensor, as in PyTorch), grad's memory has no other handle, same layout.
+ */
+function addsInPlace(grad: Tensor, c: Tensor): boolean {
+  return (
+    !grad.requiresGrad &&
+    !c.requiresGrad &&
+    grad.storage.refs === 1 &&
+    grad.dtype === c.dtype &&
+    grad.shape.length === c.shape.length &&
+    grad.shape.every((d, i) => d === c.shape[i])
+  );
+}
+
 /** leaf.grad += c; gradients live outside every tidy scope until the leaf is disposed or zeroed. */
 function accumulateLeaf(leaf: Tensor, c: Tensor): void {
   if (leaf.disposed) {
@@ -292,6 +308,11 @@ function accumulateLeaf(leaf: Tensor, c: Tensor): void {
       `backward: the .grad of a leaf [${leaf.shape}] (tensor #${leaf.id}) was disposed, so the new gradient cannot be added to it; ` +
         'set leaf.grad = null (or call zeroGrad()) instead of disposing it',
     );
+  }
+  if (leaf.grad !== null && addsInPlace(leaf.grad, c)) {
+    addInto(leaf.grad, c); // the same tensor, as PyTorch's accumulation: a handle kept from the last backward stays valid
+    c.dispose();
+    return;
   }
   const sum = asGradient(leaf.grad === null ? c : add(leaf.grad, c));
   if (leaf.grad !== null) {
