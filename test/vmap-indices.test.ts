@@ -242,6 +242,24 @@ describe('mapped indices under compile and DP-SGD', () => {
     ).toThrow(/gather: index 10 at position 3/);
   });
 
+  it('compile(vmap(grad)) with mapped labels and tokens replays, bit for bit as eager, with each call’s values', () => {
+    const emb = new A.nn.Embedding(6, 3, { seed: 3 });
+    const loss = (w: Tensor, t: Tensor, y: Tensor) =>
+      A.crossEntropy(A.reshape(A.functionalCall(emb, { weight: w }, t) as Tensor, [1, 6]), y);
+    const f = (w: Tensor, t: Tensor, y: Tensor) => A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(w, t, y);
+    const cf = A.compile(f);
+    for (let i = 0; i < 6; i++) {
+      const t = ints([
+        [i % 6, (i + 1) % 6],
+        [5, i % 3],
+      ]);
+      const y = ints([[i % 6], [(i * 5) % 6]]);
+      expect(arr(cf(emb.weight, t, y))).toEqual(arr(f(emb.weight, t, y)));
+    }
+    expect(cf.stats.replayed).toBeGreaterThan(0);
+    expect(cf.stats.fallback).toBeNull();
+  });
+
   it("dpGradients' vmap method takes an Embedding model: without clipping or noise, the batch gradient", () => {
     const model = new A.nn.Sequential(new A.nn.Embedding(10, 4, { seed: 1 }), new A.nn.Flatten(), new A.nn.Linear(12, 3, { seed: 2 }));
     const ids = ints([

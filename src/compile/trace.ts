@@ -109,6 +109,8 @@ export class Trace implements Recorder {
   private pendingAccess: string | null = null;
   private pending: { values: number[]; compute: () => readonly number[] } | null = null;
   private readonly derivations: { derived: object; source: object; make: Derivation }[] = [];
+  /** Derivations already bound to a block JS wrote. */
+  private readonly used = new Set<object>();
   /** JS values the schedule depends on (guard()), with their values when traced. */
   readonly guards: { read: () => unknown; value: unknown }[] = [];
   private readonly bound = new Set<number>();
@@ -276,9 +278,15 @@ export class Trace implements Recorder {
     if (b.bytes % 4 === 0) {
       const ints = new Int32Array(runtime().memory.buffer, b.ptr, b.bytes >> 2);
       const holds = (a: unknown): a is ArrayLike<number> => isNumbers(a) && a.length > 0 && equalPrefix(ints, a);
-      for (const d of this.derivations) {
+      // A derivation not bound yet first: the same indices read twice (a mapped gather's forward
+      // and its VJP) give equal arrays, and each read must be bound to its own write.
+      const fresh = this.derivations.filter((d) => !this.used.has(d));
+      for (const d of [...fresh, ...this.derivations]) {
         const k = this.sourceIndex(d.source);
-        if (k >= 0 && holds(d.derived)) return this.bound_(dest, ints, d.derived.length, k, d.make);
+        if (k >= 0 && holds(d.derived)) {
+          this.used.add(d);
+          return this.bound_(dest, ints, d.derived.length, k, d.make);
+        }
       }
       const k = this.sources().findIndex(holds);
       if (k >= 0) return this.bound_(dest, ints, (this.sources()[k] as ArrayLike<number>).length, k, null);
