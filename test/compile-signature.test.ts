@@ -75,3 +75,24 @@ describe('compile(): the signature and guards', () => {
     for (const kind of ['sgd', 'adam'] as const) expect(paramArg(true, kind)).toEqual(paramArg(false, kind));
   });
 });
+
+describe('compile() of Jacobians, and where a read in JS happened', () => {
+  it('compile(hessian), compile(jacfwd(grad)) and compile(jacrev(grad)) replay, bit for bit as eager', () => {
+    const f = (x: Tensor) => A.sum(A.mul(A.tanh(x), A.sin(x)));
+    for (const t of [A.hessian(f), A.jacfwd(A.grad(f) as (x: Tensor) => Tensor), A.jacrev(A.grad(f) as (x: Tensor) => Tensor)]) {
+      const c = A.compile(t as (x: Tensor) => Tensor);
+      for (let i = 0; i < 5; i++) {
+        const x = A.randn([4], { seed: i, dtype: 'float64' });
+        expect(arr(c(x))).toEqual(arr(t(x) as Tensor));
+      }
+      expect(c.stats.replayed).toBeGreaterThan(0);
+      expect(c.stats.fallback).toBeNull();
+    }
+  });
+  it("a value read with .item() is reported at the caller's line, not inside the library", () => {
+    const c = A.compile((x: Tensor) => A.mul(x, A.sum(x).item()));
+    for (let i = 0; i < 4; i++) c(A.randn([3], { seed: i })).dispose();
+    expect(c.stats.fallback).toMatch(/fn reads tensor values into JS \(.*compile-signature\.test\.ts:\d+/);
+    expect(c.stats.fallback).not.toMatch(/views|Trace\.access/);
+  });
+});

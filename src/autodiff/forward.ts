@@ -8,8 +8,8 @@ import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
 import { withMode } from '../ops/modes.js';
 import { filled } from '../ops/launch.js';
-import { views } from '../wasm/module.js';
-import { concat, reshape, zerosLike, sum, mul, add } from '../ops/api.js';
+import { concat, reshape, zerosLike, sum, mul, add, eq, cast } from '../ops/api.js';
+import { arange } from '../ops/create.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap, vmapBroadcasting } from './vmap.js';
 import { sweep, linked, variable } from '../ops/sweep.js';
@@ -137,17 +137,17 @@ function singleArg(fname: string, x: unknown): Tensor {
   return x.check(fname);
 }
 
-/** The identity of n directions as n basis tensors of `shape`, stacked: [n, ...shape]. */
+/**
+ * The identity of n directions as n basis tensors of `shape`, stacked: [n, ...shape]. Made by
+ * kernels (i = j over an arange), not by JS writes into a filled block, which compile() would
+ * take for a read that steers JS.
+ */
 function basisStack(shape: readonly number[], dtype: Tensor['dtype']): Tensor {
   const n = shape.reduce((a, b) => a * b, 1);
-  const e = filled([n, ...shape], dtype, 0);
-  const p = e.ptr; // before views(): taking the pointer may grow memory
-  const v = views();
-  for (let i = 0; i < n; i++) {
-    if (dtype === 'float32') v.f32[(p >> 2) + i * (n + 1)] = 1;
-    else v.f64[(p >> 3) + i * (n + 1)] = 1;
-  }
-  return e;
+  return runScoped(() => {
+    const i = arange(n, { dtype: 'int32' });
+    return reshape(cast(eq(reshape(i, [n, 1]), reshape(i, [1, n])), dtype), [n, ...shape]);
+  }, isTensor);
 }
 
 /**

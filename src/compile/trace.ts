@@ -427,9 +427,13 @@ function site(stack: string | undefined): string {
     .split('\n')
     .slice(1)
     .map((l) => l.trim().replace(/^at /, ''));
-  const outside = frames.filter((f) => !/[/\\](wasm[/\\]module|graph[/\\]trace(-hooks)?)\.[jt]s/.test(f));
+  const outside = frames.filter((f) => !f.includes(LIBRARY));
   return outside.slice(0, 2).join(' ← ') || 'unknown site';
 }
+/** Where the library's code lives (the bundle file, or the src/ folder): the frames a site skips to reach the caller's. */
+const LIBRARY = ((u: string) => (u.includes('/src/compile/') ? u.slice(0, u.indexOf('/src/') + 5) : u || '\u0000'))(
+  String(import.meta.url ?? '').replace(/^file:\/\//, ''), // frames name files by path or by URL
+);
 
 /** Bytes per element shift of a write's element kind. */
 export const shiftOf = (k: WriteKind): number => SHIFT[k];
