@@ -200,3 +200,22 @@ describe('functionalCall', () => {
     });
   });
 });
+
+describe('jvp with pytree primals', () => {
+  it('takes nested objects and arrays with tangents of the same structure, as JAX; a mismatch names both counts', () => {
+    const a = A.tensor([0.5, -1], { dtype: 'float64' }),
+      b = A.tensor([2, 3], { dtype: 'float64' }),
+      c = A.tensor(0.25, { dtype: 'float64' });
+    const f = (p: { a: Tensor; bc: Tensor[] }) => A.sum(A.mul(A.sin(p.a), A.mul(p.bc[0], p.bc[1])));
+    const ta = A.tensor([1, 0], { dtype: 'float64' }),
+      tb = A.tensor([0, 1], { dtype: 'float64' }),
+      tc = A.tensor(2, { dtype: 'float64' });
+    const [y, t] = A.jvp(f, [{ a, bc: [b, c] }], [{ a: ta, bc: [tb, tc] }]);
+    // f = c·Σ sin(a)·b; df = c·Σ cos(a)·b·da + c·Σ sin(a)·db + dc·Σ sin(a)·b
+    const sa = [Math.sin(0.5), Math.sin(-1)],
+      ca = [Math.cos(0.5), Math.cos(-1)];
+    expect(y.item()).toBeCloseTo(0.25 * (sa[0] * 2 + sa[1] * 3), 14);
+    expect(t.item()).toBeCloseTo(0.25 * ca[0] * 2 + 0.25 * sa[1] + 2 * (sa[0] * 2 + sa[1] * 3), 14);
+    expect(() => A.jvp(f, [{ a, bc: [b, c] }], [{ a: ta, bc: [tb] }])).toThrow(/jvp: the tangents hold 2 tensors, the primals 3/);
+  });
+});

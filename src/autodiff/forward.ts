@@ -65,14 +65,20 @@ let forwardDepth = 0;
  * jvp, jacfwd of jacfwd) runs by reverse mode instead (jvpByReverse) and the outer tangents
  * flow through that.
  */
-export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
+export function jvp(f: TreeFn, primals: readonly Pytree[], tangents: readonly Pytree[]): [Tensor, Tensor] {
   if (arguments.length > 3) throw tooMany('jvp', 3, arguments.length);
   fnArg('jvp', 'f', f);
   if (!Array.isArray(primals) || !Array.isArray(tangents)) throw new ArgumentError('jvp: primals and tangents must be arrays of tensors');
   if (primals.length !== tangents.length) {
     throw new ArgumentError(`jvp: got ${tangents.length} tangent(s) for ${primals.length} primal(s); give one tangent per primal`);
   }
+  if (primals.some((p) => !(p instanceof Tensor) && p !== null && typeof p === 'object')) return jvpOfTrees(f, primals, tangents);
   primals.forEach((p, i) => checkTangent('jvp', `primal ${i}`, `tangent ${i}`, p, tangents[i]));
+  return jvpOfTensors(f as Fn, primals as readonly Tensor[], tangents as readonly Tensor[]);
+}
+
+/** jvp once every primal and tangent is a checked tensor. */
+function jvpOfTensors(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor[]): [Tensor, Tensor] {
   if (forwardDepth > 0) return jvpByReverse(f, primals, tangents);
   forwardDepth++;
   const outer = tangentSaves.list;
@@ -104,6 +110,19 @@ export function jvp(f: Fn, primals: readonly Tensor[], tangents: readonly Tensor
     }
     tangentSaves.list = outer;
   }
+}
+
+/** jvp with pytree primals (nested arrays and plain objects of tensors), tangents of the same structure, as JAX's. */
+function jvpOfTrees(f: Fn, primals: readonly unknown[], tangents: readonly unknown[]): [Tensor, Tensor] {
+  const xs = flatten('jvp', 'primals', primals),
+    ts = flatten('jvp', 'tangents', tangents);
+  if (ts.length !== xs.length)
+    throw new ArgumentError(
+      `jvp: the tangents hold ${ts.length} tensors, the primals ${xs.length}; give the tangents the primals' structure`,
+    );
+  xs.forEach((x, i) => checkTangent('jvp', `primal leaf ${i}`, `tangent leaf ${i}`, x, ts[i]));
+  const g = (...leaves: Tensor[]) => (f as (...a: unknown[]) => Tensor)(...(rebuild(primals, leaves) as unknown[]));
+  return jvpOfTensors(g, xs, ts);
 }
 
 /**
