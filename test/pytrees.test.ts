@@ -219,3 +219,18 @@ describe('jvp with pytree primals', () => {
     expect(() => A.jvp(f, [{ a, bc: [b, c] }], [{ a: ta, bc: [tb] }])).toThrow(/jvp: the tangents hold 2 tensors, the primals 3/);
   });
 });
+
+describe('grad of an int32 leaf', () => {
+  it('names the transform, the argument and the leaf (it said "requiresGrad: an int32 tensor [1]")', () => {
+    const p = { w: A.tensor([1, 2]), i: A.tensor([1], { dtype: 'int32' }) };
+    expect(() => A.grad((q: typeof p) => A.sum(A.gather(q.w, q.i)))(p)).toThrow(
+      /grad: argument 0 holds an int32 tensor \[1\] \(leaf 1 of its tree\), which cannot be differentiated/,
+    );
+    expect(() => A.valueAndGrad((x: Tensor) => A.sum(x))(A.tensor([1], { dtype: 'int32' }))).toThrow(
+      /valueAndGrad: argument 0 holds an int32 tensor \[1\],/,
+    );
+    // outside argnums it is fine
+    const g = A.grad((w: Tensor, i: Tensor) => A.sum(A.gather(w, i)))(p.w, p.i);
+    expect(arr(g)).toEqual([0, 1]);
+  });
+});

@@ -62,6 +62,14 @@ function variables(fname: string, args: unknown[], nums: readonly number[]): { a
     trees: unknown[] = [];
   for (const i of nums) {
     const ts = flatten(fname, `argument ${i}`, args[i]);
+    const k = ts.findIndex((t) => t.dtype === 'int32');
+    if (k >= 0) {
+      const where = ts.length === 1 && args[i] === ts[0] ? '' : ` (leaf ${k} of its tree)`;
+      throw new GradError(
+        `${fname}: argument ${i} holds an int32 tensor [${ts[k].shape}]${where}, which cannot be differentiated: ` +
+          'pass indices and labels as an argument outside argnums, or cast with astype to differentiate',
+      );
+    }
     const vs = ts.map(variable);
     out[i] = rebuild(args[i], vs);
     vars.push(...vs);
