@@ -4,10 +4,50 @@
 // sums in the reduce kernels' order, division by d, eps added inside the square root — so
 // the kernel's y is bit-identical to the composition of ops it replaces.
 // Contract: (x, …, rows, cols ≥ 1, eps); outputs must not alias inputs.
-import { lanes, ld, st, at, hsum } from './lanes';
+import { lanes, ld, st, at, hsum, lost2, lost1, compensated } from './lanes';
+
+// float64 rows sum compensated, as reduce.ts's rowSumF64 (the same order, so the same bits):
+// each helper's terms go through sumF64, which reads term k of the row with termF64.
+@inline const PLAIN = 0; // x[j]
+@inline const SQUARES = 1; // (x[j] − m)²
+@inline const DOT = 2; // g[j]·((x[j] − m)/den)
+
+@inline function termsF64(kind: i32, x: v128, g: v128, m: v128, den: v128): v128 {
+  if (kind == PLAIN) return x;
+  const c = f64x2.sub(x, m);
+  return kind == SQUARES ? f64x2.mul(c, c) : f64x2.mul(g, f64x2.div(c, den));
+}
+@inline function termF64(kind: i32, x: f64, g: f64, m: f64, den: f64): f64 {
+  if (kind == PLAIN) return x;
+  const c = x - m;
+  return kind == SQUARES ? c * c : g * (c / den);
+}
+
+/** Σ_j term(j) over a row in float64, compensated: lane-wise sums with their losses, the lanes, the tail. */
+@inline function sumF64(kind: i32, x: usize, g: usize, n: i32, m: f64, den: f64): f64 {
+  const mv = f64x2.splat(m), dv = f64x2.splat(den);
+  let s = f64x2.splat(0), c = s;
+  let j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const v = termsF64(kind, v128.load(at<f64>(x, j)), kind == DOT ? v128.load(at<f64>(g, j)) : s, mv, dv);
+    const t = f64x2.add(s, v);
+    c = f64x2.add(c, lost2(s, v, t));
+    s = t;
+  }
+  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1);
+  let t = s0 + s1;
+  let lost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  for (; j < n; j++) {
+    const v = termF64(kind, ld<f64>(x, j), kind == DOT ? ld<f64>(g, j) : 0, m, den), u = t + v;
+    lost += lost1(t, v, u);
+    t = u;
+  }
+  return compensated(t, lost);
+}
 
 /** Σ_j x[j] over a row, in the reduce kernels' order (lane partials, fixed fold, tail). */
 @inline function rowSum<T>(x: usize, n: i32): T {
+  if (sizeof<T>() == 8) return <T>sumF64(PLAIN, x, 0, n, 0, 1);
   const L = lanes<T>();
   let v = v128.splat<T>(<T>0);
   let j = 0;
@@ -19,6 +59,7 @@ import { lanes, ld, st, at, hsum } from './lanes';
 
 /** Σ_j (x[j] − m)², same order. */
 @inline function rowSquares<T>(x: usize, n: i32, m: T): T {
+  if (sizeof<T>() == 8) return <T>sumF64(SQUARES, x, 0, n, <f64>m, 1);
   const L = lanes<T>();
   const mv = v128.splat<T>(m);
   let v = v128.splat<T>(<T>0);
@@ -37,6 +78,7 @@ import { lanes, ld, st, at, hsum } from './lanes';
 
 /** Σ_j g[j]·((x[j] − m)/den), same order: d·mean(g ⊙ ŷ). */
 @inline function rowDotNormed<T>(x: usize, g: usize, n: i32, m: T, den: T): T {
+  if (sizeof<T>() == 8) return <T>sumF64(DOT, x, g, n, <f64>m, <f64>den);
   const L = lanes<T>();
   const mv = v128.splat<T>(m), dv = v128.splat<T>(den);
   let v = v128.splat<T>(<T>0);

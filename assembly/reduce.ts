@@ -2,7 +2,7 @@
 // JS merges the reduced axes into r (or reduces one axis at a time). The summation order
 // is fixed by the shape alone, so results are bit-identical run to run and engine to engine.
 // Contract: (x, y, outer, r, inner); y holds outer·inner elements and must not alias x.
-import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit } from './lanes';
+import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit, lost2, lost1, compensated, foldLanes } from './lanes';
 
 @inline const SUM = 0;
 @inline const MAX = 1;
@@ -21,9 +21,45 @@ import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit } from './lanes';
 
 /** Σ x[0, n) for a contiguous row: leaves of at most SUM_LEAF elements, combined pairwise. */
 function rowSum<T>(x: usize, n: i32): T {
-  if (n <= SUM_LEAF) return rowReduce<T>(SUM, x, n);
+  if (n <= SUM_LEAF) return sizeof<T>() == 8 ? <T>rowSumF64(x, n) : rowReduce<T>(SUM, x, n);
   const half = pairSplit(n);
   return rowSum<T>(x, half) + rowSum<T>(at<T>(x, half), n - half);
+}
+
+/** Σ x[0, n) in float64, compensated: two lane-wise sums with their losses, then the lanes and the tail. */
+@inline function rowSumF64(x: usize, n: i32): f64 {
+  let s = f64x2.splat(0), c = s;
+  let i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const v = v128.load(at<f64>(x, i)), t = f64x2.add(s, v);
+    c = f64x2.add(c, lost2(s, v, t));
+    s = t;
+  }
+  return foldLanes(s, c, x, i, n);
+}
+
+/** Float64 column sums, compensated (no blocking needed): two columns a vector, then one at a time. */
+@inline function columnSumF64(x: usize, y: usize, r: i32, inner: i32, cols: i32): void {
+  let i = 0;
+  for (; i + 2 <= cols; i += 2) {
+    let s = f64x2.splat(0), c = s;
+    for (let j = 0; j < r; j++) {
+      const v = v128.load(at<f64>(x, j * inner + i)), t = f64x2.add(s, v);
+      c = f64x2.add(c, lost2(s, v, t));
+      s = t;
+    }
+    st<f64>(y, i, compensated(f64x2.extract_lane(s, 0), f64x2.extract_lane(c, 0)));
+    st<f64>(y, i + 1, compensated(f64x2.extract_lane(s, 1), f64x2.extract_lane(c, 1)));
+  }
+  for (; i < cols; i++) {
+    let t: f64 = 0, lost: f64 = 0;
+    for (let j = 0; j < r; j++) {
+      const xj = ld<f64>(x, j * inner + i), u = t + xj;
+      lost += lost1(t, xj, u);
+      t = u;
+    }
+    st<f64>(y, i, compensated(t, lost));
+  }
 }
 
 /** Contiguous row (inner == 1): lane-wise partials, then a fixed-order horizontal fold. */
@@ -103,6 +139,7 @@ function rowSum<T>(x: usize, n: i32): T {
   for (let o = 0; o < outer; o++) {
     const xo = at<T>(x, o * r * inner);
     if (inner == 1) st<T>(y, o, op == SUM ? rowSum<T>(xo, r) : rowReduce<T>(MAX, xo, r));
+    else if (op == SUM && sizeof<T>() == 8) columnSumF64(xo, at<T>(y, o * inner), r, inner, cols);
     else columnReduce<T>(op, xo, at<T>(y, o * inner), r, inner, cols);
   }
 }

@@ -2,7 +2,7 @@
 // Subtracting the row max keeps exp from overflowing. Row sums use the reduce kernels' order
 // (lane-wise partials, a fixed horizontal fold, then the tail; pairwise past SUM_LEAF), so the cross-entropy here is
 // bit-identical to the composite logsumexp − x[label] it replaces; f32 exp is vmath's exp4.
-import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit } from './lanes';
+import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit, lost2, lost1, compensated } from './lanes';
 import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 
@@ -30,8 +30,34 @@ function rowExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
   return rowExpSum<T>(x, e, half, m) + rowExpSum<T>(at<T>(x, half), e == 0 ? 0 : at<T>(e, half), n - half, m);
 }
 
+/** leafExpSum in float64: compensated, in reduce.ts's rowSumF64 order (so cross-entropy equals −logSoftmax bit for bit). */
+@inline function leafExpSumF64(x: usize, e: usize, n: i32, m: f64): f64 {
+  const mv = f64x2.splat(m);
+  let s = f64x2.splat(0), c = s;
+  let j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const ev = expv<f64>(f64x2.sub(v128.load(at<f64>(x, j)), mv));
+    if (e != 0) v128.store(at<f64>(e, j), ev);
+    const t = f64x2.add(s, ev);
+    c = f64x2.add(c, lost2(s, ev, t));
+    s = t;
+  }
+  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1);
+  let t = s0 + s1;
+  let lost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  for (; j < n; j++) {
+    const ej = exp_s<f64>(ld<f64>(x, j) - m);
+    if (e != 0) st<f64>(e, j, ej);
+    const u = t + ej;
+    lost += lost1(t, ej, u);
+    t = u;
+  }
+  return compensated(t, lost);
+}
+
 /** rowExpSum over at most SUM_LEAF elements: lane-wise partials, the horizontal fold, the tail. */
 @inline function leafExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
+  if (sizeof<T>() == 8) return <T>leafExpSumF64(x, e, n, <f64>m);
   const L = lanes<T>();
   const mv = v128.splat<T>(m);
   let v = v128.splat<T>(<T>0);

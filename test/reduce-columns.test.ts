@@ -22,12 +22,17 @@ function check(outer: number, r: number, inner: number, dtype: DT, op: 'sum' | '
   const want = new (dtype === 'float32' ? Float32Array : Float64Array)(outer * inner);
   for (let o = 0; o < outer; o++)
     for (let i = 0; i < inner; i++) {
-      let s = op === 'sum' ? 0 : -Infinity;
+      let s = op === 'sum' ? 0 : -Infinity,
+        lost = 0;
       for (let j = 0; j < r; j++) {
         const v = xv[(o * r + j) * inner + i];
-        s = op === 'sum' ? round(s + v) : Math.max(s, v);
+        if (op === 'sum' && dtype === 'float64') {
+          const t = s + v; // compensated (Neumaier), as the kernel
+          lost += Math.abs(s) >= Math.abs(v) ? s - t + v : v - t + s;
+          s = t;
+        } else s = op === 'sum' ? round(s + v) : Math.max(s, v);
       }
-      want[o * inner + i] = s;
+      want[o * inner + i] = op === 'sum' && dtype === 'float64' && Number.isFinite(s) ? s + lost : s;
     }
   const got = y.toArray() as Float32Array | Float64Array;
   expect(Buffer.from(got.buffer).equals(Buffer.from(want.buffer)), `${op} ${dtype} [${outer}, ${r}, ${inner}]`).toBe(true);
