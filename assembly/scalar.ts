@@ -11,6 +11,7 @@ import { exp4, log4, tanh4, sigmoid4, softplus4, erf4 } from './vmath';
 import { exp_lut, powf_lut } from '~lib/util/math';
 function exp_f64(x: f64): f64 { return exp_lut(x); }
 function pow_f32(x: f32, y: f32): f32 { return powf_lut(x, y); }
+function pow_f64(x: f64, y: f64): f64 { return NativeMath.pow(x, y); }
 
 /** f(x) through lane 0 of a vector function. */
 @inline function lane0(v: v128): f32 { return f32x4.extract_lane(v, 0); }
@@ -56,10 +57,21 @@ function erf1(x: f32): f32 { return lane0(erf4(f32x4.splat(x))); }
   if (sizeof<T>() == 4) return <T>tanh1(<f32>x);
   return <T>NativeMath.tanh(<f64>x);
 }
-/** x^y with C99 pow semantics */
+/** x^y with C99 pow semantics (Annex F.10.4.4); the library's pow, with its special cases corrected first. */
 @inline export function pow_s<T>(x: T, y: T): T {
+  // The library follows JS Math.pow here: 1^y and (−1)^±∞ are NaN there, 1 in C99 and PyTorch.
+  if (x == <T>1 || (x == <T>-1 && abs<T>(y) == <T>Infinity)) return <T>1;
+  // x ≤ 0 with a non-integer y, decided here exactly (trunc is exact): the f64 pow tests whether
+  // |y| < 2^21 is an integer in y's high word only, so y = 1 + 2^-52 passed as an odd integer and
+  // (−2)^y came out −2.0000000000000004, (−∞)^y −∞, (−0)^y −0. Finite x < 0 gives NaN; ±0 and −∞
+  // give the power of +0 and +∞, unsigned as C99 has it without an odd y (PyTorch's shortcuts for
+  // a number exponent give (−0)^0.5 = −0 and (−0)^−0.5 = −∞; we follow C99). A NaN y gives NaN.
+  if (x <= <T>0 && trunc<T>(y) != y) {
+    if (x != <T>0 && x != <T>-Infinity) return <T>NaN;
+    x = abs<T>(x);
+  }
   if (sizeof<T>() == 4) return <T>pow_f32(<f32>x, <f32>y);
-  return <T>NativeMath.pow(<f64>x, <f64>y);
+  return <T>pow_f64(<f64>x, <f64>y);
 }
 /** 1 / (1 + e^-x), evaluated on the side that cannot overflow. */
 @inline export function sigmoid_s<T>(x: T): T {
