@@ -16,10 +16,13 @@ import { batching, levelOf, unwrap, wrap, type Dim } from './batch.js';
 import { intArithmetic } from '../tensor/dtype.js';
 
 /**
- * The saved outputs given a tangent during the current jvp, which drops those tangents when it
- * returns (no VJP can need them after). Under vmap a saved tangent is a batched tensor whose
- * physical tensor's tape leads back to the node that saved it: a cycle of references that
- * counting never frees (jacfwd and hessian of a requiresGrad input leaked 5 tensors a call).
+ * The saved inputs and outputs given a tangent during the current jvp, which drops those tangents
+ * when it returns: they belong to that jvp's perturbation, and a VJP run after it (an outer
+ * sweep: jacrev of jacfwd, grad of hessian) must not carry them. Under vmap such a tangent is a
+ * batched tensor of a level that has closed (its number is reused by the next vmap, whose
+ * examples it then mixes with), and a saved output's tangent has a tape leading back to the node
+ * that saved it: a cycle of references that counting never frees (jacfwd and hessian of a
+ * requiresGrad input leaked 5 tensors a call).
  */
 export const tangentSaves: { list: Tensor[] | null } = { list: null };
 
@@ -158,6 +161,10 @@ function sameValue(t: Tensor): Tensor {
 function saveFor<P>(rule: Rule<P>, xs: readonly Tensor[], y: Tensor): Saved {
   const x: (Tensor | undefined)[] = xs.map(() => undefined);
   const which = rule.saves.inputs === 'all' ? xs.map((_, i) => i) : rule.saves.inputs;
-  for (const i of which) x[i] = xs[i].save();
+  for (const i of which) {
+    const t = xs[i].save();
+    if (t.tangent !== null) tangentSaves.list?.push(t);
+    x[i] = t;
+  }
   return { x, y: rule.saves.output ? y.save() : undefined, shapes: xs.map((t) => t.shape) };
 }
