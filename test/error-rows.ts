@@ -255,6 +255,7 @@ function convRows(f: Fixtures): Row[] {
 function creationRows(): Row[] {
   return [
     row('tensor', () => A.tensor([[1, 2], [3]]), A.ShapeError, 'ragged', 'data[1]'),
+    row('tensor', () => A.tensor([Float32Array.of(1, 2), Float32Array.of(3)]), A.ShapeError, 'ragged', 'data[1]', '[1]', '[2]'),
     row('tensor', () => A.tensor(any('abc')), A.ArgumentError, 'data', 'array', 'string'),
     row('tensor', () => A.tensor(any(null)), A.ArgumentError, 'data', 'null'),
     row('tensor', () => A.tensor([1, 2, 3], { shape: [2, 2] }), A.ShapeError, '3 values', '[2,2]'),
