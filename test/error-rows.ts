@@ -129,6 +129,7 @@ function reduceRows(f: Fixtures): Row[] {
       row(op, () => g(f.x, 0.5), A.ShapeError, 'axis 0.5'),
       row(op, () => g(f.x, 'a'), A.ArgumentError, 'axis', 'number', 'string'),
       row(op, () => g(f.x, [0, 7]), A.ShapeError, 'axis 7'),
+      row(op, () => g(f.x, [0, -2]), A.ArgumentError, 'axis [0,-2]', 'axis 0', 'more than once'),
       row(op, () => g(f.dead), A.DisposedError, 'disposed'),
       row(op, () => g('x'), A.ArgumentError, 'x', 'Tensor'),
     );
@@ -141,6 +142,7 @@ function shapeRows(f: Fixtures): Row[] {
   return [
     row('reshape', () => A.reshape(f.x, [4, 2]), A.ShapeError, '[2,3]', '6 elements', '[4,2]'),
     row('reshape', () => A.reshape(f.x, [-1, -1]), A.ShapeError, '[-1,-1]'),
+    row('reshape', () => A.reshape(A.zeros([0, 3]), [0, -1]), A.ShapeError, '[0,3]', '[0,-1]', 'ambiguous'),
     row('reshape', () => A.reshape(f.x, [2.5, 2]), A.ShapeError, '[2.5,2]'),
     row('reshape', () => A.reshape(f.x, any(6)), A.ArgumentError, 'shape', 'array', 'number'),
     row('reshape', () => any(A.reshape)(f.x), A.ArgumentError, 'shape', 'array', 'undefined'),
