@@ -548,6 +548,15 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),
     row('data.digits', () => A.data.digits({ testFraction: 1 }), A.ArgumentError, 'testFraction', '(0, 1)', '1'),
+    // The seed is checked by the shared integer stream, whose message names the public function.
+    row('data.digits', () => A.data.digits({ seed: 1.5 }), A.ArgumentError, 'digits: seed', 'safe integer', '1.5'),
+    row(
+      'data.batches',
+      () => A.data.batches(f.x, new Int32Array(2), { batchSize: 1, seed: 0.5 }).next(),
+      A.ArgumentError,
+      'batches: seed',
+      '0.5',
+    ),
     row(
       'data.batches',
       () => A.data.batches(f.x, new Int32Array(2), { batchSize: 0 }).next(),
@@ -561,7 +570,7 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.batchCount', () => A.data.batchCount(10, 0), A.ArgumentError, 'batchSize', 'positive integer', '0'),
     row('data.batchCount', () => A.data.batchCount(-1, 2), A.ArgumentError, 'n', 'non-negative integer', '-1'),
     row('data.permutation', () => A.data.permutation(-2), A.ArgumentError, 'n', 'non-negative integer', '-2'),
-    row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'seed', 'safe integer'),
+    row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'permutation: seed', 'safe integer'),
     row(
       'optim.lrScheduler.StepLR',
       () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 0 }),
@@ -617,6 +626,13 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.CharTokenizer', () => A.data.CharTokenizer.fromText('ab').encode('abc'), A.ArgumentError, '"c"', 'position 2', 'vocabulary'),
     row('data.CharTokenizer', () => new A.data.CharTokenizer(['ab']), A.ArgumentError, 'vocab[0]', 'one character', '"ab"'),
     row('data.splitText', () => A.data.splitText(any([1, 2]), 0.5), A.ArgumentError, 'Int32Array', 'string'),
+    row(
+      'data.lmBatches',
+      () => A.data.lmBatches(new Int32Array(9), { batchSize: 1, blockSize: 4, seed: NaN }).next(),
+      A.ArgumentError,
+      'lmBatches: seed',
+      'NaN',
+    ),
     row(
       'data.lmBatches',
       () => A.data.lmBatches(new Int32Array(4), { batchSize: 1, blockSize: 4 }).next(),

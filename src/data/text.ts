@@ -178,7 +178,7 @@ function* lmBatchesOf(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch,
   positive('blockSize', blockSize);
   const span = ids.length - blockSize;
   if (span <= 0) throw new ArgumentError(`lmBatches: a window needs blockSize + 1 = ${blockSize + 1} ids, but ids has ${ids.length}`);
-  const next = integerStream(seed);
+  const next = integerStream('lmBatches', seed);
   for (;;) {
     const x = new Int32Array(batchSize * blockSize),
       y = new Int32Array(batchSize * blockSize),
