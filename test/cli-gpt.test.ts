@@ -191,7 +191,35 @@ describe('failures found before training, not after it', () => {
     writeFileSync(bad, A.io.saveSafetensors({ w: A.zeros([1]) }, { config: '{"layers":1}', vocab: 'not json' }));
     const r = await run(['sample', '--load', bad, '--tokens', '3']);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--load: the file's "vocab" metadata is not valid JSON/);
+    expect(r.err).toContain(`--load: ${bad}: its "vocab" metadata is not valid JSON`);
+  });
+
+  it('a malformed safetensors file is a --load error naming the file (exit 2), not the decoder', async () => {
+    const hole = join(dir, 'hole.safetensors');
+    const good = A.io.saveSafetensors({ a: A.zeros([2]), b: A.zeros([1]) });
+    // b's data_offsets [8, 12] become [9, 13] (same header length) and one byte is appended: byte 8 belongs to no tensor.
+    const at = Buffer.from(good).indexOf('[8,12]');
+    expect(at).toBeGreaterThan(8);
+    const bytes = Buffer.concat([good, Buffer.of(0)]);
+    bytes.write('[9,13]', at);
+    writeFileSync(hole, bytes);
+    const r = await run(['sample', '--load', hole, '--tokens', '3']);
+    expect([r.code, r.out]).toEqual([2, '']);
+    expect(r.err).toContain(`adjoint: --load: ${hole} is not a valid safetensors file (tensor "b" data_offsets [9, 13] leave a gap`);
+    expect(r.err).not.toMatch(/decodeSafetensors/);
+  });
+
+  it("a file whose vocabulary does not match its config's vocabSize is refused at load time, before any output", async () => {
+    const model = new A.nn.GPT({ vocabSize: 5, layers: 1, heads: 1, width: 8, context: 4 });
+    const config = JSON.stringify({ vocabSize: 5, layers: 1, heads: 1, width: 8, context: 4, bias: true });
+    const short = join(dir, 'short-vocab.safetensors');
+    writeFileSync(short, A.io.saveSafetensors(model.stateDict(), { config, vocab: JSON.stringify(['a', 'b', 'c']) }));
+    model.dispose();
+    const before = A.memory().tensors;
+    const r = await run(['sample', '--load', short, '--prompt', 'ab', '--tokens', '20']);
+    expect([r.code, r.out]).toEqual([2, '']);
+    expect(r.err).toContain(`--load: ${short}: its vocabulary has 3 characters but its config says vocabSize 5`);
+    expect(A.memory().tensors).toBe(before); // the model built to check it is freed
   });
 });
 

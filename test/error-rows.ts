@@ -129,6 +129,7 @@ function reduceRows(f: Fixtures): Row[] {
       row(op, () => g(f.x, 0.5), A.ShapeError, 'axis 0.5'),
       row(op, () => g(f.x, 'a'), A.ArgumentError, 'axis', 'number', 'string'),
       row(op, () => g(f.x, [0, 7]), A.ShapeError, 'axis 7'),
+      row(op, () => g(f.x, [0, -2]), A.ArgumentError, 'axis [0,-2]', 'axis 0', 'more than once'),
       row(op, () => g(f.dead), A.DisposedError, 'disposed'),
       row(op, () => g('x'), A.ArgumentError, 'x', 'Tensor'),
     );
@@ -141,6 +142,7 @@ function shapeRows(f: Fixtures): Row[] {
   return [
     row('reshape', () => A.reshape(f.x, [4, 2]), A.ShapeError, '[2,3]', '6 elements', '[4,2]'),
     row('reshape', () => A.reshape(f.x, [-1, -1]), A.ShapeError, '[-1,-1]'),
+    row('reshape', () => A.reshape(A.zeros([0, 3]), [0, -1]), A.ShapeError, '[0,3]', '[0,-1]', 'ambiguous'),
     row('reshape', () => A.reshape(f.x, [2.5, 2]), A.ShapeError, '[2.5,2]'),
     row('reshape', () => A.reshape(f.x, any(6)), A.ArgumentError, 'shape', 'array', 'number'),
     row('reshape', () => any(A.reshape)(f.x), A.ArgumentError, 'shape', 'array', 'undefined'),
@@ -255,6 +257,7 @@ function convRows(f: Fixtures): Row[] {
 function creationRows(): Row[] {
   return [
     row('tensor', () => A.tensor([[1, 2], [3]]), A.ShapeError, 'ragged', 'data[1]'),
+    row('tensor', () => A.tensor([Float32Array.of(1, 2), Float32Array.of(3)]), A.ShapeError, 'ragged', 'data[1]', '[1]', '[2]'),
     row('tensor', () => A.tensor(any('abc')), A.ArgumentError, 'data', 'array', 'string'),
     row('tensor', () => A.tensor(any(null)), A.ArgumentError, 'data', 'null'),
     row('tensor', () => A.tensor([1, 2, 3], { shape: [2, 2] }), A.ShapeError, '3 values', '[2,2]'),
@@ -545,6 +548,15 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.loadIdx', () => A.data.loadIdx(Uint8Array.of(0, 0, 9, 1, 0, 0, 0, 1, 5)), A.FormatError, '0x09', 'not supported'),
     row('data.loadIdx', () => A.data.loadIdx(any('idx')), A.ArgumentError, 'Uint8Array', 'string'),
     row('data.digits', () => A.data.digits({ testFraction: 1 }), A.ArgumentError, 'testFraction', '(0, 1)', '1'),
+    // The seed is checked by the shared integer stream, whose message names the public function.
+    row('data.digits', () => A.data.digits({ seed: 1.5 }), A.ArgumentError, 'digits: seed', 'safe integer', '1.5'),
+    row(
+      'data.batches',
+      () => A.data.batches(f.x, new Int32Array(2), { batchSize: 1, seed: 0.5 }).next(),
+      A.ArgumentError,
+      'batches: seed',
+      '0.5',
+    ),
     row(
       'data.batches',
       () => A.data.batches(f.x, new Int32Array(2), { batchSize: 0 }).next(),
@@ -558,7 +570,7 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.batchCount', () => A.data.batchCount(10, 0), A.ArgumentError, 'batchSize', 'positive integer', '0'),
     row('data.batchCount', () => A.data.batchCount(-1, 2), A.ArgumentError, 'n', 'non-negative integer', '-1'),
     row('data.permutation', () => A.data.permutation(-2), A.ArgumentError, 'n', 'non-negative integer', '-2'),
-    row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'seed', 'safe integer'),
+    row('data.permutation', () => A.data.permutation(3, 0.5), A.ArgumentError, 'permutation: seed', 'safe integer'),
     row(
       'optim.lrScheduler.StepLR',
       () => new optim.lrScheduler.StepLR(new optim.SGD([f.p], { lr: 0.1 }), { stepSize: 0 }),
@@ -614,6 +626,13 @@ function libraryRows(f: Fixtures): Row[] {
     row('data.CharTokenizer', () => A.data.CharTokenizer.fromText('ab').encode('abc'), A.ArgumentError, '"c"', 'position 2', 'vocabulary'),
     row('data.CharTokenizer', () => new A.data.CharTokenizer(['ab']), A.ArgumentError, 'vocab[0]', 'one character', '"ab"'),
     row('data.splitText', () => A.data.splitText(any([1, 2]), 0.5), A.ArgumentError, 'Int32Array', 'string'),
+    row(
+      'data.lmBatches',
+      () => A.data.lmBatches(new Int32Array(9), { batchSize: 1, blockSize: 4, seed: NaN }).next(),
+      A.ArgumentError,
+      'lmBatches: seed',
+      'NaN',
+    ),
     row(
       'data.lmBatches',
       () => A.data.lmBatches(new Int32Array(4), { batchSize: 1, blockSize: 4 }).next(),

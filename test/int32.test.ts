@@ -41,6 +41,24 @@ describe('creation', () => {
     });
   });
 
+  it('takes rows that are typed arrays (token ids from encode), as torch.tensor takes numpy rows', () => {
+    A.tidy(() => {
+      const rows = A.tensor([Int32Array.of(0, 1, 2), Int32Array.of(3, 4, 5)], I32);
+      expect([rows.shape, rows.dtype]).toEqual([[2, 3], 'int32']);
+      expect(arr(rows)).toEqual([0, 1, 2, 3, 4, 5]);
+      const f = A.tensor([[Float32Array.of(1.5, 2)], [Float32Array.of(-3, 4)]]);
+      expect([f.shape, Array.from(f.toArray())]).toEqual([
+        [2, 1, 2],
+        [1.5, 2, -3, 4],
+      ]);
+      expect(A.tensor([Int32Array.of(7), [8]], I32).shape).toEqual([2, 1]);
+      expect(() => A.tensor([Int32Array.of(1, 2), Int32Array.of(3)], I32)).toThrow(
+        /ragged nested array: data\[1\] has shape \[1\], data\[0\] has \[2\]/,
+      );
+      expect(() => A.tensor([Float64Array.of(0.5)], I32)).toThrow(/element 0 is 0.5, not an int32 integer/);
+    });
+  });
+
   it('refuses requiresGrad, before leaving a tensor behind', () => {
     const before = A.memory().tensors;
     expect(() => A.tensor([1, 2], { dtype: 'int32', requiresGrad: true })).toThrow(A.GradError);

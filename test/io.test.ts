@@ -89,6 +89,59 @@ describe('files from other tools', () => {
   });
 });
 
+describe('any string names a tensor', () => {
+  // Object.prototype's names: an assignment out["__proto__"] = t would set the record's prototype instead.
+  const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
+  const PROTO = names[0]; // a computed key: r.__proto__ would read the prototype accessor on a plain object
+
+  it('a file written elsewhere: every name is an own key, and disposing the values frees every tensor', () => {
+    const header = new TextEncoder().encode(
+      '{"__proto__":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}',
+    );
+    const bytes = new Uint8Array(8 + header.length + 12);
+    new DataView(bytes.buffer).setBigUint64(0, BigInt(header.length), true);
+    bytes.set(header, 8);
+    bytes.set(new Uint8Array(Float32Array.of(1, 2, 3).buffer), 8 + header.length);
+    const before = A.memory().tensors;
+    const r = io.loadSafetensors(bytes);
+    expect(Object.keys(r)).toEqual(['__proto__', 'w']);
+    expect(Object.getPrototypeOf(r)).toBe(Object.prototype);
+    expect(arr(r[PROTO])).toEqual([1, 2]);
+    for (const t of Object.values(r)) t.dispose();
+    expect(A.memory().tensors).toBe(before);
+  });
+
+  it('round trips through save/load, metadata included, and through a module state dict', () => {
+    A.tidy(() => {
+      const record: Record<string, Tensor> = {};
+      names.forEach((n, i) => Object.defineProperty(record, n, { value: A.tensor([i, i + 0.5]), enumerable: true }));
+      const meta = JSON.parse('{"__proto__":"p","constructor":"c"}') as Record<string, string>;
+      const bytes = io.saveSafetensors(record, meta);
+      const back = io.loadSafetensors(bytes);
+      expect(Object.keys(back).sort()).toEqual([...names].sort());
+      for (const [i, n] of names.entries()) expect(arr(back[n])).toEqual([i, i + 0.5]);
+      const m = io.loadSafetensorsMetadata(bytes);
+      expect([Object.keys(m), Object.getPrototypeOf(m)]).toEqual([['__proto__', 'constructor'], Object.prototype]);
+
+      class Odd extends nn.Module {
+        constructor() {
+          super();
+          for (const n of names) this.registerParameter(n, A.zeros([2]));
+        }
+        forward(x: Tensor): Tensor {
+          return x;
+        }
+      }
+      const odd = new Odd();
+      odd.loadStateDict(back);
+      expect(names.map((n) => arr(odd.stateDict()[n]))).toEqual(names.map((_n, i) => [i, i + 0.5]));
+      expect(Object.keys(odd.stateDict())).toEqual(names);
+      // A record missing those names reports them missing rather than reading Object.prototype's.
+      expect(() => odd.loadStateDict({})).toThrow(/missing keys: __proto__, constructor, toString, hasOwnProperty/);
+    });
+  });
+});
+
 describe('bad files', () => {
   const good = () => io.saveSafetensors({ w: A.tensor([1, 2, 3]) });
   it.each([

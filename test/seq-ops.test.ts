@@ -157,6 +157,43 @@ describe('shape ops follow PyTorch', () => {
       ]);
     });
   });
+  it('an empty axis: split gives one empty piece, chunk n of them; reshape refuses a -1 beside a 0 (torch 1.13)', () => {
+    A.tidy(() => {
+      const shapes = (ts: Tensor[]) => ts.map((t) => t.shape);
+      const e = A.zeros([0, 3]);
+      // torch.zeros(0, 3).split(2), .split(0), .chunk(2), .chunk(5), and along an axis of [3, 0]
+      expect(shapes(A.split(e, 2))).toEqual([[0, 3]]);
+      expect(shapes(A.split(e, 0))).toEqual([[0, 3]]);
+      expect(shapes(A.chunk(e, 2))).toEqual([
+        [0, 3],
+        [0, 3],
+      ]);
+      expect(shapes(A.chunk(e, 5))).toEqual(Array(5).fill([0, 3]));
+      expect(shapes(A.chunk(A.zeros([3, 0]), 2, 1))).toEqual([
+        [3, 0],
+        [3, 0],
+      ]);
+      expect(shapes(A.chunk(e, 2, 1))).toEqual([
+        [0, 2],
+        [0, 1],
+      ]);
+      expect(() => A.split(A.arange(3), 0)).toThrow(/split: size must be positive, got 0/);
+      // torch: "the unspecified dimension size -1 can be any value and is ambiguous"
+      expect(() => e.reshape([0, -1])).toThrow(/reshape: .*\[0,-1\]: the -1 is ambiguous/);
+      expect(() => e.reshape([-1, 0])).toThrow(A.ShapeError);
+      expect([e.reshape([-1]).shape, e.reshape([3, -1]).shape]).toEqual([[0], [3, 0]]);
+    });
+  });
+  it('a reduction refuses an axis named twice, as torch ("dim 0 appears multiple times")', () => {
+    A.tidy(() => {
+      const x = A.ones([2, 3]);
+      for (const op of ['sum', 'mean', 'max', 'logsumexp'] as const) {
+        expect(() => A[op](x, [0, 0])).toThrow(A.ArgumentError);
+        expect(() => x[op]([1, -1])).toThrow(new RegExp(`^${op}: axis \\[1,-1\\] names axis 1 of shape \\[2,3\\] more than once`));
+      }
+      expect(arr(A.sum(x, [1, 0]))).toEqual([6]);
+    });
+  });
   it('squeeze keeps a listed axis of another length; flatten and unsqueeze handle the ends; .T and permute', () => {
     A.tidy(() => {
       expect(A.squeeze(A.zeros([2, 1, 3]), 0).shape).toEqual([2, 1, 3]);

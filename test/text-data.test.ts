@@ -34,6 +34,16 @@ describe('shakespeare + CharTokenizer: the published setup', () => {
     expect(data.splitText(text).val.length).toBe(111540);
   });
 
+  it('splitText cuts a string between characters, where its ids are cut (never inside a surrogate pair)', () => {
+    const text = 'ab😀cd'; // 5 characters, 6 UTF-16 units
+    const tok = data.CharTokenizer.fromText(text);
+    const s = data.splitText(text, 0.5);
+    const ids = data.splitText(tok.encode(text), 0.5);
+    expect([s.train, s.val]).toEqual(['ab', '😀cd']);
+    expect([tok.decode(ids.train), tok.decode(ids.val)]).toEqual([s.train, s.val]);
+    expect(data.splitText('😀😀😀x', 0.75)).toEqual({ train: '😀😀😀', val: 'x' });
+  });
+
   it('reads a path, gzipped or not, and bytes (as a browser would pass them)', async () => {
     const gz = readFileSync('data/tinyshakespeare.txt.gz');
     expect(await data.shakespeare('data/tinyshakespeare.txt.gz')).toBe(text);

@@ -393,6 +393,25 @@ describe('vmap semantics', () => {
       expect(A.vmap((a: Tensor) => A.sum(a), { outAxes: -1 })(x).shape).toEqual([4]);
     });
   });
+  it('a pytree key named "__proto__" (a loaded state dict may have one) stays an own key, in and out', () => {
+    A.tidy(() => {
+      const x = rand([4, 3], 'float64', 1);
+      const PROTO = '__proto__';
+      const tree = JSON.parse('{"__proto__": 0, "b": 0}') as Record<string, Tensor>;
+      tree[PROTO] = x; // an own data property now: assignment no longer reaches the setter
+      tree.b = x;
+      const spec = JSON.parse('{"__proto__": 0, "b": null}') as Record<string, number | null>;
+      const out = A.vmap((p: Record<string, Tensor>) => ({ ...p }), { inAxes: [spec] })(tree) as Record<string, Tensor>;
+      expect([Object.keys(out), Object.getPrototypeOf(out)]).toEqual([['__proto__', 'b'], Object.prototype]);
+      expect([out[PROTO].shape, out.b.shape]).toEqual([
+        [4, 3],
+        [4, 4, 3],
+      ]);
+      // A spec without the key names it, rather than reading Object.prototype as an axis spec.
+      expect(() => A.vmap((p: unknown) => p, { inAxes: [{ b: 0 }] })(tree)).toThrow(/inAxes has no entry for .*\.__proto__/);
+    });
+  });
+
   it('an outAxes given for a result that does not depend on the mapped arguments is an error; left out, it broadcasts', () => {
     A.tidy(() => {
       const x = rand([4, 3], 'float64', 1),

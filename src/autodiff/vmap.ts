@@ -47,7 +47,7 @@ function mapTree(
   }
   const sub = (key: string | number): AxisSpec => {
     if (spec === null || typeof spec === 'number') return spec;
-    const v = (spec as Record<string, AxisSpec>)[key];
+    const v = Object.hasOwn(spec, key) ? (spec as Record<string, AxisSpec>)[key] : undefined;
     if (v === undefined)
       throw new ArgumentError(`vmap: ${what} has no entry for ${path}${typeof key === 'number' ? `[${key}]` : `.${key}`}`);
     return v;
@@ -58,9 +58,8 @@ function mapTree(
     return tree.map((v, i) => mapTree(v, sub(i), `${path}[${i}]`, f, what));
   }
   if (isPlainObject(tree)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(tree)) out[k] = mapTree(v, sub(k), `${path}.${k}`, f, what);
-    return out;
+    // fromEntries defines its keys, so a key "__proto__" stays an own entry (assigning it would set the prototype).
+    return Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, mapTree(v, sub(k), `${path}.${k}`, f, what)]));
   }
   if (typeof spec === 'number' && what === 'inAxes')
     throw new ArgumentError(`vmap: ${path} is mapped (axis ${spec}) but is not a tensor (${typeof tree})`);

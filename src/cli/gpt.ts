@@ -10,6 +10,7 @@ import { saveSafetensors, loadSafetensors } from '../io/safetensors.js';
 import { decodeSafetensorsFile } from '../io/safetensors-format.js';
 import { GPT } from '../nn/gpt.js';
 import { CharTokenizer, shakespeare } from '../data/text.js';
+import { ArgumentError, DtypeError, FormatError, ShapeError } from '../errors.js';
 import { UsageError } from './args.js';
 import type { GptTrainArgs, SampleArgs } from './gpt-args.js';
 import { GptRun } from './gpt-run.js';
@@ -130,27 +131,52 @@ function metaJson(field: string, text: string): unknown {
     return JSON.parse(text);
   } catch (e) {
     throw new UsageError(
-      `--load: the file's "${field}" metadata is not valid JSON (${(e as Error).message}); was it written by adjoint train --model gpt --save?`,
+      `its "${field}" metadata is not valid JSON (${(e as Error).message}); was it written by adjoint train --model gpt --save?`,
     );
   }
 }
 
-/** A GPT and its tokenizer from the bytes saveGpt wrote. */
-function loadGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
-  const meta = decodeSafetensorsFile(bytes).metadata;
-  if (meta.config === undefined || meta.vocab === undefined)
-    throw new UsageError('this safetensors file has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
+/**
+ * A GPT and its tokenizer from the bytes saveGpt wrote. Every way the file can be wrong (its bytes,
+ * its metadata, its tensors against its config) is a usage error "--load: FILE …", exit code 2, as
+ * for a path that cannot be read; running out of memory is not the file's fault and stays as it is.
+ */
+function loadGpt(file: string, bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
+  try {
+    return readGpt(bytes);
+  } catch (e) {
+    // The byte-level decoder's name means nothing to a CLI user: say what the file is not.
+    if (e instanceof FormatError)
+      throw new UsageError(`--load: ${file} is not a valid safetensors file (${e.message.replace(/^decodeSafetensors\w*: /, '')})`);
+    if (e instanceof ArgumentError || e instanceof ShapeError || e instanceof DtypeError)
+      throw new UsageError(`--load: ${file}: ${e.message}`);
+    throw e;
+  }
+}
+
+function readGpt(bytes: Uint8Array): { model: GPT; tokenizer: CharTokenizer } {
+  const { metadata: meta, tensors: entries } = decodeSafetensorsFile(bytes);
+  if (!Object.hasOwn(meta, 'config') || !Object.hasOwn(meta, 'vocab'))
+    throw new UsageError('it has no GPT config/vocab metadata (save it with adjoint train --model gpt --save)');
   const tokenizer = new CharTokenizer(metaJson('vocab', meta.vocab) as string[]);
   const config = metaJson('config', meta.config) as { vocabSize: number };
-  const tensors = loadSafetensors(bytes);
-  const model = new GPT({
-    ...config,
-    dtype: tensors['tokEmb.weight']?.dtype === 'float64' ? 'float64' : 'float32',
-  });
+  const f64 = entries.some((t) => t.name === 'tokEmb.weight' && t.dtype === 'F64');
+  const model = new GPT({ ...config, dtype: f64 ? 'float64' : 'float32' });
   try {
-    model.loadStateDict(tensors);
-  } finally {
-    for (const t of Object.values(tensors)) t.dispose();
+    // Checked now: a vocabulary shorter than the model's ids would fail only in decode, after generating.
+    if (tokenizer.vocabSize !== model.vocabSize)
+      throw new UsageError(
+        `its vocabulary has ${tokenizer.vocabSize} characters but its config says vocabSize ${model.vocabSize}; the two must match`,
+      );
+    const tensors = loadSafetensors(bytes);
+    try {
+      model.loadStateDict(tensors);
+    } finally {
+      for (const t of Object.values(tensors)) t.dispose();
+    }
+  } catch (e) {
+    model.dispose();
+    throw e;
   }
   return { model, tokenizer };
 }
@@ -161,7 +187,7 @@ export async function sampleGpt(args: SampleArgs, out: Sink): Promise<void> {
     throw new UsageError(`--load: cannot read ${args.load} (${e.code ?? e.message})`);
   });
   await init({ threads: args.threads });
-  const { model, tokenizer } = loadGpt(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  const { model, tokenizer } = loadGpt(args.load, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   const prompt = tokenizer.encode(args.prompt);
   out.write(args.prompt);
   model.generate(prompt, {

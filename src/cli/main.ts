@@ -1,6 +1,6 @@
 // `adjoint <command>`: `train`, and `compare` (src/cli/compare.ts). Errors end in one line on stderr and an
-// exit code (2: a mistake on the command line or a missing data directory; 1: anything else),
-// never a stack trace.
+// exit code (2: a mistake on the command line, a missing data directory or an unusable --load file;
+// 1: anything else), never a stack trace.
 import { realpathSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';

@@ -5,7 +5,7 @@ import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { gather } from '../ops/api.js';
 import { noGrad } from '../autodiff/transforms.js';
-import { permutation } from './shuffle.js';
+import { checkSeed, permutation } from './shuffle.js';
 import { describe, tooMany, optionsArg } from '../args.js';
 
 /** Options for {@link batches}. */
@@ -54,6 +54,7 @@ function* batchesOf(x: Tensor, y: Int32Array, opts: BatchOptions): Generator<Bat
   const n = x.shape[0];
   if (!(y instanceof Int32Array)) throw new ArgumentError(`batches: labels must be an Int32Array, got ${describe(y)}`);
   if (y.length !== n) throw new ShapeError(`batches: ${y.length} labels for ${n} rows of x [${x.shape}]`);
+  if (shuffle) checkSeed('batches', seed); // before permutation, whose message would name itself
   const order = shuffle ? permutation(n, seed) : Int32Array.from({ length: n }, (_, i) => i);
   const count = batchCount(n, batchSize, dropLast);
   let current: Tensor | null = null;

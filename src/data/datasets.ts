@@ -57,7 +57,7 @@ export function digits(options?: DigitsOptions): Split {
     throw new ArgumentError(`digits: testFraction must be in (0, 1), got ${describe(testFraction)}`);
   }
   const { pixels, labels, count } = digitsRaw();
-  const next = integerStream(seed);
+  const next = integerStream('digits', seed);
   const train: number[] = [],
     test: number[] = [];
   for (let c = 0; c < 10; c++) {

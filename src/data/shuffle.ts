@@ -4,7 +4,8 @@
 import { ArgumentError } from '../errors.js';
 import { describe, tooMany } from '../args.js';
 
-function checkSeed(op: string, seed: number): void {
+/** A seed must be a safe integer; `op` is the public function the caller used, for the message. */
+export function checkSeed(op: string, seed: number): void {
   if (!Number.isSafeInteger(seed)) throw new ArgumentError(`${op}: seed must be a safe integer, got ${describe(seed)}`);
 }
 
@@ -20,10 +21,11 @@ function mix(x: number): number {
  * A generator of uniform u32 values from a seed. The seed's low 32 bits start the state and its
  * high bits choose the step (odd, so every stream has period 2³²): seeds 0 … 2³² − 1 keep the
  * golden-ratio step they always had, and a negative or larger seed gets a stream of its own
- * (folding the high bits into the state made s and −(s + 1) give the same permutation).
+ * (folding the high bits into the state made s and −(s + 1) give the same permutation). A bad
+ * seed is an ArgumentError naming `op`, the public function that passed it.
  */
-export function integerStream(seed: number): () => number {
-  checkSeed('integerStream', seed);
+export function integerStream(op: string, seed: number): () => number {
+  checkSeed(op, seed);
   let s = seed >>> 0;
   const hi = Math.floor(seed / 2 ** 32) >>> 0;
   const step = hi === 0 ? 0x9e3779b9 : (mix(hi ^ 0x9e3779b9) | 1) >>> 0;
@@ -50,8 +52,8 @@ export function permutation(n: number, seed = 0): Int32Array {
   if (!Number.isInteger(n) || n < 0 || n > 2 ** 31 - 1) {
     throw new ArgumentError(`permutation: n must be a non-negative integer below 2³¹ (indices are int32), got ${describe(n)}`);
   }
-  checkSeed('permutation', seed);
+  const next = integerStream('permutation', seed);
   const a = new Int32Array(n);
   for (let i = 0; i < n; i++) a[i] = i;
-  return shuffleInPlace(a, integerStream(seed));
+  return shuffleInPlace(a, next);
 }

@@ -94,7 +94,10 @@ export class CharTokenizer {
   }
 }
 
-/** The first `fraction` of a sequence for training, the rest for validation (views, no copy). */
+/**
+ * The first `fraction` of a sequence for training, the rest for validation (views, no copy). A
+ * string is split by characters (code points), so it splits where its ids would.
+ */
 export function splitText<T extends Int32Array | string>(
   ids: T,
   fraction = 0.9,
@@ -109,10 +112,21 @@ export function splitText<T extends Int32Array | string>(
     throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
   if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
     throw new ArgumentError(`splitText: fraction must be in (0, 1), got ${String(fraction)}`);
+  if (typeof ids === 'string') {
+    // Counted in characters, as the ids of the same text: a cut by UTF-16 unit could halve a surrogate pair.
+    const at = unitOffset(ids, Math.floor(codePoints(ids).length * fraction));
+    return { train: ids.slice(0, at) as T, val: ids.slice(at) as T };
+  }
   // Python's int(n * 0.9), as the published split.
   const n = Math.floor(ids.length * fraction);
-  if (typeof ids === 'string') return { train: ids.slice(0, n) as T, val: ids.slice(n) as T };
   return { train: ids.subarray(0, n) as T, val: ids.subarray(n) as T };
+}
+
+/** The UTF-16 offset of character `n` of `text` (characters by code point, as codePoints counts them). */
+function unitOffset(text: string, n: number): number {
+  let i = 0;
+  for (let k = 0; k < n; k++) i += text.codePointAt(i)! > 0xffff ? 2 : 1;
+  return i;
 }
 
 /** Options for {@link lmBatches}. */
@@ -164,7 +178,7 @@ function* lmBatchesOf(ids: Int32Array, opts: LmBatchOptions): Generator<LmBatch,
   positive('blockSize', blockSize);
   const span = ids.length - blockSize;
   if (span <= 0) throw new ArgumentError(`lmBatches: a window needs blockSize + 1 = ${blockSize + 1} ids, but ids has ${ids.length}`);
-  const next = integerStream(seed);
+  const next = integerStream('lmBatches', seed);
   for (;;) {
     const x = new Int32Array(batchSize * blockSize),
       y = new Int32Array(batchSize * blockSize),

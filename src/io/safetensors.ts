@@ -28,7 +28,15 @@ export function loadSafetensors(bytes: Uint8Array): Record<string, Tensor> {
   const entries = decoded('loadSafetensors', bytes).tensors;
   const out: Record<string, Tensor> = {};
   try {
-    for (const e of entries) out[e.name] = fromValues(e.data, e.shape, FROM_FILE[e.dtype]);
+    // Defined, not assigned: `out["__proto__"] = t` would set the record's prototype to t (the
+    // name vanishes and the tensor leaks), and the spec allows any string as a name.
+    for (const e of entries)
+      Object.defineProperty(out, e.name, {
+        value: fromValues(e.data, e.shape, FROM_FILE[e.dtype]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   } catch (e) {
     for (const t of Object.values(out)) t.dispose(); // out of memory halfway: give back what was loaded
     throw e;

@@ -133,7 +133,8 @@ export abstract class Module<Out = Tensor> {
     const extra = Object.keys(record).filter((n) => !params.has(n));
     const shapes: string[] = [];
     for (const [n, p] of params) {
-      const t = record[n];
+      // Own keys only: a parameter named "constructor" or "__proto__" must not read Object.prototype's.
+      const t = Object.hasOwn(record, n) ? record[n] : undefined;
       if (t === undefined) continue;
       if (!(t instanceof Tensor)) throw new ArgumentError(`loadStateDict: ${JSON.stringify(n)} must be a Tensor, got ${describe(t)}`);
       t.check(`loadStateDict (${n})`);

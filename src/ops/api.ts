@@ -32,7 +32,11 @@ export function normAxes(op: string, shape: readonly number[], axis?: Axis): num
     throw new ArgumentError(`${op}: axis must be a number or an array of numbers, got ${describe(axis)}`);
   const list = typeof axis === 'number' ? [axis] : [...axis];
   const out = list.map((a) => normAxis(op, shape, a));
-  return [...new Set(out)].sort((a, b) => a - b);
+  // PyTorch and NumPy refuse a repeated axis (1 and -1 of a matrix included) rather than reduce it once.
+  const twice = out.find((a, i) => out.indexOf(a) !== i);
+  if (twice !== undefined)
+    throw new ArgumentError(`${op}: axis [${list}] names axis ${twice} of shape [${shape}] more than once; each axis may appear once`);
+  return out.sort((a, b) => a - b);
 }
 
 export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
@@ -287,8 +291,9 @@ export function max(x: Tensor, axis?: Axis, keepdims = false): Tensor {
 }
 
 /**
- * The same data with another shape of the same size; one entry may be -1 (inferred).
- * @throws {@link ShapeError} when the sizes do not match.
+ * The same data with another shape of the same size; one entry may be -1 (inferred), except
+ * beside a 0, where any size would fit.
+ * @throws {@link ShapeError} when the sizes do not match or the -1 is ambiguous.
  */
 export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   if (arguments.length > 2) throw tooMany('reshape', 2, arguments.length);
@@ -297,7 +302,11 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   const known = shape.filter((d) => d !== -1);
   const bad = shape.filter((d) => d === -1).length > 1 || known.some((d) => !Number.isInteger(d) || d < 0);
   const rest = sizeOf(known);
-  const fill = shape.includes(-1) ? (rest === 0 ? 0 : x.size / rest) : 1;
+  if (!bad && shape.includes(-1) && rest === 0) {
+    // Another entry is 0, so any size fits the -1 (PyTorch refuses this too).
+    throw new ShapeError(`reshape: cannot reshape [${x.shape}] (${x.size} elements) to [${shape}]: the -1 is ambiguous beside a 0`);
+  }
+  const fill = shape.includes(-1) ? x.size / rest : 1;
   if (bad || !Number.isInteger(fill) || (shape.includes(-1) ? rest * fill : rest) !== x.size) {
     throw new ShapeError(`reshape: cannot reshape [${x.shape}] (${x.size} elements) to [${shape}]`);
   }

@@ -27,8 +27,22 @@ export interface RandomOptions {
   /** Whether the result is a leaf that records gradients; default `false`. */
   requiresGrad?: boolean;
 }
-/** A number or (nested) arrays of numbers: the data {@link tensor} accepts besides typed arrays. */
-export type Nested = number | readonly Nested[];
+/**
+ * A number or (nested) arrays of numbers, whose innermost rows may be typed arrays (as torch.tensor
+ * takes a list of numpy arrays): the data {@link tensor} accepts besides a typed array.
+ */
+export type Nested =
+  | number
+  | readonly Nested[]
+  | Float32Array
+  | Float64Array
+  | Int32Array
+  | Uint32Array
+  | Int16Array
+  | Uint16Array
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray;
 
 function checkShape(op: string, shape: readonly number[]): void {
   if (!Array.isArray(shape) || shape.some((d) => !Number.isInteger(d) || d < 0)) {
@@ -36,9 +50,12 @@ function checkShape(op: string, shape: readonly number[]): void {
   }
 }
 
-/** Shape of nested arrays, checking that they are not ragged. */
+const isTyped = (v: unknown): v is ArrayLike<number> => ArrayBuffer.isView(v) && !(v instanceof DataView);
+
+/** Shape of nested arrays, checking that they are not ragged; a typed array is a row. */
 function inferShape(data: Nested, path = 'data'): number[] {
   if (typeof data === 'number') return [];
+  if (isTyped(data)) return [data.length];
   if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${describe(data)}`);
   if (data.length === 0) return [0];
   const inner = inferShape(data[0], `${path}[0]`);
@@ -49,6 +66,14 @@ function inferShape(data: Nested, path = 'data'): number[] {
     }
   }
   return [data.length, ...inner];
+}
+
+/** The values of nested arrays in row-major order; Array.prototype.flat would keep typed-array rows whole. */
+function flatten(data: Nested, out: unknown[] = []): unknown[] {
+  if (Array.isArray(data)) for (const d of data) flatten(d, out);
+  else if (isTyped(data)) for (let i = 0; i < data.length; i++) out.push(data[i]);
+  else out.push(data);
+  return out;
 }
 
 /** Runs an allocation, naming the public function in an OutOfMemoryError. */
@@ -93,7 +118,7 @@ function checkInt32(op: string, v: number, where: string): void {
 /**
  * A new tensor holding a copy of `data`: a number (shape `[]`), nested arrays, or a typed array.
  *
- * @param data - The values; nested arrays must not be ragged.
+ * @param data - The values; nested arrays must not be ragged, and their innermost rows may be typed arrays.
  * @param options - `shape` (reshapes flat data), `dtype` (default `'float32'`), `requiresGrad` (default `false`).
  * @throws {@link ShapeError} when the data are ragged or do not fill `options.shape`.
  * @throws {@link ArgumentError} when `data` is not a number, an array or a typed array.
@@ -111,17 +136,13 @@ export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions
   const opts = optionsArg('tensor', options, ['shape', 'dtype', 'requiresGrad']);
   boolArg('tensor', 'requiresGrad', opts.requiresGrad, false);
   const dtype = checkAnyDtype('tensor', opts.dtype ?? 'float32');
-  if (typeof data !== 'number' && !Array.isArray(data) && !(ArrayBuffer.isView(data) && !(data instanceof DataView))) {
+  if (typeof data !== 'number' && !Array.isArray(data) && !isTyped(data)) {
     throw new ArgumentError(
       `tensor: data must be a number, a (nested) array or a typed array, got ${data === null ? 'null' : typeof data}`,
     );
   }
-  const flat: ArrayLike<number> = ArrayBuffer.isView(data)
-    ? (data as unknown as ArrayLike<number>)
-    : typeof data === 'number'
-      ? [data]
-      : ((data as Nested[]).flat(Infinity as 1) as number[]);
-  const shape = opts.shape ?? (ArrayBuffer.isView(data) ? [flat.length] : inferShape(data as Nested));
+  const flat = (isTyped(data) ? data : flatten(data as Nested)) as ArrayLike<number>;
+  const shape = opts.shape ?? inferShape(data as Nested);
   checkShape('tensor', shape);
   const n = shape.reduce((a, b) => a * b, 1);
   if (n !== flat.length) throw new ShapeError(`tensor: ${flat.length} values do not fill shape [${shape}] (${n} elements)`);

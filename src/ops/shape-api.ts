@@ -99,13 +99,18 @@ export function split(x: Tensor, sizeOrSizes: number | readonly number[], axis =
     return pieces(x, sizes, a);
   }
   const size = intArg('split', 'size', sizeOrSizes);
+  // As torch.split: an empty axis gives one empty piece, for any size (0 included).
+  if (len === 0 && size >= 0) return pieces(x, [0], a);
   if (size <= 0) throw new ArgumentError(`split: size must be positive, got ${size}`);
   const sizes: number[] = [];
   for (let at = 0; at < len; at += size) sizes.push(Math.min(size, len - at));
   return pieces(x, sizes, a);
 }
 
-/** torch.chunk: pieces of length ⌈len/n⌉ along `axis` (fewer than n when they run out, the last may be shorter). */
+/**
+ * torch.chunk: pieces of length ⌈len/n⌉ along `axis` (fewer than n when they run out, the last may
+ * be shorter); an empty axis gives n empty pieces, as torch.chunk does.
+ */
 export function chunk(x: Tensor, n: number, axis = 0): Tensor[] {
   if (arguments.length > 3) throw tooMany('chunk', 3, arguments.length);
   tensorArg('chunk', x, 'x');
@@ -113,7 +118,7 @@ export function chunk(x: Tensor, n: number, axis = 0): Tensor[] {
   if (x.shape.length === 0) throw new ShapeError('chunk: cannot chunk a scalar');
   const a = dimArg('chunk', x, axis, x.shape.length, 'axis');
   const len = x.shape[a];
-  return split(x, len === 0 ? 1 : Math.ceil(len / n), a);
+  return len === 0 ? pieces(x, new Array<number>(n).fill(0), a) : split(x, Math.ceil(len / n), a);
 }
 
 /** x.T: the transpose of a matrix (for other ranks, permute or transpose name the axes). */
