@@ -8,7 +8,7 @@ import { Tensor, isTensor } from '../ops/tensor.js';
 import { runScoped, exempt } from '../tensor/scope.js';
 import { withMode } from '../ops/modes.js';
 import { filled } from '../ops/launch.js';
-import { concat, reshape, zerosLike, sum, mul, add, eq, cast } from '../ops/api.js';
+import { reshape, zerosLike, sum, mul, add, eq, cast } from '../ops/api.js';
 import { arange } from '../ops/create.js';
 import { grad, vjp, fnArg } from './transforms.js';
 import { vmap, vmapBroadcasting } from './vmap.js';
