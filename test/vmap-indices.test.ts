@@ -146,6 +146,33 @@ describe('nn.Embedding with mapped token ids', () => {
   });
 });
 
+describe('nn.GPT with mapped token ids', () => {
+  it('per-example gradients by vmap(grad) equal the loop (float64)', () => {
+    const gpt = new A.nn.GPT({ vocabSize: 7, layers: 1, heads: 2, width: 8, context: 6, seed: 1, dtype: 'float64' });
+    const params = Object.fromEntries(gpt.namedParameters());
+    const loss = (p: Record<string, Tensor>, x: Tensor, y: Tensor) =>
+      A.crossEntropy(A.reshape(A.functionalCall(gpt, p, A.reshape(x, [1, 5])) as Tensor, [5, 7]), y);
+    const X = ints([
+      [1, 2, 3, 4, 5],
+      [6, 5, 4, 3, 2],
+      [0, 0, 1, 1, 2],
+    ]);
+    const Y = ints([
+      [2, 3, 4, 5, 6],
+      [5, 4, 3, 2, 1],
+      [0, 1, 1, 2, 2],
+    ]);
+    const per = A.vmap(A.grad(loss), { inAxes: [null, 0, 0] })(params, X, Y) as unknown as Record<string, Tensor>;
+    for (let b = 0; b < 3; b++) {
+      const want = A.grad(loss)(params, at(X, b), at(Y, b)) as unknown as Record<string, Tensor>;
+      for (const k of Object.keys(want)) close(arr(at(per[k], b)), arr(want[k]), 1e-13);
+    }
+    expect(() => A.vmap((x: Tensor) => gpt.forward(A.reshape(x, [1, 7])))(ints([[1, 2, 3, 4, 5, 6, 0]]))).toThrow(
+      /GPT: sequence length 7 exceeds the context of 6/,
+    );
+  });
+});
+
 describe('crossEntropy with mapped labels', () => {
   const logits = () =>
     A.tensor(

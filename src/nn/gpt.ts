@@ -13,6 +13,7 @@ import { scaledDotProductAttention } from '../ops/attention-api.js';
 import { Module } from './module.js';
 import { Linear } from './linear.js';
 import { GELU, LayerNorm, Embedding } from './layers.js';
+import { isBatched } from '../ops/batch.js';
 import { Sequential } from './sequential.js';
 import { ModuleList } from './containers.js';
 import { MultiheadAttention, linear } from './attention.js';
@@ -169,10 +170,17 @@ export class GPT extends Module {
     });
   }
 
-  private checkIds(ids: TokenIds): { flat: Int32Array | readonly number[]; B: number; T: number } {
+  private checkIds(ids: TokenIds): { flat: Int32Array | readonly number[] | Tensor; B: number; T: number } {
     let flat: Int32Array | readonly number[], shape: readonly number[];
     if (ids instanceof Tensor) {
       if ((ids.dtype as string) !== 'int32') throw new ArgumentError(`GPT: ids must be an int32 tensor, got ${ids.dtype}`);
+      if (isBatched(ids)) {
+        // mapped by vmap (per-example gradients): nn.Embedding takes the tensor and its launch checks the ids
+        if (ids.shape.length !== 2 || ids.shape[1] < 1) throw new ShapeError(`GPT: ids must be [B, T], got shape [${ids.shape}]`);
+        if (ids.shape[1] > this.context)
+          throw new ShapeError(`GPT: sequence length ${ids.shape[1]} exceeds the context of ${this.context}`);
+        return { flat: ids, B: ids.shape[0], T: ids.shape[1] };
+      }
       flat = ids.toArray() as Int32Array;
       shape = ids.shape;
     } else if (ids !== null && typeof ids === 'object' && 'ids' in ids && Array.isArray(ids.shape)) {
