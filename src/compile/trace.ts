@@ -430,10 +430,22 @@ function site(stack: string | undefined): string {
   const outside = frames.filter((f) => !f.includes(LIBRARY));
   return outside.slice(0, 2).join(' ← ') || 'unknown site';
 }
-/** Where the library's code lives (the bundle file, or the src/ folder): the frames a site skips to reach the caller's. */
-const LIBRARY = ((u: string) => (u.includes('/src/compile/') ? u.slice(0, u.indexOf('/src/') + 5) : u || '\u0000'))(
-  String(import.meta.url ?? '').replace(/^file:\/\//, ''), // frames name files by path or by URL
-);
+/**
+ * Where the library's code lives (the bundle file, or the src/ folder): the frames a site skips
+ * to reach the caller's. Read from a stack taken at load, not import.meta, which some bundle
+ * formats (iife) leave empty.
+ */
+const LIBRARY = ((): string => {
+  const frame = (new Error().stack ?? '').split('\n').find((l) => /:\d+:\d+\)?$/.test(l.trim())) ?? '';
+  const file = frame
+    .trim()
+    .replace(/^at\s+/, '')
+    .replace(/^[^(]*\(/, '') // V8: "at fn (file:line:col)"
+    .replace(/^[^@]*@/, '') // Firefox, Safari: "fn@file:line:col"
+    .replace(/:\d+:\d+\)?$/, '')
+    .replace(/^file:\/\//, ''); // frames name files by path or by URL
+  return file.includes('/src/compile/') ? file.slice(0, file.indexOf('/src/') + 5) : file || '\u0000';
+})();
 
 /** Bytes per element shift of a write's element kind. */
 export const shiftOf = (k: WriteKind): number => SHIFT[k];
