@@ -57,7 +57,7 @@ function indexList(idx: Int32Array, xShape: readonly number[], p: TakeParams, id
   return out;
 }
 
-/** Runs a gather-family kernel over x's layout (xShape) with the list for idx: [outer, m, len, inner] and the list. */
+/** The checked list for idx and a gather-family kernel's [outer, m, len, inner] over x's layout (xShape). */
 function launchArgs(idx: Tensor, xShape: readonly number[], p: TakeParams): [Int32Array, number, number, number, number] {
   const src = idx.toArray() as Int32Array; // compile() rebinds an argument's values read here, and derive() the list
   const make = (s: Int32Array): Int32Array => indexList(s, xShape, p, idx.shape);
