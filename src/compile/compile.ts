@@ -5,11 +5,11 @@
 // and from then on calls replay it (src/compile/program.ts): the recorded kernel launches with
 // pointers rebased, no tensor allocation but the outputs, no graph building, no JS per op.
 // A signature whose calls cannot be replayed runs eagerly, after a one-time console warning.
-import { ArgumentError, OutOfMemoryError } from '../errors.js';
+import { ArgumentError, DisposedError, OutOfMemoryError } from '../errors.js';
 import { isTensor, type Tensor } from '../ops/tensor.js';
 import { observingInputs } from '../ops/apply.js';
 import { batching } from '../ops/batch.js';
-import { nextTensorId } from '../tensor/tensor.js';
+import { nextTensorId, type Storage } from '../tensor/tensor.js';
 import { runScoped } from '../tensor/scope.js';
 import { runtime } from '../wasm/module.js';
 import { hooks } from '../wasm/hooks.js';
@@ -18,11 +18,13 @@ import { Trace } from './trace.js';
 import { scheduleDiff } from './trace-diff.js';
 import { Program } from './program.js';
 import { fusion } from './fuse.js';
-import { inspect, quickArgs, quickSig, withoutCuts, type Args, type Quick } from './signature.js';
+import { inspect, pathOf, quickArgs, quickSig, withoutCuts, type Args, type Quick } from './signature.js';
 import { tooMany } from '../args.js';
 
 /** Signatures kept per compiled function; beyond, the oldest is dropped (and traced again if seen again). */
 const MAX_SIGNATURES = 8;
+/** Traces in a row that may create state (a new optimizer's first step) before a signature falls back. */
+const MAX_STARTS = 3;
 
 /** Counters of a compiled function (its `stats`): how its calls ran and what its plans hold. */
 export interface CompileStats {
@@ -71,6 +73,9 @@ interface Entry {
   since: number;
   /** requiresGrad of the older tensors the last trace read, which its backward pass depended on. */
   flags: GradFlags | null;
+  /** Traces taken for calls that created state since the schedule was last built, and what the last one left alive. */
+  starts: number;
+  kept: readonly WeakRef<Storage>[];
 }
 
 /**
@@ -168,8 +173,7 @@ class Compiler<A extends unknown[], R> {
       case READY: {
         const sig = quickSig(args, a);
         this.last = sig === null ? null : { sig, entry: e };
-        this.stats.replayed++;
-        return e.program!.run(a.tensors, a.data) as R;
+        return this.replay(e.program!, args, a.tensors, a.data);
       }
       case TRACED_ONCE:
         return this.traceAndAdvance(args, a, e);
@@ -187,8 +191,18 @@ class Compiler<A extends unknown[], R> {
     if (last === null || last.entry.state !== READY) return undefined;
     const q = quickArgs(args, last.sig);
     if (q === null || !last.entry.program!.valid() || !last.entry.flags!.same()) return undefined;
+    return { value: this.replay(last.entry.program!, args, q.tensors, q.data) };
+  }
+
+  /** Runs the schedule; a disposed tensor argument is named by its place among fn's arguments (no op of fn runs to name it). */
+  private replay(p: Program, args: A, tensors: readonly Tensor[], data: readonly unknown[]): R {
+    for (const t of tensors)
+      if (t.disposed)
+        throw new DisposedError(
+          `compile: argument ${pathOf(args, t)} (tensor #${t.id}, shape [${t.shape}]) was disposed and cannot be used`,
+        );
     this.stats.replayed++;
-    return { value: last.entry.program!.run(q.tensors, q.data) as R };
+    return p.run(tensors, data) as R;
   }
 
   /** The entry of signature `key` (made, evicting the oldest beyond MAX_SIGNATURES); a stale schedule is dropped. */
@@ -210,7 +224,7 @@ class Compiler<A extends unknown[], R> {
           );
         }
       }
-      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now(), flags: null }));
+      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now(), flags: null, starts: 0, kept: [] }));
       this.stats.signatures = this.entries.size;
     }
     if (e.state === READY && !(e.program!.valid() && e.flags!.same())) {
@@ -225,9 +239,13 @@ class Compiler<A extends unknown[], R> {
 
   /** Traces one call and moves the entry on: a fallback, a retrace, the first trace kept, or the schedule built. */
   private traceAndAdvance(args: A, a: Args, e: Entry): R {
+    // A tensor the first trace read was disposed since (a new optimizer) or a parameter it read
+    // was frozen or unfrozen: that trace no longer stands for this call's schedule.
+    if (e.first !== null && !(e.first.valid() && e.flags!.same())) e.first = null;
     const [result, t, flags] = this.trace(args, a);
     e.flags = flags;
-    if (t.taint !== null) this.giveUp(e, t.taint);
+    if (t.kept !== null && this.startsState(e, t.kept)) e.first = null;
+    else if (t.taint !== null) this.giveUp(e, t.taint);
     else if (t.unbound.length > 0) {
       // Arrays fn turned into memory contents in JS (not as labels or tensor data): their values
       // are part of the signature from now on, like numbers.
@@ -237,6 +255,21 @@ class Compiler<A extends unknown[], R> {
     } else if (e.first === null) e.first = t;
     else this.build(e, t);
     return result;
+  }
+
+  /**
+   * Whether a trace whose only fault is the tensors it left alive is taken for a call that created
+   * state, as a new optimizer's first step does (the signature then traces again, as after its
+   * first, eager, call): the first such trace, or one after the state the last one made was freed
+   * (the optimizer replaced again), MAX_STARTS in a row at most. A fn that keeps tensors on every
+   * call leaves the last call's alive, and falls back on its second trace.
+   */
+  private startsState(e: Entry, kept: readonly WeakRef<Storage>[]): boolean {
+    const replaced = e.kept.some((w) => (w.deref()?.refs ?? 0) === 0);
+    if (e.starts > 0 && !(replaced && e.starts < MAX_STARTS)) return false;
+    e.starts++;
+    e.kept = kept;
+    return true;
   }
 
   /** The second trace agrees with the first: build the program (or fall back when it differs or has no memory). */
@@ -259,6 +292,8 @@ class Compiler<A extends unknown[], R> {
     this.stats.planBytes += e.program.bytes;
     this.stats.fused += e.program.fused;
     e.first = null;
+    e.starts = 0;
+    e.kept = [];
     e.state = READY;
     buildCost(performance.now() - e.since);
   }

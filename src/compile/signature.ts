@@ -124,3 +124,22 @@ export function inspect(args: readonly unknown[], statics: ReadonlySet<string>):
   a.key = parts.join('|');
   return a;
 }
+
+/** Where tensor t sits among a call's arguments ("0", "1.w.2"), for an error message. */
+export function pathOf(args: readonly unknown[], t: Tensor): string {
+  const walk = (v: unknown, path: string, depth: number): string | null => {
+    if (v === t) return path;
+    if (depth >= 8 || v === null || typeof v !== 'object' || isTensor(v)) return null;
+    if (!Array.isArray(v) && Object.getPrototypeOf(v) !== Object.prototype) return null;
+    for (const [k, x] of Object.entries(v)) {
+      const p = walk(x, `${path}.${k}`, depth + 1);
+      if (p !== null) return p;
+    }
+    return null;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const p = walk(args[i], String(i), 0);
+    if (p !== null) return p;
+  }
+  return '?';
+}

@@ -92,6 +92,8 @@ export class Trace implements Recorder {
   template: Template = { val: undefined };
   /** Why this call cannot be replayed, or null. */
   taint: string | null = null;
+  /** Tensors fn made and left alive unreturned when that alone taints the call (an optimizer's first step), else null. */
+  kept: readonly WeakRef<Storage>[] | null = null;
   /** Data arguments (by position) whose values were taken as they are: they must be part of the signature. */
   readonly unbound: number[] = [];
   /**
@@ -105,6 +107,8 @@ export class Trace implements Recorder {
   /** Live blocks no launch or write has used yet (where a JS write would land). */
   private readonly untouched = new Set<Block>();
   private readonly exts = new Set<Storage>();
+  /** Blocks of this call whose pointers a launch took (where state fn leaves behind would be). */
+  private readonly made = new Set<Storage>();
   private readonly inputStorages: Storage[];
   private pendingAccess: string | null = null;
   private pending: { values: number[]; compute: () => readonly number[] } | null = null;
@@ -166,7 +170,13 @@ export class Trace implements Recorder {
 
   pointer(t: Tensor): void {
     const s = t.storage;
-    if (!this.live.has(s.ptr) && !this.inputStorages.includes(s)) this.exts.add(s);
+    if (this.live.has(s.ptr)) this.made.add(s);
+    else if (!this.inputStorages.includes(s)) this.exts.add(s);
+  }
+
+  /** Whether every tensor from before the call that the trace reads or returns is still alive (a later call may use the same schedule). */
+  valid(): boolean {
+    return [...this.exts].every((s) => s.refs > 0) && this.outputs.every((o) => o.k !== 'same' || !o.tensor.disposed);
   }
 
   perCall(values: readonly number[], compute: () => readonly number[]): void {
@@ -365,11 +375,14 @@ export class Trace implements Recorder {
       else fresh.add(b.id);
       return { k: 'fresh', block: b?.id ?? -1, shape: o.shape, dtype: o.dtype, requiresGrad: o.requiresGrad };
     });
-    const stray = [...this.live.values()].filter((b) => !fresh.has(b.id)).length;
-    if (stray > 0) {
+    const stray = new Set([...this.live.values()].filter((b) => !fresh.has(b.id)).map((b) => b.ptr));
+    const made = [...this.made];
+    this.made.clear(); // the call's storages are not held past it
+    if (stray.size > 0) {
+      if (this.taint === null) this.kept = made.filter((s) => s.refs > 0 && stray.has(s.ptr)).map((s) => new WeakRef(s));
       this.fail(
-        `fn leaves ${stray} tensor(s) alive that it does not return: kept with keep() or stored, gradients left in .grad ` +
-          '(call opt.zeroGrad() at the end of the step), or state an optimizer creates on its first step',
+        `fn leaves ${stray.size} tensor(s) alive that it does not return: kept with keep() or stored, gradients left in .grad ` +
+          '(call opt.zeroGrad() at the end of the step), or optimizer state created again on the next call',
       );
     }
     this.data.forEach((d, k) => {

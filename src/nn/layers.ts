@@ -8,6 +8,7 @@ import { seedOf, ones, zeros } from '../ops/create.js';
 import { dropoutDrawn } from '../ops/conv-api.js';
 import { replayable } from '../tensor/replay.js';
 import { isBatched } from '../ops/batch.js';
+import { derive } from '../wasm/hooks.js';
 import { take } from '../ops/take.js';
 import { Module, checkInput } from './module.js';
 import { Stream, count, dtypeOf } from './init.js';
@@ -207,9 +208,14 @@ export class Embedding extends Module {
     const shape = indices instanceof Tensor ? indices.shape : [indices.length];
     // An int32 tensor's values are read as an Int32Array, which compile() reads again on every replay.
     const read = indices instanceof Tensor ? indices.check('Embedding').toArray() : indices;
-    const flat = read instanceof Float32Array || read instanceof Float64Array ? Array.from(read) : read;
-    for (let i = 0; i < flat.length; i++) {
-      const v = flat[i];
+    const idx = this.checked(read);
+    derive(idx, read, (ix: ArrayLike<number>) => this.checked(ix)); // a compiled step checks each call's new indices here, not in gather
+    return composite(() => reshape(gather(this.weight, idx, 0), [...shape, this.embeddingDim]));
+  }
+  /** The indices as an Int32Array, or the error naming the first one that is not a row number. */
+  private checked(ix: ArrayLike<number>): Int32Array {
+    for (let i = 0; i < ix.length; i++) {
+      const v = ix[i];
       if (!Number.isInteger(v)) {
         throw new ArgumentError(
           `Embedding: index ${describe(v)} at position ${i} is not an integer (indices are whole row numbers in [0, ${this.numEmbeddings}))`,
@@ -219,7 +225,7 @@ export class Embedding extends Module {
         throw new ShapeError(`Embedding: index ${v} at position ${i} is out of range [0, ${this.numEmbeddings})`);
       }
     }
-    return composite(() => reshape(gather(this.weight, flat, 0), [...shape, this.embeddingDim]));
+    return Int32Array.from(ix);
   }
   /** Indices mapped by vmap: their values exist only in the physical tensor, so the lookup's launch reads and checks them. */
   private mapped(indices: Tensor): Tensor {
