@@ -18,6 +18,7 @@ import { onTape } from '../tensor/replay.js';
 import { runtime } from '../wasm/module.js';
 import { POINTER_ARGS } from './kernel-args.generated.js';
 import { hooks, type Recorder, type Kernel, type ElementKind, type Derivation } from '../wasm/hooks.js';
+import { POISON, poisoned, isNumbers, equalPrefix, snapshot, site } from './trace-memory.js';
 
 /** Where a pointer argument points, in terms that survive to the next call. */
 export type Ref =
@@ -82,8 +83,6 @@ export type Template =
   | { readonly val: unknown };
 
 const SHIFT: Record<WriteKind, number> = { f32: 2, f64: 3, i32: 2, u8: 0 };
-/** Poison byte of blocks allocated during a trace (0xffffffff is no JS-written float or valid index). */
-const POISON = 0xff;
 
 export class Trace implements Recorder {
   readonly ops: (Launch | Write)[] = [];
@@ -385,7 +384,7 @@ export class Trace implements Recorder {
           '(call opt.zeroGrad() at the end of the step), or optimizer state created again on the next call',
       );
     }
-    this.data.forEach((d, k) => {
+    this.data.forEach((_d, k) => {
       if (!this.bound.has(k)) this.unbound.push(k);
     });
     if (this.reads.some((_, j) => !this.bound.has(this.data.length + j)))
@@ -393,32 +392,6 @@ export class Trace implements Recorder {
         'fn reads the values of an int32 tensor argument into JS (.toArray()) other than as indices or labels that reach the kernels: the values could steer what fn does next',
       );
   }
-}
-
-/** Whether [ptr, ptr + bytes) still holds only the poison byte (ptr is 64-byte aligned). */
-function poisoned(buf: ArrayBufferLike, ptr: number, bytes: number): boolean {
-  const words = new Int32Array(buf, ptr, bytes >> 2);
-  for (let i = 0; i < words.length; i++) if (words[i] !== -1) return false;
-  const tail = new Uint8Array(buf, ptr + (bytes & ~3), bytes & 3);
-  return tail.every((v) => v === POISON);
-}
-
-function isNumbers(a: unknown): a is ArrayLike<number> {
-  return (ArrayBuffer.isView(a) && !(a instanceof DataView)) || (Array.isArray(a) && a.every((v) => typeof v === 'number'));
-}
-
-function equalPrefix(ints: Int32Array, a: ArrayLike<number>): boolean {
-  if (a.length > ints.length) return false;
-  for (let i = 0; i < a.length; i++) if (ints[i] !== a[i]) return false;
-  for (let i = a.length; i < ints.length; i++) if (ints[i] !== -1) return false; // the rest still poison
-  return true;
-}
-
-function snapshot(kind: ElementKind, ptr: number, count: number): Typed {
-  const buf = runtime().memory.buffer;
-  if (kind === 'f32') return new Float32Array(buf, ptr, count).slice();
-  if (kind === 'f64') return new Float64Array(buf, ptr, count).slice();
-  return new Int32Array(buf, ptr, count).slice();
 }
 
 /** The result's structure (tensors at any depth of arrays and plain objects, as tidy() finds them). */
@@ -433,32 +406,6 @@ function templateOf(v: unknown, outs: Tensor[], depth: number): Template {
   }
   return { val: v };
 }
-
-/** The code that touched memory: the first two stack frames outside the wasm layer and this file. */
-function site(stack: string | undefined): string {
-  const frames = (stack ?? '')
-    .split('\n')
-    .slice(1)
-    .map((l) => l.trim().replace(/^at /, ''));
-  const outside = frames.filter((f) => !f.includes(LIBRARY));
-  return outside.slice(0, 2).join(' ← ') || 'unknown site';
-}
-/**
- * Where the library's code lives (the bundle file, or the src/ folder): the frames a site skips
- * to reach the caller's. Read from a stack taken at load, not import.meta, which some bundle
- * formats (iife) leave empty.
- */
-const LIBRARY = ((): string => {
-  const frame = (new Error().stack ?? '').split('\n').find((l) => /:\d+:\d+\)?$/.test(l.trim())) ?? '';
-  const file = frame
-    .trim()
-    .replace(/^at\s+/, '')
-    .replace(/^[^(]*\(/, '') // V8: "at fn (file:line:col)"
-    .replace(/^[^@]*@/, '') // Firefox, Safari: "fn@file:line:col"
-    .replace(/:\d+:\d+\)?$/, '')
-    .replace(/^file:\/\//, ''); // frames name files by path or by URL
-  return file.includes('/src/compile/') ? file.slice(0, file.indexOf('/src/') + 5) : file || '\u0000';
-})();
 
 /** Bytes per element shift of a write's element kind. */
 export const shiftOf = (k: WriteKind): number => SHIFT[k];
