@@ -8,6 +8,7 @@ import { lanes, ld, st, at } from './lanes';
 import { exp_s, log_s, sin_s, cos_s, tanh_s, sigmoid_s, softplus_s, erf_s } from './scalar';
 import { exp4, log4, tanh4, sigmoid4, softplus4, erf4, loadTail, storeTail } from './vmath';
 import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 } from './gelu';
+import { geluErf64, geluTanh64, geluDeriv } from './gelu64';
 
 @inline const NEG = 0;
 @inline const EXP = 1;
@@ -30,6 +31,8 @@ import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 
 @inline const ERF = 18;
 @inline const GELU_ERF = 19;
 @inline const GELU_ERF_GRAD = 20;
+@inline const GELU_TANH = 21;
+@inline const GELU_TANH_GRAD = 22;
 
 /** f(x) for one element; op is a constant after inlining, so the switch folds away. */
 @inline function f<T>(op: i32, x: T, p0: T, p1: T): T {
@@ -53,11 +56,23 @@ import { geluErf4, geluErfGrad4, geluErfTerm4, geluFromTerm4, geluGradFromTerm4 
     case SIGN: return x > <T>0 ? <T>1 : x < <T>0 ? <T>-1 : <T>0;
     case RECIP: return <T>1 / x;
     case ERF: return erf_s<T>(x);
-    case GELU_ERF: return x * <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1);
-    case GELU_ERF_GRAD: return <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1) + x * exp_s<T>(x * x * <T>-0.5) * <T>INV_SQRT_2PI;
+    // f64 GELU: gelu64.ts (accurate in the left tail, where these formulas cancel); f32 keeps its bits.
+    case GELU_ERF:
+      if (sizeof<T>() == 8) return <T>geluErf64(<f64>x);
+      return x * <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1);
+    case GELU_ERF_GRAD:
+      if (sizeof<T>() == 8) return <T>geluErfGrad64(<f64>x);
+      return <T>0.5 * (erf_s<T>(x * <T>Math.SQRT1_2) + <T>1) + x * exp_s<T>(x * x * <T>-0.5) * <T>INV_SQRT_2PI;
+    // The tanh form as a kernel, f32 rounded from the f64 value (public f32 gelu stays the composite).
+    case GELU_TANH: return <T>geluTanh64(<f64>x);
+    case GELU_TANH_GRAD: return <T>geluTanhGrad64(<f64>x);
   }
   return x;
 }
+
+/** gelu'(x) of the two forms in f64 (gelu64.ts computes it with the value). */
+function geluErfGrad64(x: f64): f64 { geluErf64(x); return geluDeriv; }
+function geluTanhGrad64(x: f64): f64 { geluTanh64(x); return geluDeriv; }
 
 /** 1/√(2π): the normal density's constant (GELU's derivative). */
 @inline const INV_SQRT_2PI: f64 = 0.3989422804014327;
@@ -212,14 +227,14 @@ export function sigmoid_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { v
 /** dx = g·(y > 0 ? 1 : 0), y = relu x */
 export function relu_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(RELU_VJP, y, g, dx, n); }
 export function relu_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(RELU_VJP, y, g, dx, n); }
-/** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (f32: gelu.ts's rational erf, within 5 ulp for x > −1; f64: the scalar erf) */
+/** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (f32: gelu.ts's rational erf, within 5 ulp for x > −1; f64: gelu64.ts, x·Φ(x) within 3 ulp) */
 export function gelu_erf_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF, x, y, n, p0, p1); }
 export function gelu_erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF, x, y, n, p0, p1); }
-/** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU (f32: gelu.ts's lane code) */
+/** y = Φ(x) + x·φ(x) = ½(1 + erf(x/√2)) + x·e^{−x²/2}/√(2π), the derivative of exact GELU (f32: gelu.ts's lane code; f64: gelu64.ts) */
 export function gelu_erf_grad_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_ERF_GRAD, x, y, n, p0, p1); }
 export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_ERF_GRAD, x, y, n, p0, p1); }
 
-/** GELU's derivative for one element (f64: the scalar erf and exp, as the composite). */
+/** GELU's derivative for one element (f64: gelu64.ts). */
 @inline function geluGrad<T>(x: T): T { return f<T>(GELU_ERF_GRAD, x, <T>0, <T>0); }
 
 /**
@@ -236,7 +251,7 @@ export function gelu_erf_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64):
   for (; i < n; i++) st<T>(dx, i, ld<T>(g, i) * geluGrad<T>(ld<T>(x, i)));
 }
 
-/** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: scalar erf and exp) */
+/** dx = g·gelu'(x), exact GELU's VJP in one pass (f32: the lane code of gelu_erf_grad_f32; f64: gelu64.ts) */
 export function gelu_erf_vjp_f32(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f32>(x, g, dx, n); }
 export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { geluVjp<f64>(x, g, dx, n); }
 
@@ -263,11 +278,18 @@ export function gelu_erf_vjp_f64(x: usize, g: usize, dx: usize, n: i32): void { 
   }
   for (; i < n; i++) {
     const v = ld<T>(x, i);
-    st<T>(y, i, f<T>(GELU_ERF, v, <T>0, <T>0));
-    st<T>(d, i, geluGrad<T>(v));
+    st<T>(y, i, <T>geluErf64(<f64>v));
+    st<T>(d, i, <T>geluDeriv);
   }
 }
 
 /** y = gelu(x), d = gelu'(x) in one pass (the bits of gelu_erf_f32 and gelu_erf_grad_f32); d may alias x, not y */
 export function gelu_erf_with_grad_f32(x: usize, y: usize, d: usize, n: i32): void { geluWithGrad<f32>(x, y, d, n); }
 export function gelu_erf_with_grad_f64(x: usize, y: usize, d: usize, n: i32): void { geluWithGrad<f64>(x, y, d, n); }
+
+/** y = x·σ(w), w = 2√(2/π)(x + 0.044715x³): GELU's tanh form ½x(1 + tanh(w/2)) without its cancellation (gelu64.ts; f32: that rounded) */
+export function gelu_tanh_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_TANH, x, y, n, p0, p1); }
+export function gelu_tanh_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_TANH, x, y, n, p0, p1); }
+/** y = σ(w) + x·w'·σ(w)(1 − σ(w)), the derivative of gelu_tanh (gelu64.ts; f32: that rounded) */
+export function gelu_tanh_grad_f32(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f32>(GELU_TANH_GRAD, x, y, n, p0, p1); }
+export function gelu_tanh_grad_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { map<f64>(GELU_TANH_GRAD, x, y, n, p0, p1); }

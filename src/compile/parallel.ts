@@ -129,7 +129,10 @@ const ROLES: readonly (readonly [RegExp, Role])[] = [
     f('neg', 'exp', 'log', 'sqrt', 'abs', 'square', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'softplus', 'leaky_relu', 'clamp', 'step'),
     { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] },
   ],
-  [f('inside', 'sign', 'recip', 'erf', 'gelu_erf', 'gelu_erf_grad'), { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] }],
+  [
+    f('inside', 'sign', 'recip', 'erf', 'gelu_erf', 'gelu_erf_grad', 'gelu_tanh', 'gelu_tanh_grad'),
+    { arity: 5, writes: [1], cost: (a) => a[2], span: (a) => a[2] },
+  ],
   // Rows: layer_norm (x, y, rows, cols, eps), layer_norm_vjp (x, g, dx, rows, cols, eps).
   [f('layer_norm'), { arity: 5, writes: [1], cost: (a) => 4 * a[2] * a[3], span: (a) => a[2] * a[3] }],
   [f('layer_norm_vjp'), { arity: 6, writes: [2], cost: (a) => 6 * a[3] * a[4], span: (a) => a[3] * a[4] }],

@@ -11,7 +11,7 @@ const fixedAt = (x: Extent): boolean => x.key === '' || x.key[0] === 'b';
 
 /** Kernels recut() may cut: elementwise maps (x, y, n, p0, p1) and binary ops (a, b, y, rows, cols, sar, sac, sbr, sbc). */
 const MAPS =
-  /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad)_(f32|f64)$/;
+  /^(neg|exp|log|sqrt|abs|square|sin|cos|tanh|sigmoid|relu|softplus|leaky_relu|clamp|step|inside|sign|recip|erf|gelu_erf|gelu_erf_grad|gelu_tanh|gelu_tanh_grad)_(f32|f64)$/;
 const BINARY = /^(add|sub|mul|div|maximum|minimum)_(f32|f64)$/;
 
 /**

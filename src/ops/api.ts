@@ -196,7 +196,9 @@ type Unary =
   | 'recip'
   | 'erf'
   | 'geluErf'
-  | 'geluErfGrad';
+  | 'geluErfGrad'
+  | 'geluTanh'
+  | 'geluTanhGrad';
 const unary = (op: Unary) =>
   function (x: Tensor): Tensor {
     if (arguments.length > 1) throw tooMany(op, 1, arguments.length);
@@ -235,6 +237,10 @@ export const erf = unary('erf');
 export const geluErf = unary('geluErf');
 /** Φ(x) + x·φ(x), the derivative of exact GELU. @internal */
 export const geluErfGrad = unary('geluErfGrad');
+/** GELU's tanh form x·σ(w), w = 2√(2/π)(x + 0.044715x³), as one primitive (gelu's default in float64). @internal */
+export const geluTanh = unary('geluTanh');
+/** The derivative of geluTanh. @internal */
+export const geluTanhGrad = unary('geluTanhGrad');
 /**
  * Elementwise `x > 0 ? x : slope·x`; `slope` defaults to 0.01 (PyTorch's default).
  * @throws {@link ArgumentError} when `slope` is not a finite number.

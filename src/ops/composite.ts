@@ -20,6 +20,7 @@ import {
   tanh,
   erf,
   geluErf,
+  geluTanh,
   sum,
   max,
   reshape,
@@ -216,7 +217,10 @@ export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
   floatArg('gelu', x, 'x');
   const approximate = geluApproximation('gelu', options);
   return composite(() => {
-    if (approximate === 'none') return geluErf(x); // one kernel each way (the composite's forward bits)
+    if (approximate === 'none') return geluErf(x); // one kernel each way (float32: the composite's forward bits)
+    // float64: one kernel each way, x·σ(2u) with 2u in double-double (the composite's 1 + tanh
+    // cancels for x < −1.4 and rounds to 0 below −7.9); float32 keeps the composite's bits.
+    if (x.dtype === 'float64') return geluTanh(x);
     const inner = mul(add(x, mul(mul(square(x), x), 0.044715)), SQRT_2_OVER_PI);
     return mul(mul(x, 0.5), add(tanh(inner), 1));
   });

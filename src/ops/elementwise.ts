@@ -13,6 +13,7 @@ import {
   neg,
   square,
   geluErfGrad,
+  geluTanhGrad,
   sign,
   cos,
   sin,
@@ -30,7 +31,7 @@ import {
 } from './api.js';
 import { apply } from './apply.js';
 import { filled } from './launch.js';
-import { tanhGrad, sigmoidGrad, reluGrad, geluErfVjp, geluErf2 } from './nn.js';
+import { tanhGrad, sigmoidGrad, reluGrad, geluErfVjp, geluErf2, geluTanh2 } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
@@ -174,6 +175,10 @@ export const unaryRules = {
     vjp: (g, s) => [geluErfVjp(s.x[0]!, g)],
   } satisfies Rule<Record<string, never>>,
   geluErfGrad: unary(map('gelu_erf_grad', 'transcendental'), 'x', (x) => geluErf2(x)),
+  // GELU's tanh form x·σ(w) in float64, free of the composite's cancellation in 1 + tanh (the
+  // float32 composite keeps its bits); gelu' = σ(w) + x·w'·σ(w)(1 − σ(w)), gelu'' in nn.ts.
+  geluTanh: unary(map('gelu_tanh', 'transcendental'), 'x', (x) => geluTanhGrad(x)),
+  geluTanhGrad: unary(map('gelu_tanh_grad', 'transcendental'), 'x', (x) => geluTanh2(x)),
 };
 
 export const binaryRules = {

@@ -13,7 +13,7 @@ import { runtime, views } from '../wasm/module.js';
 import { apply } from './apply.js';
 import { hooks } from '../wasm/hooks.js';
 import { filled } from './launch.js';
-import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike, exp, geluErfGrad } from './api.js';
+import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike, exp, geluErfGrad, sigmoid } from './api.js';
 import { front, frontAll, rowsBatch, sameShapeBatch, type Dim, type Self } from './batch.js';
 
 /** y ⊙ (v − Σ_last v ⊙ y): the softmax Jacobian (symmetric) applied to v. */
@@ -55,6 +55,18 @@ export const reluGrad = (y: Tensor, g: Tensor): Tensor =>
 export const geluErfVjp = (x: Tensor, g: Tensor): Tensor => (same(x, g) ? apply('geluErfVjp', [x, g], {}) : mul(g, geluErfGrad(x)));
 /** gelu''(x) = φ(x)·(2 − x²) for exact GELU. */
 export const geluErf2 = (x: Tensor): Tensor => mul(mul(exp(mul(square(x), -0.5)), 1 / Math.sqrt(2 * Math.PI)), sub(2, square(x)));
+/**
+ * gelu''(x) = s(1 − s)·(2w' + x(1 − 2s)w'² + x·w'') for GELU's tanh form x·σ(w), s = σ(w),
+ * w = c(x + kx³), w' = c(1 + 3kx²), w'' = 6ckx, c = 2√(2/π), k = 0.044715.
+ */
+export const geluTanh2 = (x: Tensor): Tensor => {
+  const c = 2 * Math.sqrt(2 / Math.PI),
+    x2 = square(x),
+    s = sigmoid(mul(mul(x, add(mul(x2, 0.044715), 1)), c)),
+    dw = mul(add(mul(x2, 3 * 0.044715), 1), c);
+  const inner = add(add(mul(dw, 2), mul(mul(x, sub(1, mul(s, 2))), square(dw))), mul(x2, 6 * c * 0.044715));
+  return mul(mul(s, sub(1, s)), inner);
+};
 
 /** The primitive dx = self(y, g) with kernel `<kernel>_vjp`; dy(y, g) = ∂dx/∂y, null where it is zero. */
 function elementGrad(
