@@ -22,7 +22,10 @@ const withoutDigits = (config) => ({ ...config, external: [...(config.external ?
 // then cuts by the threads' measured speeds, src/wasm/balance.ts: JS 99.2 kB, bundle 148.4, one
 // op 91.2, and the JS budget moved from 100 to 104 KB to keep its ~5 %; then the neural ops as
 // Tensor methods, as API.md asks, which a Tensor import cannot shake off: one op 95.75 kB, its
-// budget moved from 94.5 to 100 KB).
+// budget moved from 94.5 to 100 KB; then the next session's correctness work — vmap over int32
+// indices (the take primitive), compensated float64 sums, pow's C99 special cases and the
+// tail-accurate float64 GELU, compile's retrace guards — kernels 46.3 kB, bundle 154.8, JS
+// 103.8, one op 99.1: the budgets moved to 48.5, 160, 108 and 103 KB).
 // The issue's 30 kB / 60 kB goals predate this round's kernels and features and are not met;
 // docs/packaging.md says what the remaining bytes are (node scripts/wasm-sizes.mjs, node scripts/js-sizes.mjs).
 export default [
@@ -32,7 +35,7 @@ export default [
     // Measured as the file itself: esbuild copies it unchanged.
     modifyEsbuildConfig: (config) => ({ ...config, loader: { ...config.loader, '.wasm': 'copy' } }),
     gzip: true,
-    limit: '46 KB',
+    limit: '48.5 KB',
   },
   {
     // The kernels ride along compressed, as base64 (src/wasm/bytes.generated.ts, about 41 kB of it gzipped),
@@ -42,7 +45,7 @@ export default [
     import: '*',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '152 KB',
+    limit: '160 KB',
   },
   {
     // What users download, the shipped bundle, with the kernels' base64 (WASM_DEFLATE_BASE64 and the
@@ -55,7 +58,7 @@ export default [
       ...withoutDigits(config),
       plugins: [...(config.plugins ?? []), withoutKernels],
     }),
-    limit: '104 KB',
+    limit: '108 KB',
   },
   {
     name: 'one op: import { init, tensor, add } (embedded kernels included)',
@@ -63,6 +66,6 @@ export default [
     import: '{ init, tensor, add }',
     gzip: true,
     modifyEsbuildConfig: withoutDigits,
-    limit: '100 KB',
+    limit: '103 KB',
   },
 ];

@@ -118,9 +118,10 @@ console.log(
 console.log(`   adjoint/data/digits alone:    ${kb(digitsOnly.gzip)} gzip`);
 /**
  * The one-op consumer: the embedded kernels (about 41 KiB gzipped) plus the engine core (docs/packaging.md).
- * 92 KiB until the neural ops became Tensor methods too (API.md), which every Tensor import keeps: 93.2 KiB.
+ * 92 KiB until the neural ops became Tensor methods too (API.md), which every Tensor import keeps: 93.2 KiB;
+ * then vmap over int32 indices, compensated float64 sums, pow's special cases and the float64 GELU tails: 96.5 KiB.
  */
-const ONE_OP_BUDGET = 96 * 1024;
+const ONE_OP_BUDGET = 100 * 1024;
 if (oneOp.digits) failures.push('tree-shaking: a one-op consumer carries the digits data');
 if (oneOp.gzip > ONE_OP_BUDGET) failures.push(`tree-shaking: one-op consumer is ${kb(oneOp.gzip)}, budget ${kb(ONE_OP_BUDGET)}`);
 if (whole.gzip - oneOp.gzip < 20 * 1024)
