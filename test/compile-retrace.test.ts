@@ -198,3 +198,31 @@ describe('compile: errors thrown by a replay', () => {
     r.dispose(), ids.dispose(), bad.dispose(), emb.dispose();
   });
 });
+
+describe('compile: schedules that live only a few calls', () => {
+  it('gradients accumulated over calls and zeroed every fourth: eager after a few schedules, same results', () => {
+    const run = (compiled: boolean) => {
+      const lin = new A.nn.Linear(3, 2, { seed: 1 });
+      const opt = new A.optim.SGD(lin.parameters(), { lr: 0.1 });
+      const fn = (x: Tensor) => {
+        const l = A.sum(A.square(lin.forward(x)));
+        l.backward();
+        return l;
+      };
+      const step = compiled ? A.compile(fn) : (x: Tensor) => A.tidy(() => fn(x));
+      for (let i = 0; i < 40; i++) {
+        step(A.randn([4, 3], { seed: i })).dispose();
+        if (i % 4 === 3) {
+          opt.step();
+          opt.zeroGrad();
+        }
+      }
+      return { w: Array.from(lin.weight.toArray()), stats: compiled ? (step as ReturnType<typeof A.compile>).stats : null };
+    };
+    const eager = run(false),
+      comp = run(true);
+    expect(comp.w).toEqual(eager.w);
+    expect(comp.stats!.fallback).toMatch(/replaced every few calls/);
+    expect(comp.stats!.traced).toBeLessThan(12);
+  });
+});

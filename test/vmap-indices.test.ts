@@ -100,7 +100,7 @@ describe('gather with mapped indices', () => {
   it('an index out of range names gather, the index and its position; an empty index list is fine', () => {
     const x = A.randn([6, 3], { seed: 6 });
     expect(() => A.vmap((i: Tensor) => A.gather(x, i))(ints([[1], [9]]))).toThrow(
-      /gather: index 9 at position 1 of the mapped indices \[2,1\] is out of range \[0, 6\)/,
+      /gather: index 9 at position 1 of the mapped indices \(every example's, examples first: \[2,1\]\) is out of range \[0, 6\)/,
     );
     expect(() => A.vmap((i: Tensor) => A.gather(x, i))(ints([[1], [-1]]))).toThrow(A.ShapeError);
     const empty = A.vmap((i: Tensor) => A.gather(x, i))(A.zeros([2, 0], { dtype: 'int32' }));
@@ -141,7 +141,7 @@ describe('nn.Embedding with mapped token ids', () => {
       /Embedding: indices mapped by vmap must be an int32 tensor, got float32/,
     );
     expect(() => A.vmap((t: Tensor) => emb.forward(t))(ints([[1], [5]]))).toThrow(
-      /Embedding: index 5 at position 1 of the mapped indices \[2,1\] is out of range \[0, 5\)/,
+      /Embedding: index 5 at position 1 of the mapped indices \(every example's, examples first: \[2,1\]\) is out of range \[0, 5\)/,
     );
   });
 });
@@ -267,6 +267,45 @@ describe('mapped indices under compile and DP-SGD', () => {
         ]),
       ),
     ).toThrow(/gather: index 10 at position 3/);
+  });
+
+  it('compile() binds two index arguments that hold equal values while tracing to their own arguments', () => {
+    const x = A.tensor([1, 2, 3, 4, 5, 6], { requiresGrad: true });
+    const f = (a: number[], b: number[]) => {
+      A.add(A.sum(A.gather(x, a)), A.sum(A.square(A.gather(x, b)))).backward();
+      const g = x.grad!;
+      x.grad = null;
+      return g;
+    };
+    const cf = A.compile(f);
+    for (let i = 0; i < 4; i++) cf([0, 1], [0, 1]).dispose();
+    expect(arr(cf([2, 2], [0, 1]))).toEqual(arr(f([2, 2], [0, 1])));
+  });
+
+  it('compile(vmap(crossEntropy)) with ignoreIndex replays with each call’s labels', () => {
+    const f = (z: Tensor, y: Tensor) => A.vmap((r: Tensor, l: Tensor) => A.crossEntropy(r, l, { ignoreIndex: -100 }))(z, y);
+    const cf = A.compile(f);
+    const z = A.randn([2, 3, 4], { seed: 5, dtype: 'float64' });
+    for (const ls of [
+      [
+        [1, -100, 3],
+        [0, 0, 2],
+      ],
+      [
+        [-100, 2, 3],
+        [1, -100, -100],
+      ],
+      [
+        [3, 3, 3],
+        [2, -100, 0],
+      ],
+      [
+        [0, 1, 2],
+        [3, 2, 1],
+      ],
+    ])
+      expect(arr(cf(z, ints(ls)))).toEqual(arr(f(z, ints(ls))));
+    expect(cf.stats.replayed).toBeGreaterThan(0);
   });
 
   it('compile(vmap(grad)) with mapped labels and tokens replays, bit for bit as eager, with each call’s values', () => {

@@ -25,6 +25,10 @@ import { tooMany } from '../args.js';
 const MAX_SIGNATURES = 8;
 /** Traces in a row that may create state (a new optimizer's first step) before a signature falls back. */
 const MAX_STARTS = 3;
+/** A schedule replayed fewer times than this before the tensors it reads were replaced was short-lived. */
+const SHORT_RUN = 4;
+/** Short-lived schedules in a row after which a signature runs eagerly. */
+const MAX_SHORT_RUNS = 3;
 
 /** Counters of a compiled function (its `stats`): how its calls ran and what its plans hold. */
 export interface CompileStats {
@@ -76,6 +80,9 @@ interface Entry {
   /** Traces taken for calls that created state since the schedule was last built, and what the last one left alive. */
   starts: number;
   kept: readonly WeakRef<Storage>[];
+  /** Replays of the current schedule, and how many schedules in a row were replaced after few. */
+  replays: number;
+  short: number;
 }
 
 /**
@@ -173,7 +180,7 @@ class Compiler<A extends unknown[], R> {
       case READY: {
         const sig = quickSig(args, a);
         this.last = sig === null ? null : { sig, entry: e };
-        return this.replay(e.program!, args, a.tensors, a.data);
+        return this.replay(e, args, a.tensors, a.data);
       }
       case TRACED_ONCE:
         return this.traceAndAdvance(args, a, e);
@@ -191,18 +198,19 @@ class Compiler<A extends unknown[], R> {
     if (last === null || last.entry.state !== READY) return undefined;
     const q = quickArgs(args, last.sig);
     if (q === null || !last.entry.program!.valid() || !last.entry.flags!.same()) return undefined;
-    return { value: this.replay(last.entry.program!, args, q.tensors, q.data) };
+    return { value: this.replay(last.entry, args, q.tensors, q.data) };
   }
 
   /** Runs the schedule; a disposed tensor argument is named by its place among fn's arguments (no op of fn runs to name it). */
-  private replay(p: Program, args: A, tensors: readonly Tensor[], data: readonly unknown[]): R {
+  private replay(e: Entry, args: A, tensors: readonly Tensor[], data: readonly unknown[]): R {
     for (const t of tensors)
       if (t.disposed)
         throw new DisposedError(
           `compile: argument ${pathOf(args, t)} (tensor #${t.id}, shape [${t.shape}]) was disposed and cannot be used`,
         );
     this.stats.replayed++;
-    return p.run(tensors, data) as R;
+    e.replays++;
+    return e.program!.run(tensors, data) as R;
   }
 
   /** The entry of signature `key` (made, evicting the oldest beyond MAX_SIGNATURES); a stale schedule is dropped. */
@@ -224,15 +232,29 @@ class Compiler<A extends unknown[], R> {
           );
         }
       }
-      this.entries.set(key, (e = { state: WARM, first: null, program: null, since: performance.now(), flags: null, starts: 0, kept: [] }));
+      this.entries.set(
+        key,
+        (e = { state: WARM, first: null, program: null, since: performance.now(), flags: null, starts: 0, kept: [], replays: 0, short: 0 }),
+      );
       this.stats.signatures = this.entries.size;
     }
     if (e.state === READY && !(e.program!.valid() && e.flags!.same())) {
       // A tensor the schedule reads or returns was disposed (a new optimizer or model?), or one
-      // it reads was frozen or unfrozen: start over.
+      // it reads was frozen or unfrozen: start over. When that keeps happening within a few
+      // replays (gradients accumulated over calls and zeroed every few, so .grad is new each
+      // time), tracing costs more than it saves: run eagerly.
       this.freePlan(e);
-      e.state = WARM;
-      e.since = performance.now();
+      e.short = e.replays < SHORT_RUN ? e.short + 1 : 0;
+      e.replays = 0;
+      if (e.short >= MAX_SHORT_RUNS)
+        this.giveUp(
+          e,
+          `the tensors fn reads outside its arguments are replaced every few calls (${MAX_SHORT_RUNS} schedules in a row replayed fewer than ${SHORT_RUN} times each; gradients accumulated over calls and zeroed every few?), so tracing them costs more than it saves`,
+        );
+      else {
+        e.state = WARM;
+        e.since = performance.now();
+      }
     }
     return e;
   }

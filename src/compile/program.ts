@@ -10,7 +10,7 @@
 // except that runs of elementwise launches replay tile by tile (src/compile/fuse.ts).
 import { AdjointError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
-import { type Storage } from '../tensor/tensor.js';
+import type { Storage } from '../tensor/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { runtime, views } from '../wasm/module.js';
 import { runJobs, holdPool } from '../wasm/threads.js';

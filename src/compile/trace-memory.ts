@@ -40,7 +40,9 @@ export function site(stack: string | undefined): string {
     .slice(1)
     .map((l) => l.trim().replace(/^at /, ''));
   const outside = frames.filter((f) => !f.includes(LIBRARY));
-  return outside.slice(0, 2).join(' ← ') || 'unknown site';
+  // No frame outside the library: it read values that fn computed rather than received (indices
+  // mapped along an axis other than 0 and moved to the front, say), which no replay can rebind.
+  return outside.slice(0, 2).join(' ← ') || 'inside the library: indices or labels fn computes rather than receives';
 }
 /**
  * Where the library's code lives (the bundle file, or the src/ folder): the frames a site skips

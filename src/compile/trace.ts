@@ -112,8 +112,6 @@ export class Trace implements Recorder {
   private pendingAccess: string | null = null;
   private pending: { values: number[]; compute: () => readonly number[] } | null = null;
   private readonly derivations: { derived: object; source: object; make: Derivation }[] = [];
-  /** Derivations already bound to a block JS wrote. */
-  private readonly used = new Set<object>();
   /** JS values the schedule depends on (guard()), with their values when traced. */
   readonly guards: { read: () => unknown; value: unknown }[] = [];
   private readonly bound = new Set<number>();
@@ -287,15 +285,9 @@ export class Trace implements Recorder {
     if (b.bytes % 4 === 0) {
       const ints = new Int32Array(runtime().memory.buffer, b.ptr, b.bytes >> 2);
       const holds = (a: unknown): a is ArrayLike<number> => isNumbers(a) && a.length > 0 && equalPrefix(ints, a);
-      // A derivation not bound yet first: the same indices read twice (a mapped gather's forward
-      // and its VJP) give equal arrays, and each read must be bound to its own write.
-      const fresh = this.derivations.filter((d) => !this.used.has(d));
-      for (const d of [...fresh, ...this.derivations]) {
+      for (const d of this.derivations) {
         const k = this.sourceIndex(d.source);
-        if (k >= 0 && holds(d.derived)) {
-          this.used.add(d);
-          return this.bound_(dest, ints, d.derived.length, k, d.make);
-        }
+        if (k >= 0 && holds(d.derived)) return this.bound_(dest, ints, d.derived.length, k, d.make);
       }
       const k = this.sources().findIndex(holds);
       if (k >= 0) return this.bound_(dest, ints, (this.sources()[k] as ArrayLike<number>).length, k, null);
@@ -330,11 +322,16 @@ export class Trace implements Recorder {
     if (source === null || typeof source !== 'object') return null;
     let k = this.sourceIndex(source);
     let make: Derivation | null = null;
-    if (k < 0) {
-      const d = this.derivations.find((x) => x.derived === source);
-      if (d === undefined || (k = this.sourceIndex(d.source)) < 0) return null;
-      make = d.make;
+    // A derivation of a derivation (nn.Embedding's checked ids, then gather's copy of them): follow
+    // the chain to an argument, composing the makes.
+    for (let at: unknown = source, depth = 0; k < 0 && depth < 4; depth++) {
+      const d = this.derivations.find((x) => x.derived === at);
+      if (d === undefined) return null;
+      make = make === null ? d.make : composeMakes(make, d.make);
+      at = d.source;
+      k = this.sourceIndex(at);
     }
+    if (k < 0) return null;
     this.bound.add(k);
     return { arg: k, make };
   }
@@ -409,3 +406,8 @@ function templateOf(v: unknown, outs: Tensor[], depth: number): Template {
 
 /** Bytes per element shift of a write's element kind. */
 export const shiftOf = (k: WriteKind): number => SHIFT[k];
+
+/** outer ∘ inner: the derivation of a derivation, recomputed from the argument's new values. */
+function composeMakes(outer: Derivation, inner: Derivation): Derivation {
+  return ((src: never) => outer(inner(src) as never)) as Derivation;
+}

@@ -201,9 +201,10 @@ function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, igno
   return composite(() => {
     const x = reshape(logits, [n, c]);
     const kept = ignore === undefined ? null : ne(reshape(labels, [n]), ignore);
-    const at = kept === null ? reshape(labels, [n, 1]) : reshape(where(kept, reshape(labels, [n]), 0), [n, 1]);
-    // −logSoftmax at the label: the fused kernel's order of operations, so the rows equal it.
-    let rows = neg(reshape(take(logSoftmax(x, 1), at, { axis: 1, lead: 1, op: 'crossEntropy' }), [n]));
+    // −logSoftmax at the label: the fused kernel's order of operations, so the rows equal it. An
+    // ignored label picks column 0 inside take (the labels are read as passed: compile() rebinds them).
+    const at = reshape(labels, [n, 1]);
+    let rows = neg(reshape(take(logSoftmax(x, 1), at, { axis: 1, lead: 1, op: 'crossEntropy', ignore }), [n]));
     if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
     if (kept === null) return reduce(rows, reduction, lead, null);
     const w = cast(kept, logits.dtype);

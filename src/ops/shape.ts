@@ -1,11 +1,12 @@
 // Data-movement primitives. All are linear, so each JVP is the op applied to the tangent
 // (linearJvp) and each VJP is the transposed movement (slice ↔ pad, gather ↔ scatter-add, broadcast ↔ sum).
 import { Tensor } from './tensor.js';
-import { type Pending } from '../tensor/tensor.js';
+import type { Pending } from '../tensor/tensor.js';
 import { SUFFIX, type DType } from '../tensor/dtype.js';
 import { exempt } from '../tensor/scope.js';
 import { modes } from './modes.js';
 import { runtime, views, kernel, writeArgs, ARGS_BYTES } from '../wasm/module.js';
+import { hooks } from '../wasm/hooks.js';
 import type { Rule } from './rule.js';
 import { stridedCopy, stridesOf, broadcastStrides, filled, k, sizeOf } from './launch.js';
 import { reshape, transpose, sumTo, slice, pad, gather, scatterAdd, cast } from './api.js';
@@ -56,6 +57,9 @@ export function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) =
   }
   try {
     views().i32.set(indices, ptr >> 2);
+    // Reported with the array itself, so compile() binds this write to the right derivation
+    // even when two index arguments hold equal values while tracing.
+    hooks.recorder?.write(ptr, indices.length, 'i32', indices);
     f(ptr);
   } finally {
     arena.free(ptr, bytes);

@@ -23,6 +23,8 @@ export interface TakeParams {
   readonly lead: number;
   /** The public op, named by a range error. */
   readonly op: 'gather' | 'Embedding' | 'crossEntropy';
+  /** An index that picks entry 0 instead of being range-checked (crossEntropy's ignoreIndex: the row is weighted out). */
+  readonly ignore?: number;
 }
 export interface TakeAddParams extends TakeParams {
   /** The shape of x (the output). */
@@ -37,8 +39,12 @@ function extents(xShape: readonly number[], p: TakeParams): [number, number, num
 
 function outOfRange(p: TakeParams, v: number, i: number, n: number, shape: readonly number[]): Error {
   return p.op === 'crossEntropy'
-    ? new ArgumentError(`crossEntropy: label ${v} at position ${i} of the mapped labels [${shape}] is outside [0, ${n})`)
-    : new ShapeError(`${p.op}: index ${v} at position ${i} of the mapped indices [${shape}] is out of range [0, ${n})`);
+    ? new ArgumentError(
+        `crossEntropy: label ${v} at position ${i} of the mapped labels (every example's, examples first: [${shape}]) is outside [0, ${n})`,
+      )
+    : new ShapeError(
+        `${p.op}: index ${v} at position ${i} of the mapped indices (every example's, examples first: [${shape}]) is out of range [0, ${n})`,
+      );
 }
 
 /**
@@ -48,6 +54,8 @@ function outOfRange(p: TakeParams, v: number, i: number, n: number, shape: reado
  */
 function indexList(idx: Int32Array, xShape: readonly number[], p: TakeParams, idxShape: readonly number[]): Int32Array {
   const [L, pre, n] = extents(xShape, p);
+  // A copy in any case: compile() binds the write to this derivation (with its check), not to the read.
+  idx = idx.map((v) => (v === p.ignore ? 0 : v));
   for (let i = 0; i < idx.length; i++) if (idx[i] < 0 || idx[i] >= n) throw outOfRange(p, idx[i], i, n, idxShape);
   if (L === 1) return idx;
   const m = idx.length / L,
@@ -90,7 +98,7 @@ function takeAddForward(g: Tensor, idx: Tensor, p: TakeAddParams): Tensor {
 /** x's entries along `axis` at the int32 tensor idx (see the file's head); differentiable in x. */
 export const take = (x: Tensor, idx: Tensor, p: TakeParams): Tensor => apply('take', [x, idx], p);
 const takeAdd = (g: Tensor, idx: Tensor, p: TakeAddParams): Tensor => apply('takeAdd', [g, idx], p);
-const strip = ({ axis, lead, op }: TakeParams): TakeParams => ({ axis, lead, op });
+const strip = ({ axis, lead, op, ignore }: TakeParams): TakeParams => ({ axis, lead, op, ignore });
 
 /**
  * Mapped take or takeAdd: the examples become one more lead axis of both operands (an unmapped
