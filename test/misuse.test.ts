@@ -248,5 +248,13 @@ describe('a .grad handle kept across backward calls', () => {
     A.sum(A.square(x)).backward(undefined, { createGraph: true });
     expect(x.grad).not.toBe(g1);
     expect(arr(x.grad!)).toEqual([8]);
+    expect(arr(g1)).toEqual([4]); // the old handle stays usable, as in PyTorch
+    // a tensor the user assigned as .grad (here another parameter) is never freed by backward
+    const p = A.tensor([1, 2], { dtype: 'float64', requiresGrad: true }),
+      q = A.tensor([10, 20], { dtype: 'float64', requiresGrad: true });
+    p.grad = q;
+    A.sum(A.mul(p, 3)).backward();
+    expect(arr(q)).toEqual([10, 20]);
+    expect(arr(p.grad!)).toEqual([13, 23]);
   });
 });

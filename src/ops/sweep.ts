@@ -316,7 +316,9 @@ function accumulateLeaf(leaf: Tensor, c: Tensor): void {
   }
   const sum = asGradient(leaf.grad === null ? c : add(leaf.grad, c));
   if (leaf.grad !== null) {
-    leaf.grad.dispose();
+    // The old .grad is not freed here: whoever holds it (a handle kept from the last backward,
+    // a tensor the user assigned, another parameter) keeps it, as in PyTorch; the collector frees
+    // it when they let go (src/tensor/lifetime.ts).
     c.dispose();
   }
   exempt(sum);
