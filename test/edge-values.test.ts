@@ -381,6 +381,15 @@ describe('float64 sums are compensated', () => {
       ),
     ).toEqual([Number.POSITIVE_INFINITY, Number.NaN]);
   });
+  it('over axes that are not adjacent, in one compensated pass (run by run gave 0 where the sum is 2)', () => {
+    const x = A.tensor([1e16, 1, 0, 0, -1e16, 1, 0, 0], { shape: [2, 2, 2], dtype: 'float64' });
+    expect(arr(A.sum(x, [0, 2]))).toEqual([2, 0]);
+    expect(arr(A.mean(x, [0, 2]))).toEqual([0.5, 0]);
+    expect(arr(A.sum(x, [0, 2], true))).toEqual([2, 0]);
+    expect(A.sum(x, [0, 2], true).shape).toEqual([1, 2, 1]);
+    const y = A.tensor([1e16, 1, -1e16, 1], { shape: [2, 1, 2], dtype: 'float64' });
+    expect(arr(A.sum(y, [0, 2]))).toEqual([2]);
+  });
   it('softmax, logSoftmax and layerNorm rows use the same compensated sums (the fused cross-entropy stays equal to −logSoftmax)', () => {
     const x = t(alternating.map((v, k) => v * 30 + (k % 7)));
     const ce = A.crossEntropy(A.reshape(x, [1, 1000]), [3], { reduction: 'none' }).item();

@@ -204,6 +204,7 @@ function launchBroadcast(op: string, kname: string, cost: number, a: Tensor, b: 
 
 /** Reduces the sorted, distinct `axes` of x with the reduce kernel `name` ('sum' or 'max'). */
 export function launchReduce(name: string, x: Tensor, axes: readonly number[], outShape: readonly number[]): Tensor {
+  if (name === 'sum' && x.dtype === 'float64' && axes.some((a, k) => k > 0 && axes[k - 1] !== a - 1)) return gatheredSum(x, axes, outShape);
   let cur = x,
     shape = x.shape;
   // Reduce runs of adjacent axes from the last run to the first; each run is one kernel call.
@@ -232,6 +233,38 @@ export function launchReduce(name: string, x: Tensor, axes: readonly number[], o
     i = j - 1;
   }
   return cur === x ? copyAs(x, outShape) : cur;
+}
+
+/**
+ * A float64 sum over axes that are not adjacent: the reduced axes are copied together at the end
+ * and summed in one compensated pass. Run by run, each run's rounded result would feed the next
+ * (Σ over [0, 2] of [[[1e16, 1], [0, 0]], [[-1e16, 1], [0, 0]]] gave 0, not 2).
+ */
+function gatheredSum(x: Tensor, axes: readonly number[], outShape: readonly number[]): Tensor {
+  const kept = x.shape.map((_, a) => a).filter((a) => !axes.includes(a));
+  const perm = [...kept, ...axes],
+    shape = perm.map((a) => x.shape[a]),
+    xs = stridesOf(x.shape);
+  const t = Tensor.empty(shape, x.dtype);
+  try {
+    stridedCopy(
+      x,
+      0,
+      t,
+      0,
+      shape,
+      perm.map((a) => xs[a]),
+      stridesOf(shape),
+    );
+    return launchReduce(
+      'sum',
+      t,
+      axes.map((_, k) => kept.length + k),
+      outShape,
+    );
+  } finally {
+    t.dispose();
+  }
 }
 
 /** Product of shape[lo..hi). */
