@@ -49,11 +49,18 @@ export const SUM_LEAF: i32 = 1024;
 @inline export function lost1(s: f64, x: f64, t: f64): f64 { return abs(s) >= abs(x) ? (s - t) + x : (x - t) + s; }
 /** The compensated total s + c; s itself when it is ±∞ or NaN (the compensation is then NaN). */
 @inline export function compensated(s: f64, c: f64): f64 { return s - s == 0 ? s + c : s; }
+/** What foldPair's sum lost, with the lanes' own losses: read right after it (no tuples in AssemblyScript). */
+export let foldLost: f64 = 0;
+/** The two lanes of s added, compensated; foldLost gets c's lanes plus what this addition lost. */
+@inline export function foldPair(s: v128, c: v128): f64 {
+  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1), t = s0 + s1;
+  foldLost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  return t;
+}
 /** The lanes of s (with compensations c) and then the scalars from `from` on, compensated: Σ. */
 @inline export function foldLanes(s: v128, c: v128, x: usize, from: i32, n: i32): f64 {
-  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1);
-  let t = s0 + s1;
-  let lost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  let t = foldPair(s, c);
+  let lost = foldLost;
   for (let i = from; i < n; i++) {
     const xi = ld<f64>(x, i), u = t + xi;
     lost += lost1(t, xi, u);

@@ -4,7 +4,7 @@
 // sums in the reduce kernels' order, division by d, eps added inside the square root — so
 // the kernel's y is bit-identical to the composition of ops it replaces.
 // Contract: (x, …, rows, cols ≥ 1, eps); outputs must not alias inputs.
-import { lanes, ld, st, at, hsum, lost2, lost1, compensated } from './lanes';
+import { lanes, ld, st, at, hsum, lost2, lost1, compensated, foldPair, foldLost } from './lanes';
 
 // float64 rows sum compensated, as reduce.ts's rowSumF64 (the same order, so the same bits):
 // each helper's terms go through sumF64, which reads term k of the row with termF64.
@@ -34,9 +34,8 @@ import { lanes, ld, st, at, hsum, lost2, lost1, compensated } from './lanes';
     c = f64x2.add(c, lost2(s, v, t));
     s = t;
   }
-  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1);
-  let t = s0 + s1;
-  let lost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  let t = foldPair(s, c);
+  let lost = foldLost;
   for (; j < n; j++) {
     const v = termF64(kind, ld<f64>(x, j), kind == DOT ? ld<f64>(g, j) : 0, m, den), u = t + v;
     lost += lost1(t, v, u);

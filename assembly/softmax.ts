@@ -2,7 +2,7 @@
 // Subtracting the row max keeps exp from overflowing. Row sums use the reduce kernels' order
 // (lane-wise partials, a fixed horizontal fold, then the tail; pairwise past SUM_LEAF), so the cross-entropy here is
 // bit-identical to the composite logsumexp − x[label] it replaces; f32 exp is vmath's exp4.
-import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit, lost2, lost1, compensated } from './lanes';
+import { lanes, ld, st, at, hsum, hmax, SUM_LEAF, pairSplit, lost2, lost1, compensated, foldPair, foldLost } from './lanes';
 import { exp_s, log_s } from './scalar';
 import { exp4 } from './vmath';
 
@@ -42,9 +42,8 @@ function rowExpSum<T>(x: usize, e: usize, n: i32, m: T): T {
     c = f64x2.add(c, lost2(s, ev, t));
     s = t;
   }
-  const s0 = f64x2.extract_lane(s, 0), s1 = f64x2.extract_lane(s, 1);
-  let t = s0 + s1;
-  let lost = (f64x2.extract_lane(c, 0) + f64x2.extract_lane(c, 1)) + lost1(s0, s1, t);
+  let t = foldPair(s, c);
+  let lost = foldLost;
   for (; j < n; j++) {
     const ej = exp_s<f64>(ld<f64>(x, j) - m);
     if (e != 0) st<f64>(e, j, ej);
