@@ -9,10 +9,9 @@ import { Tensor } from './tensor.js';
 import { BYTES, SUFFIX } from '../tensor/dtype.js';
 import type { CostClass, Element, Rule, Rule0 } from './rule.js';
 import { splitMap, splitRows } from '../wasm/split.js';
-import { runtime, views } from '../wasm/module.js';
 import { apply } from './apply.js';
-import { hooks } from '../wasm/hooks.js';
 import { filled } from './launch.js';
+import { withIndices } from './shape.js';
 import { add, sub, mul, div, neg, sum, sqrt, square, reshape, mean, zerosLike, exp, geluErfGrad, sigmoid } from './api.js';
 import { front, frontAll, rowsBatch, sameShapeBatch, type Dim, type Self } from './batch.js';
 
@@ -88,26 +87,6 @@ function elementGrad(
     jvp: ([ty, tg], [y, g]) => plus(ty && dy && mul(ty, dy(y, g)), tg && self(y, tg), () => zerosLike(y)),
     batch: sameShapeBatch,
   };
-}
-
-/** Copies per-row labels into a temporary wasm block for f(ptr) (freeing `out` if that block cannot be had). */
-function withLabels(labels: Int32Array, out: Tensor, f: (ptr: number) => void): void {
-  const arena = runtime().arena,
-    bytes = Math.max(4, labels.length * 4);
-  let ptr: number;
-  try {
-    ptr = arena.alloc(bytes);
-  } catch (e) {
-    out.dispose();
-    throw e;
-  }
-  try {
-    views().i32.set(labels, ptr >> 2);
-    hooks.recorder?.write(ptr, labels.length, 'i32', labels); // compile() replays this write with each call's labels
-    f(ptr);
-  } finally {
-    arena.free(ptr, bytes);
-  }
 }
 
 type Labels = { labels: Int32Array };
@@ -191,7 +170,7 @@ export const nnRules = {
         b = BYTES[x.dtype],
         loss = Tensor.empty([n], x.dtype);
       if (n > 0 && c > 0)
-        withLabels(p.labels, loss, (lp) =>
+        withIndices(p.labels, loss, (lp) =>
           splitRows(`softmax_xent_${SUFFIX[x.dtype]}`, n, c, 8, (lo, hi) => [
             x.ptr + lo * c * b,
             lp + lo * 4,
@@ -214,7 +193,7 @@ export const nnRules = {
         b = BYTES[x.dtype],
         dx = Tensor.empty(x.shape, x.dtype);
       if (n > 0 && c > 0)
-        withLabels(p.labels, dx, (lp) =>
+        withIndices(p.labels, dx, (lp) =>
           splitRows(`softmax_xent_vjp_${SUFFIX[x.dtype]}`, n, c, 10, (lo, hi) => [
             x.ptr + lo * c * b,
             lp + lo * 4,

@@ -44,7 +44,7 @@ function around(shape: readonly number[], axis: number): [number, number, number
   return [sizeOf(shape.slice(0, axis)), shape[axis], sizeOf(shape.slice(axis + 1))];
 }
 
-/** Runs a gather-family kernel with the indices copied into a temporary wasm block (freeing `out` if that block cannot be had). */
+/** Runs f on indices (or cross-entropy's labels) copied into a temporary wasm block (freeing `out` if that block cannot be had). */
 export function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) => void): void {
   const arena = runtime().arena;
   const bytes = Math.max(4, indices.length * 4);
@@ -57,8 +57,8 @@ export function withIndices(indices: Int32Array, out: Tensor, f: (ptr: number) =
   }
   try {
     views().i32.set(indices, ptr >> 2);
-    // Reported with the array itself, so compile() binds this write to the right derivation
-    // even when two index arguments hold equal values while tracing.
+    // Reported with the array itself, so compile() replays it with each call's values, bound to
+    // the right derivation even when two index arguments hold equal values while tracing.
     hooks.recorder?.write(ptr, indices.length, 'i32', indices);
     f(ptr);
   } finally {
