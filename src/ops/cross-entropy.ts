@@ -175,18 +175,23 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
   if (read.source !== null) derive(flat, read.source, make); // a compiled step checks each call's new labels the same way
   return composite(() => {
     const x = reshape(logits, [n, c]);
-    let rows = apply('softmaxCrossEntropy', [x], { labels: flat }); // lse − x[label]
-    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
+    const rows = apply('softmaxCrossEntropy', [x], { labels: flat }); // lse − x[label]
     let w: Tensor | null = null;
     if (ignore !== undefined) {
       const wv = weightsOf(read.flat, ignore, logits.dtype === 'float64');
       if (read.source !== null)
         derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
       w = fromValues(wv, [n], logits.dtype);
-      rows = where(w, rows, 0); // exactly 0 for ignored rows, whatever their logits
     }
-    return reduce(rows, reduction, lead, w);
+    return finishRows(rows, x, eps, w, reduction, lead);
   });
+}
+
+/** Per-row losses lse − x[label] finished: label smoothing mixed in, rows of weight 0 (ignored) set to 0, reduced. */
+function finishRows(rows: Tensor, x: Tensor, eps: number, w: Tensor | null, reduction: Reduction, lead: readonly number[]): Tensor {
+  if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
+  if (w !== null) rows = where(w, rows, 0); // exactly 0 for ignored rows, whatever their logits
+  return reduce(rows, reduction, lead, w);
 }
 
 /**
@@ -200,15 +205,11 @@ function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, igno
     n = sizeOf(lead);
   return composite(() => {
     const x = reshape(logits, [n, c]);
-    const kept = ignore === undefined ? null : ne(reshape(labels, [n]), ignore);
     // −logSoftmax at the label: the fused kernel's order of operations, so the rows equal it. An
     // ignored label picks column 0 inside take (the labels are read as passed: compile() rebinds them).
-    const at = reshape(labels, [n, 1]);
-    let rows = neg(reshape(take(logSoftmax(x, 1), at, { axis: 1, lead: 1, op: 'crossEntropy', ignore }), [n]));
-    if (eps > 0) rows = add(mul(rows, 1 - eps), mul(sub(logsumexp(x, 1), mean(x, 1)), eps));
-    if (kept === null) return reduce(rows, reduction, lead, null);
-    const w = cast(kept, logits.dtype);
-    return reduce(where(w, rows, 0), reduction, lead, w);
+    const rows = neg(reshape(take(logSoftmax(x, 1), reshape(labels, [n, 1]), { axis: 1, lead: 1, op: 'crossEntropy', ignore }), [n]));
+    const w = ignore === undefined ? null : cast(ne(reshape(labels, [n]), ignore), logits.dtype);
+    return finishRows(rows, x, eps, w, reduction, lead);
   });
 }
 
