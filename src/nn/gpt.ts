@@ -171,17 +171,11 @@ export class GPT extends Module {
   }
 
   private checkIds(ids: TokenIds): { flat: Int32Array | readonly number[] | Tensor; B: number; T: number } {
-    let flat: Int32Array | readonly number[], shape: readonly number[];
+    let flat: Int32Array | readonly number[] | Tensor, shape: readonly number[];
     if (ids instanceof Tensor) {
       if ((ids.dtype as string) !== 'int32') throw new ArgumentError(`GPT: ids must be an int32 tensor, got ${ids.dtype}`);
-      if (isBatched(ids)) {
-        // mapped by vmap (per-example gradients): nn.Embedding takes the tensor and its launch checks the ids
-        if (ids.shape.length !== 2 || ids.shape[1] < 1) throw new ShapeError(`GPT: ids must be [B, T], got shape [${ids.shape}]`);
-        if (ids.shape[1] > this.context)
-          throw new ShapeError(`GPT: sequence length ${ids.shape[1]} exceeds the context of ${this.context}`);
-        return { flat: ids, B: ids.shape[0], T: ids.shape[1] };
-      }
-      flat = ids.toArray() as Int32Array;
+      // Mapped by vmap (per-example gradients), the tensor itself: nn.Embedding's launch reads and checks the ids.
+      flat = isBatched(ids) ? ids : (ids.toArray() as Int32Array);
       shape = ids.shape;
     } else if (ids !== null && typeof ids === 'object' && 'ids' in ids && Array.isArray(ids.shape)) {
       flat = ids.ids;
@@ -189,8 +183,9 @@ export class GPT extends Module {
     } else {
       throw new ArgumentError('GPT: ids must be an int32 tensor [B, T] or { ids, shape: [B, T] }');
     }
-    if (shape.length !== 2 || shape[0] * shape[1] !== flat.length || shape[1] < 1)
-      throw new ShapeError(`GPT: ids must be [B, T] with ${flat.length} ids, got shape [${shape}]`);
+    const n = flat instanceof Tensor ? flat.size : flat.length;
+    if (shape.length !== 2 || shape[0] * shape[1] !== n || shape[1] < 1)
+      throw new ShapeError(`GPT: ids must be [B, T] with ${n} ids, got shape [${shape}]`);
     if (shape[1] > this.context) throw new ShapeError(`GPT: sequence length ${shape[1]} exceeds the context of ${this.context}`);
     return { flat, B: shape[0], T: shape[1] };
   }
