@@ -188,6 +188,24 @@ describe('Optimizer bookkeeping', () => {
     expect(g.disposed).toBe(true);
   });
 
+  it('refuses a .grad of another shape (even of the same size), a disposed one, or a non-Tensor, naming the optimizer', () => {
+    // PyTorch refuses `p.grad = g` of another shape; a [3, 2] gradient on a [2, 3] parameter
+    // used to update it silently in memory order.
+    const p = A.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3], dtype: 'float64', requiresGrad: true });
+    for (const Opt of [optim.SGD, optim.Adam]) {
+      const opt = new Opt([p], { lr: 1 });
+      p.grad = A.keep(A.zeros([3, 2], { dtype: 'float64' }));
+      expect(() => opt.step()).toThrow(A.ShapeError);
+      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step: gradient has shape \\[3,2\\] but the parameter has \\[2,3\\]`));
+      p.grad.dispose();
+      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step \\(a parameter's \\.grad\\)`));
+      p.grad = [1, 2, 3, 4, 5, 6] as never;
+      expect(() => opt.step()).toThrow(/\.grad must be a Tensor or null, got/);
+      p.grad = null;
+    }
+    expect(Array.from(p.toArray())).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('lr can be changed between steps; Adam counts steps per parameter', () => {
     const a = param([0], [1]),
       b = param([0], [1]);

@@ -177,8 +177,12 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
         const g = p.grad;
         if (g === null) continue;
         p.check(`${this.name}.step`);
+        if (!isTensor(g)) throw new ArgumentError(`${this.name}.step: a parameter's .grad must be a Tensor or null, got ${describe(g)}`);
+        g.check(`${this.name}.step (a parameter's .grad)`);
         if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
-        if (g.size !== p.size)
+        // The shape, not just the size: a [3, 2] gradient on a [2, 3] parameter would update it
+        // in memory order; PyTorch refuses such a .grad when it is assigned.
+        if (g.shape.length !== p.shape.length || g.shape.some((d, k) => d !== p.shape[k]))
           throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
         this.update(p, g, group);
       }
