@@ -271,6 +271,12 @@ describe('Optimizer bookkeeping', () => {
     ['beta out of range', () => new optim.Adam([A.zeros([1])], { betas: [0.9, 1] }), /betas\[1\] must be a finite number in \[0, 1\)/],
     ['nesterov without momentum', () => new optim.SGD([A.zeros([1])], { lr: 0.1, nesterov: true }), /nesterov requires momentum > 0/],
     [
+      'nesterov with a group that dampens',
+      () =>
+        new optim.SGD([{ params: [A.zeros([1])] }, { params: [A.zeros([1])], dampening: 0.1 }], { lr: 0.1, momentum: 0.9, nesterov: true }),
+      /SGD: params\[1\]\.nesterov requires momentum > 0 and dampening = 0, got momentum 0\.9 and dampening 0\.1/,
+    ],
+    [
       'duplicate parameter',
       () => {
         const t = A.zeros([1]);
