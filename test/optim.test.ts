@@ -324,6 +324,29 @@ describe('clipping', () => {
     close(b.grad!.toArray(), [3 * c, 4 * c], 1e-14);
   });
 
+  it('leaves alone what shares a gradient buffer but is not clipped: another parameter, the seed', () => {
+    // Backward hands a and b one buffer; clipping a used to scale b's gradient (and a seed given
+    // to backward) in place. PyTorch's .grad tensors own their memory.
+    const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }),
+      b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
+    A.add(a, b)
+      .mul(A.tensor([3, 4], { dtype: 'float64' }))
+      .sum()
+      .backward();
+    expect(A.clipGradNorm([a], 1)).toBe(5);
+    close(a.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
+    expect(Array.from(b.grad!.toArray())).toEqual([3, 4]);
+    A.clipGradValue([b], 3.5);
+    expect(Array.from(b.grad!.toArray())).toEqual([3, 3.5]);
+    close(a.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
+    const h = A.tensor([1, 2], { requiresGrad: true, dtype: 'float64' });
+    const seed = A.tensor([3, 4], { dtype: 'float64' });
+    h.reshape([2]).backward(seed);
+    A.clipGradNorm([h], 1);
+    expect(Array.from(seed.toArray())).toEqual([3, 4]);
+    close(h.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
+  });
+
   it('clipGradValue clamps every element', () => {
     const t = param([0, 0, 0, 0, 0], [-3, -0.5, 0, 0.5, 3]);
     A.clipGradValue([t], 1);
