@@ -237,6 +237,15 @@ describe('errors', () => {
       },
       /milestones\[1\] must be an integer ≥ 6, got 3/,
     ],
+    [
+      'SequentialLR first in a SequentialLR (it threw "LinearLR.step() was called before SGD.step()")',
+      () => {
+        const o = sgd();
+        const inner = new SequentialLR(o, { schedulers: [new LinearLR(o), new StepLR(o, { stepSize: 1 })], milestones: [2] });
+        return new SequentialLR(o, { schedulers: [inner, new CosineAnnealingLR(o, { tMax: 4 })], milestones: [6] });
+      },
+      /SequentialLR: schedulers\[0\] is a SequentialLR, which cannot come first/,
+    ],
     ['OneCycleLR without a length', () => new OneCycleLR(sgd(), { maxLr: 1 }), /give either totalSteps or both epochs and stepsPerEpoch/],
     [
       'OneCycleLR with maxLr per group mismatched',
