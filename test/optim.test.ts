@@ -206,6 +206,17 @@ describe('Optimizer bookkeeping', () => {
     expect(Array.from(p.toArray())).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
+  it('checks every gradient before moving any parameter (a bad one used to leave the earlier ones updated)', () => {
+    const a = param([1, 2], [1, 1]),
+      b = param([3, 4], [1, 1]);
+    for (const opt of [new optim.SGD([a, b], { lr: 1, momentum: 0.9 }), new optim.Adam([{ params: [a] }, { params: [b] }])]) {
+      b.grad = A.keep(A.ones([2]));
+      expect(() => opt.step()).toThrow(A.DtypeError);
+      expect([...a.toArray(), ...b.toArray()]).toEqual([1, 2, 3, 4]);
+      expect(Object.keys(opt.stateDict()).filter((k) => k.startsWith('state.'))).toEqual([]);
+    }
+  });
+
   it('lr can be changed between steps; Adam counts steps per parameter', () => {
     const a = param([0], [1]),
       b = param([0], [1]);
