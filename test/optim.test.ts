@@ -188,6 +188,35 @@ describe('Optimizer bookkeeping', () => {
     expect(g.disposed).toBe(true);
   });
 
+  it('refuses a .grad of another shape (even of the same size), a disposed one, or a non-Tensor, naming the optimizer', () => {
+    // PyTorch refuses `p.grad = g` of another shape; a [3, 2] gradient on a [2, 3] parameter
+    // used to update it silently in memory order.
+    const p = A.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3], dtype: 'float64', requiresGrad: true });
+    for (const Opt of [optim.SGD, optim.Adam]) {
+      const opt = new Opt([p], { lr: 1 });
+      p.grad = A.keep(A.zeros([3, 2], { dtype: 'float64' }));
+      expect(() => opt.step()).toThrow(A.ShapeError);
+      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step: gradient has shape \\[3,2\\] but the parameter has \\[2,3\\]`));
+      p.grad.dispose();
+      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step \\(a parameter's \\.grad\\)`));
+      p.grad = [1, 2, 3, 4, 5, 6] as never;
+      expect(() => opt.step()).toThrow(/\.grad must be a Tensor or null, got/);
+      p.grad = null;
+    }
+    expect(Array.from(p.toArray())).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it('checks every gradient before moving any parameter (a bad one used to leave the earlier ones updated)', () => {
+    const a = param([1, 2], [1, 1]),
+      b = param([3, 4], [1, 1]);
+    for (const opt of [new optim.SGD([a, b], { lr: 1, momentum: 0.9 }), new optim.Adam([{ params: [a] }, { params: [b] }])]) {
+      b.grad = A.keep(A.ones([2]));
+      expect(() => opt.step()).toThrow(A.DtypeError);
+      expect([...a.toArray(), ...b.toArray()]).toEqual([1, 2, 3, 4]);
+      expect(Object.keys(opt.stateDict()).filter((k) => k.startsWith('state.'))).toEqual([]);
+    }
+  });
+
   it('lr can be changed between steps; Adam counts steps per parameter', () => {
     const a = param([0], [1]),
       b = param([0], [1]);
@@ -253,6 +282,12 @@ describe('Optimizer bookkeeping', () => {
     ['beta out of range', () => new optim.Adam([A.zeros([1])], { betas: [0.9, 1] }), /betas\[1\] must be a finite number in \[0, 1\)/],
     ['nesterov without momentum', () => new optim.SGD([A.zeros([1])], { lr: 0.1, nesterov: true }), /nesterov requires momentum > 0/],
     [
+      'nesterov with a group that dampens',
+      () =>
+        new optim.SGD([{ params: [A.zeros([1])] }, { params: [A.zeros([1])], dampening: 0.1 }], { lr: 0.1, momentum: 0.9, nesterov: true }),
+      /SGD: params\[1\]\.nesterov requires momentum > 0 and dampening = 0, got momentum 0\.9 and dampening 0\.1/,
+    ],
+    [
       'duplicate parameter',
       () => {
         const t = A.zeros([1]);
@@ -298,6 +333,29 @@ describe('clipping', () => {
     const c = 1 / (norm + 1e-6);
     close(a.grad!.toArray(), [3 * c, 4 * c], 1e-14);
     close(b.grad!.toArray(), [3 * c, 4 * c], 1e-14);
+  });
+
+  it('leaves alone what shares a gradient buffer but is not clipped: another parameter, the seed', () => {
+    // Backward hands a and b one buffer; clipping a used to scale b's gradient (and a seed given
+    // to backward) in place. PyTorch's .grad tensors own their memory.
+    const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }),
+      b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
+    A.add(a, b)
+      .mul(A.tensor([3, 4], { dtype: 'float64' }))
+      .sum()
+      .backward();
+    expect(A.clipGradNorm([a], 1)).toBe(5);
+    close(a.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
+    expect(Array.from(b.grad!.toArray())).toEqual([3, 4]);
+    A.clipGradValue([b], 3.5);
+    expect(Array.from(b.grad!.toArray())).toEqual([3, 3.5]);
+    close(a.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
+    const h = A.tensor([1, 2], { requiresGrad: true, dtype: 'float64' });
+    const seed = A.tensor([3, 4], { dtype: 'float64' });
+    h.reshape([2]).backward(seed);
+    A.clipGradNorm([h], 1);
+    expect(Array.from(seed.toArray())).toEqual([3, 4]);
+    close(h.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
   });
 
   it('clipGradValue clamps every element', () => {

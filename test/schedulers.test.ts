@@ -34,7 +34,7 @@ function follows(got: number[][], want: (epoch: number, group: number) => number
   got.forEach((lrs, e) =>
     lrs.forEach((lr, g) => {
       const w = want(e, g);
-      if (Math.abs(lr - w) > rel * Math.max(Math.abs(w), scale)) throw new Error(`epoch ${e}, group ${g}: got ${lr}, want ${w}`);
+      if (!(Math.abs(lr - w) <= rel * Math.max(Math.abs(w), scale))) throw new Error(`epoch ${e}, group ${g}: got ${lr}, want ${w}`);
     }),
   );
 }
@@ -237,6 +237,15 @@ describe('errors', () => {
       },
       /milestones\[1\] must be an integer ≥ 6, got 3/,
     ],
+    [
+      'SequentialLR first in a SequentialLR (it threw "LinearLR.step() was called before SGD.step()")',
+      () => {
+        const o = sgd();
+        const inner = new SequentialLR(o, { schedulers: [new LinearLR(o), new StepLR(o, { stepSize: 1 })], milestones: [2] });
+        return new SequentialLR(o, { schedulers: [inner, new CosineAnnealingLR(o, { tMax: 4 })], milestones: [6] });
+      },
+      /SequentialLR: schedulers\[0\] is a SequentialLR, which cannot come first/,
+    ],
     ['OneCycleLR without a length', () => new OneCycleLR(sgd(), { maxLr: 1 }), /give either totalSteps or both epochs and stepsPerEpoch/],
     [
       'OneCycleLR with maxLr per group mismatched',
@@ -283,5 +292,51 @@ describe('OneCycleLR with a phase of no steps', () => {
       s.step();
     }
     expect(Number.isFinite(s.getLastLr()[0])).toBe(true);
+  });
+});
+
+describe('a parameter group added after the scheduler was built', () => {
+  /** SGD over one group (lr 0.1), the scheduler, then addParamGroup({ lr: 0.01 }) and six steps. */
+  function addedLate(make: (opt: A.optim.SGD) => A.optim.lrScheduler.LRScheduler): { lrs: number[][]; b: A.Tensor } {
+    const a = A.ones([1], { dtype: 'float64', requiresGrad: true }),
+      b = A.ones([1], { dtype: 'float64', requiresGrad: true });
+    const opt = new optim.SGD([a], { lr: 0.1 });
+    const s = make(opt);
+    opt.addParamGroup({ params: [b], lr: 0.01 });
+    const lrs: number[][] = [];
+    for (let i = 0; i < 6; i++) {
+      for (const p of [a, b]) p.grad = A.keep(A.ones([1], { dtype: 'float64' }));
+      opt.step();
+      s.step();
+      lrs.push(s.getLastLr());
+    }
+    return { lrs, b };
+  }
+
+  // PyTorch 1.13 (zip(base_lrs, param_groups)): the forms that start from base lrs leave the new
+  // group's lr alone; these used to set it to undefined, and the next step made its parameters NaN.
+  it('LambdaLR keeps its lr, as PyTorch', () => {
+    const { lrs, b } = addedLate((opt) => new LambdaLR(opt, { lrLambda: (e) => 0.5 ** e }));
+    expect(lrs).toEqual([0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.0015625].map((lr) => [lr, 0.01]));
+    expect(b.item()).toBeCloseTo(1 - 6 * 0.01, 15);
+  });
+
+  it("CosineAnnealingLR's restart step skips it, as PyTorch", () => {
+    const { lrs } = addedLate((opt) => new CosineAnnealingLR(opt, { tMax: 2, etaMin: 0.001 }));
+    const torch = [
+      [0.0505, 0.0055000000000000005],
+      [0.001, 0.001],
+      [0.050499999999999996, 0.001],
+      [0.10000000000000002, 0.001],
+      [0.050500000000000024, 0.001],
+      [0.001, 0.001],
+    ];
+    follows(lrs, (e, g) => torch[e][g]);
+  });
+
+  it('OneCycleLR refuses to step it (PyTorch: KeyError max_lr)', () => {
+    expect(() => addedLate((opt) => new OneCycleLR(opt, { maxLr: 0.1, totalSteps: 10 }))).toThrow(
+      /OneCycleLR\.step\(\): the optimizer has 2 parameter groups but the schedule was built for 1/,
+    );
   });
 });

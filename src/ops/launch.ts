@@ -275,7 +275,7 @@ function span(shape: readonly number[], lo: number, hi: number): number {
 }
 
 /** A fresh contiguous copy of x with another (same-size) shape. */
-function copyAs(x: Tensor, shape: readonly number[]): Tensor {
+export function copyAs(x: Tensor, shape: readonly number[]): Tensor {
   const y = Tensor.empty(shape, x.dtype);
   if (x.size > 0)
     stridedCopy(

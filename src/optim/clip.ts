@@ -1,11 +1,15 @@
 // Gradient clipping in place, as torch.nn.utils.clip_grad_norm_ / clip_grad_value_. The norm
 // is accumulated in f64 in wasm. Two parameters may share one gradient buffer (the VJP of
-// a + b hands both the same adjoint), so in-place edits run once per buffer.
+// a + b hands both the same adjoint), so in-place edits run once per buffer; and a buffer that
+// tensors outside `params` also view (another parameter's .grad, the seed given to backward) is
+// copied first, so that clipping some parameters never changes anything else, as in PyTorch,
+// where every .grad owns its memory.
 import { ArgumentError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { Storage } from '../tensor/tensor.js';
 import { kernel } from '../wasm/module.js';
-import { k } from '../ops/launch.js';
+import { copyAs, k } from '../ops/launch.js';
+import { keep } from '../tensor/memory.js';
 import { describe, tooMany } from '../args.js';
 import { hooks } from '../wasm/hooks.js';
 import { zeros } from '../ops/create.js';
@@ -14,12 +18,28 @@ function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
   if (params === null || typeof (params as Iterable<Tensor>)?.[Symbol.iterator] !== 'function') {
     throw new ArgumentError(`${op}: params must be an array of Tensors`);
   }
-  const out: Tensor[] = [];
+  const withGrad: Tensor[] = [];
   for (const p of new Set(params)) {
     if (!(p instanceof Tensor)) throw new ArgumentError(`${op}: params must hold only Tensors, got ${describe(p)}`);
-    if (p.grad !== null) out.push(p.grad.check(op));
+    if (p.grad === null) continue;
+    p.grad.check(op);
+    withGrad.push(p);
   }
-  return out;
+  // Handles per buffer among these gradients; storage.refs counts every handle on it.
+  const handles = new Map<Storage, Set<Tensor>>();
+  for (const p of withGrad) {
+    const g = p.grad!;
+    if (!handles.has(g.storage)) handles.set(g.storage, new Set());
+    handles.get(g.storage)!.add(g);
+  }
+  return withGrad.map((p) => {
+    const g = p.grad!;
+    if (g.storage.refs === handles.get(g.storage)!.size) return g;
+    const own = keep(copyAs(g, g.shape)); // the others keep the old buffer (the collector frees it)
+    own.storage.markGradient();
+    p.grad = own;
+    return own;
+  });
 }
 
 /** Each gradient whose buffer no earlier one shares. */

@@ -171,18 +171,26 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   /** Applies one update to every parameter that has a gradient (the others are skipped, as in PyTorch). */
   step(): void {
     if (arguments.length > 0) throw tooMany('Optimizer.step', 0, arguments.length);
+    // Every gradient is checked before any parameter moves: an error leaves the model as it was.
+    const todo = this.paramGroups.flatMap((group) =>
+      group.params.filter((p) => p.grad !== null).map((p) => ({ p, g: this.checkedGrad(p), group })),
+    );
     this.calls++;
-    for (const group of this.paramGroups) {
-      for (const p of group.params) {
-        const g = p.grad;
-        if (g === null) continue;
-        p.check(`${this.name}.step`);
-        if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
-        if (g.size !== p.size)
-          throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
-        this.update(p, g, group);
-      }
-    }
+    for (const { p, g, group } of todo) this.update(p, g, group);
+  }
+
+  /** p.grad, refused unless it is a live Tensor of p's dtype and shape. */
+  private checkedGrad(p: Tensor): Tensor {
+    const g = p.grad as unknown;
+    p.check(`${this.name}.step`);
+    if (!isTensor(g)) throw new ArgumentError(`${this.name}.step: a parameter's .grad must be a Tensor or null, got ${describe(g)}`);
+    g.check(`${this.name}.step (a parameter's .grad)`);
+    if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
+    // The shape, not just the size: a [3, 2] gradient on a [2, 3] parameter would update it
+    // in memory order; PyTorch refuses such a .grad when it is assigned.
+    if (g.shape.length !== p.shape.length || g.shape.some((d, k) => d !== p.shape[k]))
+      throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
+    return g;
   }
 
   /** Disposes every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). */

@@ -131,7 +131,10 @@ export abstract class LRScheduler {
       this.lastEpoch = epoch;
       values = this.closedFormLr() ?? this.getLr();
     }
-    this.optimizer.paramGroups.forEach((g, i) => (g.lr = values[i]));
+    // values may be shorter than the groups: a group added (addParamGroup) after the scheduler
+    // was built has no base lr, and like PyTorch's zip the forms that start from base lrs leave
+    // its lr alone instead of setting it to undefined (a NaN update).
+    values.forEach((v, i) => (this.optimizer.paramGroups[i].lr = v));
     this.lastLr = this.optimizer.paramGroups.map((g) => g.lr);
   }
 

@@ -2,7 +2,7 @@
 // the lr rises from maxLr/divFactor to maxLr over pctStart of the steps, then falls to
 // initialLr/finalDivFactor (threePhase: back to the initial lr first, then down); the momentum
 // (SGD's momentum, Adam's beta1) moves the opposite way between maxMomentum and baseMomentum.
-import { ArgumentError } from '../errors.js';
+import { AdjointError, ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, between, cos, integer, options } from './scheduler-base.js';
 import { tooMany } from '../args.js';
@@ -147,6 +147,12 @@ export class OneCycleLR extends LRScheduler {
   protected getLr(): number[] {
     const step = this.lastEpoch;
     if (step > this.totalSteps) throw new ArgumentError(`OneCycleLR: stepped ${step} times, but totalSteps is ${this.totalSteps}`);
+    const n = this.lr.max.length;
+    if (this.optimizer.paramGroups.length !== n)
+      throw new AdjointError(
+        `OneCycleLR.step(): the optimizer has ${this.optimizer.paramGroups.length} parameter groups but the schedule was built for ${n} ` +
+          '(a group added with addParamGroup afterwards has no maxLr); build OneCycleLR after adding every group',
+      );
     return this.optimizer.paramGroups.map((g, i) => {
       let start = 0;
       for (let k = 0; k < this.phases.length; k++) {

@@ -47,6 +47,12 @@ export class SequentialLR extends LRScheduler {
         `SequentialLR: expected ${schedulers.length - 1} milestones for ${schedulers.length} schedulers, got ${Array.isArray(milestones) ? milestones.length : String(milestones)}`,
       );
     }
+    // Its constructor's initial step would step the nested one's first scheduler before the
+    // optimizer has stepped (PyTorch warns there and starts the schedule one step late).
+    if (schedulers[0] instanceof SequentialLR)
+      throw new ArgumentError(
+        'SequentialLR: schedulers[0] is a SequentialLR, which cannot come first; list its schedulers and milestones in this one instead',
+      );
     milestones.forEach((m, i) => {
       integer('SequentialLR', `milestones[${i}]`, m, i === 0 ? 1 : milestones[i - 1] + 1);
     });

@@ -116,7 +116,7 @@ export class CosineAnnealingLR extends LRScheduler {
     if (this.stepCount === 1 && e > 0) return this.baseLrs.map((b) => eta + ((b - eta) * (1 + cos((e * Math.PI) / T))) / 2);
     // Python's modulo: non-negative for a positive divisor. Here the recursion's denominator would be 0.
     if ((((e - 1 - T) % (2 * T)) + 2 * T) % (2 * T) === 0) {
-      return groups.map((g, i) => g.lr + ((this.baseLrs[i] - eta) * (1 - cos(Math.PI / T))) / 2);
+      return this.baseLrs.map((b, i) => groups[i].lr + ((b - eta) * (1 - cos(Math.PI / T))) / 2); // zip(base_lrs, groups)
     }
     return groups.map((g) => ((1 + cos((Math.PI * e) / T)) / (1 + cos((Math.PI * (e - 1)) / T))) * (g.lr - eta) + eta);
   }

@@ -66,7 +66,9 @@ function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGD
   };
   if (typeof g.nesterov !== 'boolean') throw new ArgumentError(`SGD: ${at('nesterov')} must be true or false, got ${String(g.nesterov)}`);
   if (g.nesterov && (g.momentum <= 0 || g.dampening !== 0))
-    throw new ArgumentError('SGD: nesterov requires momentum > 0 and dampening = 0');
+    throw new ArgumentError(
+      `SGD: ${at('nesterov')} requires momentum > 0 and dampening = 0, got momentum ${g.momentum} and dampening ${g.dampening}`,
+    );
   return g;
 }
 
