@@ -1,7 +1,7 @@
 // nn.MultiheadAttention and nn.TransformerEncoderLayer with PyTorch's parameter names, layouts
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
-import { optionsArg, tooMany } from '../args.js';
+import { boolArg, optionsArg, tooMany } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -133,6 +133,7 @@ export class MultiheadAttention extends Module {
     const given = (isOptions(key) ? key : isOptions(value) ? value : options) as AttentionForwardOptions | undefined;
     // A misspelt option (causal for isCausal) would silently attend everywhere: refuse it.
     const opts = optionsArg('nn.MultiheadAttention.forward', given, ['attnMask', 'isCausal']);
+    boolArg('nn.MultiheadAttention.forward', 'isCausal', opts.isCausal, false); // as misspelt: `isCausal: 1` would attend everywhere
     const k = key instanceof Tensor ? key : query;
     const v = value instanceof Tensor ? value : k;
     return composite(() => {
