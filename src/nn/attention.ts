@@ -296,8 +296,9 @@ export class TransformerEncoderLayer extends Module {
     this.drop = this.registerModule('dropout', new Dropout(p, { seed: s(2) }));
     this.linear2 = this.registerModule('linear2', new Linear(ff, dModel, { bias, dtype, seed: s(3) }));
     const eps = opts.layerNormEps ?? 1e-5;
-    this.norm1 = this.registerModule('norm1', new LayerNorm(dModel, { eps, dtype }));
-    this.norm2 = this.registerModule('norm2', new LayerNorm(dModel, { eps, dtype }));
+    // PyTorch (≥ 2.1) passes bias to the LayerNorms too: bias: false has no norm1.bias, norm2.bias.
+    this.norm1 = this.registerModule('norm1', new LayerNorm(dModel, { eps, bias, dtype }));
+    this.norm2 = this.registerModule('norm2', new LayerNorm(dModel, { eps, bias, dtype }));
     this.drop1 = this.registerModule('dropout1', new Dropout(p, { seed: s(4) }));
     this.drop2 = this.registerModule('dropout2', new Dropout(p, { seed: s(5) }));
   }
