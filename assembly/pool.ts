@@ -1,7 +1,8 @@
 // 2-D max and average pooling over the planes of an NCHW tensor (no padding: every window lies
-// inside the image), and their VJPs. Max pooling routes through the window's argmax: the first
-// maximum in row-major window order, a NaN counting as the maximum (as PyTorch), so the forward
-// value, the gradient scatter and its transpose (a gather) all agree on one position.
+// inside the image), and their VJPs. Max pooling routes through the window's argmax, PyTorch's
+// rule `v > best || isnan(v)` in row-major window order: the first maximum, or the last NaN
+// (each NaN replaces the one before), so the forward value, the gradient scatter and its
+// transpose (a gather) all agree on one position, the one PyTorch's indices name.
 // SIMD runs across L adjacent windows of an output row (their corners are sw apart, so each
 // window element is a strided lane load); the compare-and-select is branch-free, which matters:
 // scalar code loses ~10× to mispredicted "is this the max" branches on real activations. A
@@ -52,7 +53,7 @@ import { lanes, ld, st, at, ldi } from './lanes';
   for (let i = 0; i < kh; i++) {
     for (let j = 0; j < kw; j++) {
       const v = strided<T>(at<T>(x, i * W + j), step);
-      const m = v128.or(v128.gt<T>(v, best), v128.and(v128.ne<T>(v, v), v128.eq<T>(best, best)));
+      const m = v128.or(v128.gt<T>(v, best), v128.ne<T>(v, v));
       best = v128.bitselect(v, best, m);
       if (want == ARG) idx = v128.bitselect(splatOffset<T>(i * W + j), idx, m);
     }
@@ -74,11 +75,11 @@ import { lanes, ld, st, at, ldi } from './lanes';
     const odd = sizeof<T>() == 4 ? v128.shuffle<f32>(a, b, 1, 3, 5, 7) : v128.shuffle<f64>(a, b, 1, 3);
     if (i == 0) best = even;
     else {
-      const m = v128.or(v128.gt<T>(even, best), v128.and(v128.ne<T>(even, even), v128.eq<T>(best, best)));
+      const m = v128.or(v128.gt<T>(even, best), v128.ne<T>(even, even));
       best = v128.bitselect(even, best, m);
       if (want == ARG) idx = v128.bitselect(splatOffset<T>(i * W), idx, m);
     }
-    const m = v128.or(v128.gt<T>(odd, best), v128.and(v128.ne<T>(odd, odd), v128.eq<T>(best, best)));
+    const m = v128.or(v128.gt<T>(odd, best), v128.ne<T>(odd, odd));
     best = v128.bitselect(odd, best, m);
     if (want == ARG) idx = v128.bitselect(splatOffset<T>(i * W + 1), idx, m);
   }
@@ -113,7 +114,7 @@ import { lanes, ld, st, at, ldi } from './lanes';
   for (let i = 0; i < kh; i++) {
     for (let j = 0; j < kw; j++) {
       const v = ld<T>(x, i * W + j);
-      if (v > best || (v != v && best == best)) {
+      if (v > best || v != v) {
         best = v;
         bi = i * W + j;
       }

@@ -227,7 +227,7 @@ describe('gradcheck (float64)', () => {
   }
 });
 
-/** Max/avg pooling of a flat NCHW array in float64, with the kernels' argmax rule (first max; NaN wins). */
+/** Max/avg pooling of a flat NCHW array in float64, with PyTorch's argmax rule (first max; the last NaN wins). */
 function refPool(x: F, [N, C, H, W]: number[], [kh, kw]: Pair, [sh, sw]: Pair) {
   const Ho = out(H, kh, sh, 0),
     Wo = out(W, kw, sw, 0);
@@ -244,7 +244,7 @@ function refPool(x: F, [N, C, H, W]: number[], [kh, kw]: Pair, [sh, sw]: Pair) {
             const k = corner + i * W + j,
               v = x[k],
               best = x[bi];
-            if (v > best || (Number.isNaN(v) && !Number.isNaN(best))) bi = k;
+            if (v > best || Number.isNaN(v)) bi = k;
             s += v;
           }
         arg.push(bi);
@@ -384,6 +384,38 @@ describe('pooling forward', () => {
       expect(Number.isNaN(A.maxPool2d(x, 2).item())).toBe(true);
     });
   });
+  // Indices from PyTorch 1.13's F.max_pool2d(x, k, s, return_indices=True): its rule is
+  // `v > best || isnan(v)`, so a window's last NaN takes the gradient (ties still go to the first
+  // maximum). Rows 4–10 windows wide run the SIMD paths (the 2×2/2 one tiles the plane).
+  const NaN2: number[] = [NaN, NaN, 1, NaN, NaN, 2, 5, 5, NaN, 0, 3, 4, NaN, 1, NaN, NaN, NaN, NaN, 5, NaN, 7, NaN, 1, 2];
+  const torchIdx: [Pair, Pair, number[]][] = [
+    [
+      [2, 2],
+      [2, 2],
+      [12, 15, 17, 19, 21, 11],
+    ],
+    [
+      [2, 3],
+      [1, 3],
+      [14, 17, 19, 21],
+    ],
+    [
+      [1, 3],
+      [1, 1],
+      [1, 3, 4, 4, 4, 6, 8, 8, 8, 11, 14, 15, 16, 17, 17, 19, 19, 21, 21, 21],
+    ],
+  ];
+  for (const dtype of ['float32', 'float64'] as const)
+    for (const [k, st, idx] of torchIdx)
+      it(`maxPool2d ${k.join('×')}/${st.join('×')} sends the gradient to a window's last NaN, as PyTorch (${dtype})`, () => {
+        A.tidy(() => {
+          const x = A.tensor(NaN2, { shape: [1, 1, 2, 12], dtype, requiresGrad: true });
+          A.maxPool2d(x, k, st).sum().backward();
+          const want = new Array<number>(24).fill(0);
+          for (const i of idx) want[i] += 1;
+          expect([...x.grad!.toArray()]).toEqual(want);
+        });
+      });
 });
 
 describe('JVP/VJP duality: ⟨u, J·t⟩ = ⟨Jᵀ·u, t⟩ for every primitive (float64)', () => {

@@ -471,6 +471,7 @@ function libraryRows(f: Fixtures): Row[] {
     row('nn.Unflatten', () => new nn.Unflatten(5, [3]).forward(f.x), A.ShapeError, 'dim 5', 'out of range'),
     row('nn.Dropout', () => new nn.Dropout(1.5), A.ArgumentError, 'p', '[0, 1)', '1.5'),
     row('nn.LayerNorm', () => new nn.LayerNorm(0), A.ArgumentError, 'dim', 'positive integer'),
+    row('nn.LayerNorm', () => new nn.LayerNorm(any([4, 5])), A.ShapeError, 'only the last axis', '[4,5]'),
     row('nn.LayerNorm', () => f.ln.forward(f.x), A.ShapeError, 'last axis', '4', '[2,3]'),
     row('nn.Embedding', () => f.emb.forward([0, 3]), A.ShapeError, 'index 3', 'position 1', '[0, 3)'),
     row('nn.Embedding', () => new nn.Embedding(-1, 2), A.ArgumentError, 'numEmbeddings', 'positive integer'),

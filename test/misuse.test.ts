@@ -26,6 +26,22 @@ describe('attention modules refuse unknown forward options', () => {
     expect(arr(layer.forward(x, { isCausal: true }))).not.toEqual(arr(layer.forward(x)));
     layer.dispose();
   });
+
+  // `isCausal: 1` (or 'true') was read as `=== true`, so it silently attended to later positions.
+  it('a non-boolean isCausal or causal is an ArgumentError, not an unmasked attention', () => {
+    const mha = new A.nn.MultiheadAttention(4, 2, { seed: 0 });
+    const layer = new A.nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8, dropout: 0, seed: 0 });
+    for (const v of [1, 'true'])
+      expect(() => mha.forward(x, { isCausal: v } as never)).toThrow(/MultiheadAttention.forward: isCausal must be true or false/);
+    expect(() => layer.forward(x, { isCausal: 1 } as never)).toThrow(/isCausal must be true or false, got 1/);
+    const q = A.randn([2, 3, 4], { seed: 2 });
+    expect(() => A.scaledDotProductAttention(q, q, q, { causal: 1 } as never)).toThrow(
+      /scaledDotProductAttention: causal must be true or false, got 1/,
+    );
+    expect(arr(mha.forward(x, { isCausal: false }))).toEqual(arr(mha.forward(x)));
+    mha.dispose();
+    layer.dispose();
+  });
 });
 
 describe('optimizers take leaf tensors only', () => {

@@ -352,6 +352,11 @@ describe('Conv2d', () => {
         }
     close(arr(y), ref, 1e-14);
     expect(() => c.forward(A.zeros([1, 3, 5, 5], f64))).toThrow(/Conv2d: expected input with channels \(axis 1 of NCHW\) = 2/);
+    // An unbatched [C, H, W] image was reported as a wrong channel count on axis 1.
+    expect(() => c.forward(A.zeros([3, 5, 5], f64))).toThrow(
+      /Conv2d: input must be 4-D \[N, 2, H, W\], got \[3,5,5\] \(one image: x.unsqueeze\(0\)\)/,
+    );
+    expect(() => c.forward(A.zeros([2, 5, 5], f64))).toThrow(/Conv2d: input must be 4-D/);
   });
 
   it('a LeNet-style CNN: gradients of every parameter pass gradcheck in float64', () => {

@@ -263,6 +263,22 @@ describe('names, init and bad input', () => {
       () => new A.nn.LSTM(3, 4).forward(A.zeros([5, 2, 3]), A.zeros([1, 2, 4]) as never),
       /LSTM: the initial state must be an array \[h0, c0\]/,
     ],
+    // [h0] alone used to run with c0 = 0 (PyTorch refuses a state that is not an (h, c) pair).
+    [
+      'an LSTM state with one tensor',
+      () => new A.nn.LSTM(3, 4).forward(A.zeros([5, 2, 3]), [A.zeros([1, 2, 4])] as never),
+      /LSTM: the state must be an array \[h0, c0\] of two tensors \(or omitted for zeros\), got an array of 1/,
+    ],
+    [
+      'an LSTM state with a null c0',
+      () => new A.nn.LSTM(3, 4).forward(A.zeros([5, 2, 3]), [A.zeros([1, 2, 4]), null] as never),
+      /LSTM: the state must be an array \[h0, c0\] of two tensors \(or omitted for zeros\), got \[Tensor, null\]/,
+    ],
+    [
+      'an LSTMCell state with one tensor',
+      () => new A.nn.LSTMCell(3, 4).forward(A.zeros([2, 3]), [A.zeros([2, 4])] as never),
+      /LSTMCell: the state must be an array \[h, c\] of two tensors/,
+    ],
     [
       'a cell input of the wrong size',
       () => new A.nn.LSTMCell(3, 4).forward(A.zeros([2, 5])),

@@ -191,6 +191,30 @@ describe('nn.TransformerEncoderLayer', () => {
     });
   });
 
+  // PyTorch ≥ 2.1 builds norm1 and norm2 with LayerNorm(..., bias=bias): bias: false drops their
+  // biases too (they were kept, so such a state dict from PyTorch failed to load, and ours had keys PyTorch refuses).
+  it("bias: false leaves out the LayerNorms' biases as well, as PyTorch", () => {
+    A.tidy(() => {
+      const l = new A.nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 12, dropout: 0, bias: false, seed: 3, ...f64 });
+      expect(Object.keys(l.stateDict())).toEqual([
+        'self_attn.in_proj_weight',
+        'self_attn.out_proj.weight',
+        'linear1.weight',
+        'linear2.weight',
+        'norm1.weight',
+        'norm2.weight',
+      ]);
+      expect([l.norm1.bias, l.norm2.bias]).toEqual([null, null]);
+      // The same weights with every bias 0 give the same output.
+      const full = new A.nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 12, dropout: 0, seed: 9, ...f64 });
+      const sd: Record<string, Tensor> = {};
+      for (const [n, t] of Object.entries(full.stateDict())) sd[n] = l.stateDict()[n] ?? A.zeros(t.shape, f64);
+      full.loadStateDict(sd);
+      const x = rn([2, 3, 8], 7);
+      expect(Array.from(l.forward(x).toArray())).toEqual(Array.from(full.forward(x).toArray()));
+    });
+  });
+
   it.each([false, true])('normFirst %s: the block written out with ops, and gradcheck of the input', (normFirst) => {
     A.tidy(() => {
       const l = new A.nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 12, dropout: 0, normFirst, seed: 4, ...f64 });

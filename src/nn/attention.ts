@@ -1,7 +1,7 @@
 // nn.MultiheadAttention and nn.TransformerEncoderLayer with PyTorch's parameter names, layouts
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
-import { optionsArg, tooMany } from '../args.js';
+import { boolArg, optionsArg, tooMany } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -133,6 +133,7 @@ export class MultiheadAttention extends Module {
     const given = (isOptions(key) ? key : isOptions(value) ? value : options) as AttentionForwardOptions | undefined;
     // A misspelt option (causal for isCausal) would silently attend everywhere: refuse it.
     const opts = optionsArg('nn.MultiheadAttention.forward', given, ['attnMask', 'isCausal']);
+    boolArg('nn.MultiheadAttention.forward', 'isCausal', opts.isCausal, false); // as misspelt: `isCausal: 1` would attend everywhere
     const k = key instanceof Tensor ? key : query;
     const v = value instanceof Tensor ? value : k;
     return composite(() => {
@@ -295,8 +296,9 @@ export class TransformerEncoderLayer extends Module {
     this.drop = this.registerModule('dropout', new Dropout(p, { seed: s(2) }));
     this.linear2 = this.registerModule('linear2', new Linear(ff, dModel, { bias, dtype, seed: s(3) }));
     const eps = opts.layerNormEps ?? 1e-5;
-    this.norm1 = this.registerModule('norm1', new LayerNorm(dModel, { eps, dtype }));
-    this.norm2 = this.registerModule('norm2', new LayerNorm(dModel, { eps, dtype }));
+    // PyTorch (≥ 2.1) passes bias to the LayerNorms too: bias: false has no norm1.bias, norm2.bias.
+    this.norm1 = this.registerModule('norm1', new LayerNorm(dModel, { eps, bias, dtype }));
+    this.norm2 = this.registerModule('norm2', new LayerNorm(dModel, { eps, bias, dtype }));
     this.drop1 = this.registerModule('dropout1', new Dropout(p, { seed: s(4) }));
     this.drop2 = this.registerModule('dropout2', new Dropout(p, { seed: s(5) }));
   }

@@ -1,7 +1,7 @@
 // nn.Conv2d (NCHW, weight [out, in, kh, kw]) with PyTorch's default initialisation:
 // U(−1/√fanIn, 1/√fanIn) for weight and bias, fanIn = in·kh·kw. Pooling layers wrap the ops.
-import { ArgumentError } from '../errors.js';
-import type { Tensor } from '../ops/tensor.js';
+import { ArgumentError, ShapeError } from '../errors.js';
+import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
 import { conv2d, maxPool2d, avgPool2d } from '../ops/conv-api.js';
 import { Module, checkInput } from './module.js';
@@ -80,6 +80,11 @@ export class Conv2d extends Module {
 
   forward(x: Tensor): Tensor {
     if (arguments.length > 1) throw tooMany('nn.Conv2d.forward', 1, arguments.length);
+    // Rank first: for an unbatched [C, H, W] image (which PyTorch accepts) a message about axis 1 misleads.
+    if (x instanceof Tensor && x.shape.length !== 4) {
+      const hint = x.shape.length === 3 ? ' (one image: x.unsqueeze(0))' : '';
+      throw new ShapeError(`Conv2d: input must be 4-D [N, ${this.inChannels}, H, W], got [${x.shape}]${hint}`);
+    }
     checkInput('Conv2d', x, this.dtype, 1, this.inChannels, 'channels (axis 1 of NCHW)');
     return conv2d(x, this.weight, this.bias ?? undefined, { stride: this.stride, padding: this.padding });
   }

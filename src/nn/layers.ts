@@ -161,7 +161,13 @@ export class LayerNorm extends Module {
     super();
     optionsArg('LayerNorm', opts, ['eps', 'elementwiseAffine', 'bias', 'dtype']);
     if (opts.eps !== undefined) epsArg('LayerNorm', opts.eps); // at construction, not at the first forward
-    const d = Array.isArray(dim) ? (dim.length === 1 ? dim[0] : NaN) : dim;
+    if (Array.isArray(dim) && dim.length !== 1) {
+      // PyTorch's normalized_shape may name several trailing axes; without this the error said "got NaN".
+      throw new ShapeError(
+        `LayerNorm: only the last axis is normalised: dim must be a number or [dim], got [${dim}] (reshape the axes into one)`,
+      );
+    }
+    const d = Array.isArray(dim) ? dim[0] : dim;
     this.dim = count('LayerNorm', 'dim (only the last axis is normalised)', d);
     this.dtype = dtypeOf('LayerNorm', opts.dtype);
     const affine = opts.elementwiseAffine ?? true;

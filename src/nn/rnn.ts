@@ -146,6 +146,17 @@ abstract class RecurrentCell<Out> extends RecurrentBase<Out> {
   }
 }
 
+/**
+ * An LSTM state given as an array holds both tensors, as PyTorch's (h, c) tuple must: [h] or
+ * [h, null] used to run with c = 0 (and [null, c] with h = 0) without a word.
+ */
+function checkPair(op: string, state: readonly unknown[], names: string): void {
+  if (state.length !== 2 || state.some((s) => s == null)) {
+    const got = state.length !== 2 ? `an array of ${state.length}` : `[${state.map((s) => (s == null ? String(s) : 'Tensor')).join(', ')}]`;
+    throw new ArgumentError(`${op}: the state must be an array ${names} of two tensors (or omitted for zeros), got ${got}`);
+  }
+}
+
 /** nn.LSTMCell: forward(x [B, in], [h, c]?) → [h', c']. */
 export class LSTMCell extends RecurrentCell<[Tensor, Tensor]> {
   /**
@@ -191,6 +202,7 @@ function cellForward(
   checkX(op, x, [1, 2], m.inputSize, m.dtype);
   if (state !== null && !Array.isArray(state))
     throw new ArgumentError(`${op}: the state must be ${kind === 'LSTM' ? 'an array [h, c]' : 'a Tensor'}`);
+  if (kind === 'LSTM' && state !== null) checkPair(op, state, '[h, c]');
   return composite(() => {
     const x2 = x.shape.length === 1 ? reshape(x, [1, x.shape[0]]) : x,
       B = x2.shape[0],
@@ -314,6 +326,7 @@ export class LSTM extends Recurrent<[Tensor, [Tensor, Tensor]]> {
   forward(x: Tensor, hx?: readonly [Tensor, Tensor] | null): [Tensor, [Tensor, Tensor]] {
     if (arguments.length > 2) throw tooMany('nn.LSTM.forward', 2, arguments.length);
     if (hx != null && !Array.isArray(hx)) throw new ArgumentError('LSTM: the initial state must be an array [h0, c0]');
+    if (hx != null) checkPair('LSTM', hx, '[h0, c0]');
     return composite(() => {
       const [y, h, c] = this.run(x, hx ?? []);
       return [y, [h, c]] as [Tensor, [Tensor, Tensor]];

@@ -10,7 +10,7 @@ import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, ne, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
-import { tooMany, optionsArg } from '../args.js';
+import { tooMany, optionsArg, boolArg } from '../args.js';
 
 /** Options for {@link scaledDotProductAttention} (PyTorch's `F.scaled_dot_product_attention` arguments in camelCase). */
 export interface AttentionOptions {
@@ -99,6 +99,7 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
 function checkOptions(o: AttentionOptions): void {
   if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${String(o)}`);
   optionsArg(OP, o, ['causal', 'mask', 'scale', 'dropoutP', 'seed']);
+  boolArg(OP, 'causal', o.causal, false); // `causal: 1` would otherwise attend everywhere: causal is `=== true`
   const p = o.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
   if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))

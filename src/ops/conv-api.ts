@@ -118,7 +118,8 @@ function poolArgs(op: string, x: Tensor, kernel: unknown, stride: unknown): Pool
 
 /**
  * Max over each k×k window (stride defaults to k; no padding). The gradient goes to the
- * window's first maximum in row-major order (a NaN counts as the maximum), as in PyTorch.
+ * window's first maximum in row-major order, or to its last NaN (a NaN counts as the maximum
+ * and replaces an earlier one), as in PyTorch.
  */
 export function maxPool2d(x: Tensor, k: number | readonly number[], stride?: number | readonly number[]): Tensor {
   if (arguments.length > 3) throw tooMany('maxPool2d', 3, arguments.length);
