@@ -33,4 +33,19 @@ describe('stopGradient and detach inside vmap', () => {
     expect(arr(A.vmap((r: Tensor) => A.stopGradient(r), { inAxes: 1, outAxes: 1 })(x()))).toEqual([1, 2, 3, 4, 5, 6]);
     expect(arr(A.vmap(A.grad(half))(x()))).toEqual([1, 2, 3, 4, 5, 6]);
   });
+
+  it('stopGradient cuts tangents in both modes; noGrad is reverse mode only (docs/transforms.md)', () => {
+    const v = A.tensor([1, 2, 3], f64),
+      t = A.ones([3], f64);
+    const viaSg = (r: Tensor) => A.mul(r, A.stopGradient(A.square(r)));
+    const viaNoGrad = (r: Tensor) =>
+      A.mul(
+        r,
+        A.noGrad(() => A.square(r)),
+      );
+    expect(arr(A.jvp(viaSg, [v], [t])[1])).toEqual([1, 4, 9]);
+    expect(arr(A.jvp(viaNoGrad, [v], [t])[1])).toEqual([3, 12, 27]);
+    expect(arr(A.hvp((r: Tensor) => A.sum(viaNoGrad(r)), v, t))).toEqual([2, 4, 6]);
+    expect(arr(A.grad((r: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(viaNoGrad(u)))(r)))(v))).toEqual([0, 0, 0]);
+  });
 });
