@@ -34,4 +34,10 @@ describe('gradcheck with non-finite gradients', () => {
     expect(r.ok).toBe(true);
     expect(r.maxRelError).toBeLessThan(1e-8);
   });
+
+  it('a non-scalar f is an error naming gradcheck', () => {
+    expect(() => A.gradcheck((v: Tensor) => A.mul(v, 2), [A.tensor([1, 2], f64)])).toThrow(
+      /^gradcheck: f must return a scalar, got shape \[2\]/,
+    );
+  });
 });

@@ -5,6 +5,7 @@ import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
+import { scalarFn } from './forward.js';
 import { describe, optionsArg, tooMany } from '../args.js';
 
 /** What {@link gradcheck} found. */
@@ -51,7 +52,8 @@ export function gradcheck(
   return tidy(() => {
     const xs = inputs.map((x) => x.astype('float64'));
     const base = xs.map((x) => x.toArray() as Float64Array);
-    const analytic = (grad(f, { argnums: xs.map((_, i) => i) })(...xs) as Tensor[]).map((g) => g.toArray());
+    // scalarFn: a non-scalar f is gradcheck's error, not grad's.
+    const analytic = (grad(scalarFn('gradcheck', f), { argnums: xs.map((_, i) => i) })(...xs) as Tensor[]).map((g) => g.toArray());
     const evalAt = (i: number, j: number, delta: number): number =>
       tidy(() => {
         const v = base[i].slice();
