@@ -267,7 +267,7 @@ function jacrevTree(f: TreeFn, x: Pytree): Pytree {
 }
 
 /** f wrapped so that a non-scalar result is a GradError naming the transform. */
-function scalarFn(fname: string, f: Fn): Fn {
+export function scalarFn(fname: string, f: Fn): Fn {
   return (...xs) => {
     const y = output(fname, f(...xs));
     if (y.size !== 1) throw new GradError(`${fname}: f must return a scalar, got shape [${y.shape}]`);

@@ -5,13 +5,14 @@ import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import { tidy } from '../tensor/memory.js';
 import { grad } from './transforms.js';
+import { scalarFn } from './forward.js';
 import { describe, optionsArg, tooMany } from '../args.js';
 
 /** What {@link gradcheck} found. */
 export interface GradcheckResult {
   /** Whether every element's relative error is within `rtol`. */
   ok: boolean;
-  /** The largest relative error `|ga − gn| / max(|ga|, |gn|, 1e-12)` over all inputs' elements. */
+  /** The largest relative error `|ga − gn| / max(|ga|, |gn|, 1e-12)` over all inputs' elements (∞ where either is NaN, or one is infinite and the other not equal). */
   maxRelError: number;
   /** Where the largest error is: input position, flat element index, analytic and numeric values. */
   worst: {
@@ -51,7 +52,8 @@ export function gradcheck(
   return tidy(() => {
     const xs = inputs.map((x) => x.astype('float64'));
     const base = xs.map((x) => x.toArray() as Float64Array);
-    const analytic = (grad(f, { argnums: xs.map((_, i) => i) })(...xs) as Tensor[]).map((g) => g.toArray());
+    // scalarFn: a non-scalar f is gradcheck's error, not grad's.
+    const analytic = (grad(scalarFn('gradcheck', f), { argnums: xs.map((_, i) => i) })(...xs) as Tensor[]).map((g) => g.toArray());
     const evalAt = (i: number, j: number, delta: number): number =>
       tidy(() => {
         const v = base[i].slice();
@@ -65,7 +67,10 @@ export function gradcheck(
       for (let j = 0; j < x.size; j++) {
         const numeric = (evalAt(i, j, eps) - evalAt(i, j, -eps)) / (2 * eps);
         const a = analytic[i][j];
-        const rel = Math.abs(a - numeric) / Math.max(Math.abs(a), Math.abs(numeric), 1e-12);
+        // A NaN on either side, or an infinity the other side does not match, is the worst error,
+        // not none: NaN fails every comparison below, so it used to be skipped (ok: true).
+        const d = a === numeric ? 0 : Math.abs(a - numeric) / Math.max(Math.abs(a), Math.abs(numeric), 1e-12);
+        const rel = Number.isNaN(d) ? Infinity : d;
         if (rel > maxRelError || worst.index < 0) {
           maxRelError = Math.max(rel, maxRelError);
           if (rel >= maxRelError) worst = { input: i, index: j, analytic: a, numeric };

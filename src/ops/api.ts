@@ -11,7 +11,7 @@ import { filled, broadcastShapes, sizeOf } from './launch.js';
 import { matmulDims } from './linalg.js';
 import { transposedSource } from './shape.js';
 import { take } from './take.js';
-import { isBatched } from './batch.js';
+import { isBatched, detached } from './batch.js';
 
 import { composite } from './composite.js';
 import { describe, boolArg, tooMany } from '../args.js';
@@ -491,10 +491,10 @@ function matmul2(a: Tensor, b: Tensor): Tensor {
 /** A tensor that no longer records: gradients stop here (JAX's stop_gradient). */
 export function detach(x: Tensor): Tensor {
   if (arguments.length > 1) throw tooMany('detach', 1, arguments.length);
-  return tensorArg('detach', x, 'x').share();
+  return detached(tensorArg('detach', x, 'x'));
 }
 /** The same values with no gradient flowing back (JAX's `stop_gradient`; same as `x.detach()`). */
 export function stopGradient(x: Tensor): Tensor {
   if (arguments.length > 1) throw tooMany('stopGradient', 1, arguments.length);
-  return tensorArg('stopGradient', x, 'x').share();
+  return detached(tensorArg('stopGradient', x, 'x'));
 }

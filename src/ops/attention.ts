@@ -16,7 +16,7 @@ import { perCall } from '../wasm/hooks.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
 import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
-import { add, sub, mul, sum, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
+import { add, sub, mul, sum, max, eq, where, reshape, slice, concat, matmulT, softmax, zerosLike } from './api.js';
 
 /** Where a head n reads its mask rows: block ⌊n / div⌋ mod mod, `stride` elements apart; rows `row` apart (0: one row). */
 export interface MaskLayout {
@@ -168,12 +168,20 @@ function dropFactors(N: number, Tq: number, Tk: number, dtype: DType, p: Attenti
   return z;
 }
 
-/** Probabilities P [N, Tq, Tk] and dropout factors Z of attention(q, k, v), composed of ops. */
+/**
+ * Probabilities P [N, Tq, Tk] and dropout factors Z of attention(q, k, v), composed of ops. A row
+ * whose every key is masked has P = 0, as in the kernels: softmax of a row of −∞ is NaN, and the
+ * rules sum over rows (dk = c·dSᵀq), so one such row would make every derivative NaN. Its scores
+ * are replaced before the softmax (not just its output), so no derivative of any order sees a NaN.
+ */
 function probs(q: Tensor, k: Tensor, mask: Tensor | undefined, p: AttentionParams): { P: Tensor; Z: Tensor | null } {
   const [N, Tq, Tk] = [q.shape[0], q.shape[1], k.shape[1]];
   let S = withMask(mul(matmulT(q, k, false, true), p.scale), mask, p);
   if (p.causal) S = add(S, causalBias(Tq, Tk, q.dtype));
-  return { P: softmax(S, -1), Z: dropFactors(N, Tq, Tk, q.dtype, p) };
+  const Z = dropFactors(N, Tq, Tk, q.dtype, p);
+  if (mask === undefined) return { P: softmax(S, -1), Z }; // causal alone leaves key 0 to every row
+  const dead = eq(max(S, [2], true), -Infinity); // [N, Tq, 1], 0/1: a comparison, constant
+  return { P: mul(softmax(where(dead, 0, S), -1), sub(1, dead)), Z };
 }
 
 const rowsum = (t: Tensor): Tensor => sum(t, [2], true);

@@ -67,6 +67,16 @@ export function unwrap(t: Tensor, level: number): [Tensor, Dim] {
   return b !== undefined && b.level === level ? [b.phys, b.dim] : [t, null];
 }
 
+/**
+ * A handle on t's values that neither records nor carries a tangent (detach, stopGradient). The
+ * transforms outside a vmap record on a batched tensor's physical tensor, which a plain shared
+ * handle still reaches through the side table, so each level's physical tensor is detached too.
+ */
+export function detached(t: Tensor): Tensor {
+  const b = table.get(t.storage);
+  return b === undefined ? t.share() : wrap(detached(b.phys), b.dim, b.level);
+}
+
 /** Whether t is a batched tensor (of any level): its values cannot be read by a kernel launched by hand. */
 export function isBatched(t: Tensor): boolean {
   return table.has(t.storage);

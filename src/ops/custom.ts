@@ -4,6 +4,7 @@ import { ArgumentError, GradError } from '../errors.js';
 import { isTensor, type Tensor } from './tensor.js';
 import type { Rule, Saved } from './rule.js';
 import { withMode } from './modes.js';
+import { runScoped } from '../tensor/scope.js';
 import { batchedOf, loopBatch } from './batch.js';
 import { reshape } from './api.js';
 import { describe } from '../args.js';
@@ -40,13 +41,17 @@ function checkCotangent(name: string, c: unknown, i: number, shape: readonly num
 export const customRules = {
   custom: {
     saves: { inputs: 'all', output: true },
+    // Scoped like a composite op: the user's intermediates (and the handle returned, which may be
+    // an input or a captured tensor, hence the share) are freed on return, not left to the GC.
     forward: (xs, p) =>
       withMode('record', false, () =>
-        withMode('forward', false, () => {
-          const y: unknown = p.forward(...xs);
-          if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
-          return y.share();
-        }),
+        withMode('forward', false, () =>
+          runScoped(() => {
+            const y: unknown = p.forward(...xs);
+            if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
+            return y.share();
+          }, isTensor),
+        ),
       ),
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);

@@ -1,0 +1,48 @@
+// customVjp frees what its forward made on the way (as every other op and transform does): a
+// training loop outside tidy() must not leave the user's intermediates to the garbage collector.
+import { describe, it, expect, beforeAll } from 'vitest';
+import * as A from '../src/index.js';
+import type { Tensor } from '../src/index.js';
+
+beforeAll(() => A.init());
+
+const f64 = { dtype: 'float64' } as const;
+
+describe('customVjp memory', () => {
+  it("the forward's intermediates are freed when the call returns; the output alone stays", () => {
+    const x = A.keep(A.tensor([1, 2, 3], f64));
+    const cube = A.customVjp(
+      (a: Tensor) => A.mul(A.square(a), a),
+      (g: Tensor, [a]: readonly Tensor[]) => [A.mul(g, A.mul(A.square(a), 3))],
+    );
+    const m0 = A.memory().tensors;
+    const y = cube(x);
+    expect(Array.from(y.toArray())).toEqual([1, 8, 27]);
+    expect(A.memory().tensors - m0).toBe(1);
+    y.dispose();
+    expect(A.memory().tensors).toBe(m0);
+    const g = A.grad((v: Tensor) => A.sum(cube(v)))(x) as Tensor;
+    expect(Array.from(g.toArray())).toEqual([3, 12, 27]);
+    g.dispose();
+    expect(A.memory().tensors).toBe(m0);
+  });
+
+  it('a forward that returns its input or a captured tensor keeps it alive', () => {
+    const x = A.keep(A.tensor([1, 2], f64));
+    const c = A.keep(A.tensor([5, 6], f64));
+    const id = A.customVjp(
+      (a: Tensor) => a,
+      (g: Tensor) => [g],
+    );
+    const konst = A.customVjp(
+      (_a: Tensor) => c,
+      () => [null],
+    );
+    const y = id(x),
+      z = konst(x);
+    y.dispose();
+    z.dispose();
+    expect(Array.from(x.toArray())).toEqual([1, 2]);
+    expect(Array.from(c.toArray())).toEqual([5, 6]);
+  });
+});
