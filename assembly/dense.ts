@@ -16,7 +16,7 @@ import { ACT_NONE, ACT_RELU, ACT_TANH, ACT_SIGMOID } from './epilogue';
   switch (act) {
     case ACT_TANH: return g * (<T>1 - y * y);
     case ACT_SIGMOID: return g * (y * (<T>1 - y));
-    case ACT_RELU: return g * (y > <T>0 ? <T>1 : <T>0); // a multiply: NaN·0 stays NaN
+    case ACT_RELU: return y > <T>0 ? g : <T>0; // a select, as relu_vjp: an infinite or NaN g stops where y ≤ 0
     case ACT_GIVEN: return g * y;
   }
   return g;
@@ -27,7 +27,7 @@ import { ACT_NONE, ACT_RELU, ACT_TANH, ACT_SIGMOID } from './epilogue';
   switch (act) {
     case ACT_TANH: return v128.mul<T>(g, v128.sub<T>(one, v128.mul<T>(y, y)));
     case ACT_SIGMOID: return v128.mul<T>(g, v128.mul<T>(y, v128.sub<T>(one, y)));
-    case ACT_RELU: return v128.mul<T>(g, v128.and(one, v128.gt<T>(y, v128.splat<T>(<T>0))));
+    case ACT_RELU: return v128.and(g, v128.gt<T>(y, v128.splat<T>(<T>0)));
     case ACT_GIVEN: return v128.mul<T>(g, y);
   }
   return g;

@@ -199,7 +199,7 @@ export function erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { ma
     case TANH_VJP: return g * (<T>1 - y * y);
     case SIGMOID_VJP: return g * (y * (<T>1 - y));
   }
-  return g * (y > <T>0 ? <T>1 : <T>0); // a multiply, as mul(g, step(y)): NaN·0 stays NaN
+  return y > <T>0 ? g : <T>0; // a select, as PyTorch's threshold_backward: an infinite or NaN g stops where y ≤ 0
 }
 
 @inline function dfv<T>(op: i32, y: v128, g: v128): v128 {
@@ -208,7 +208,7 @@ export function erf_f64(x: usize, y: usize, n: i32, p0: f64, p1: f64): void { ma
     case TANH_VJP: return v128.mul<T>(g, v128.sub<T>(one, v128.mul<T>(y, y)));
     case SIGMOID_VJP: return v128.mul<T>(g, v128.mul<T>(y, v128.sub<T>(one, y)));
   }
-  return v128.mul<T>(g, v128.and(one, v128.gt<T>(y, v128.splat<T>(<T>0))));
+  return v128.and(g, v128.gt<T>(y, v128.splat<T>(<T>0)));
 }
 
 @inline function vjp<T>(op: i32, y: usize, g: usize, dx: usize, n: i32): void {
@@ -224,7 +224,7 @@ export function tanh_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<
 /** dx = g·y(1 − y), y = sigmoid x */
 export function sigmoid_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(SIGMOID_VJP, y, g, dx, n); }
 export function sigmoid_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(SIGMOID_VJP, y, g, dx, n); }
-/** dx = g·(y > 0 ? 1 : 0), y = relu x */
+/** dx = y > 0 ? g : 0, y = relu x */
 export function relu_vjp_f32(y: usize, g: usize, dx: usize, n: i32): void { vjp<f32>(RELU_VJP, y, g, dx, n); }
 export function relu_vjp_f64(y: usize, g: usize, dx: usize, n: i32): void { vjp<f64>(RELU_VJP, y, g, dx, n); }
 /** y = ½x·(1 + erf(x/√2)), exact GELU in one pass (f32: gelu.ts's rational erf, within 5 ulp for x > −1; f64: gelu64.ts, x·Φ(x) within 3 ulp) */

@@ -31,7 +31,7 @@ import {
 } from './api.js';
 import { apply } from './apply.js';
 import { filled } from './launch.js';
-import { tanhGrad, sigmoidGrad, reluGrad, geluErfVjp, geluErf2, geluTanh2 } from './nn.js';
+import { tanhGrad, sigmoidGrad, reluGrad, gate, geluErfVjp, geluErf2, geluTanh2 } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
@@ -157,12 +157,12 @@ export const unaryRules = {
     (x, _y, p) => step(x, 1, p.slope),
     (p) => [p.slope, 0],
   ),
-  clamp: unary<{ lo: number; hi: number }>(
-    map('clamp'),
-    'x',
-    (x, _y, p) => inside(x, p.lo, p.hi),
-    (p) => [p.lo, p.hi],
-  ),
+  // Gated, not multiplied: an infinite or NaN cotangent stops where x was clipped (nn.ts's gate).
+  clamp: {
+    ...unary<{ lo: number; hi: number }>(map('clamp'), 'x', (x, _y, p) => inside(x, p.lo, p.hi), (p) => [p.lo, p.hi]),
+    vjp: (g, s, p) => [gate(g, inside(s.x[0]!, p.lo, p.hi))],
+    jvp: ([t], [x], _y, p) => gate(t!, inside(x, p.lo, p.hi)),
+  } satisfies Rule<{ lo: number; hi: number }>,
   step: constant<{ a: number; b: number }>(map('step'), (p) => [p.a, p.b]),
   inside: constant<{ lo: number; hi: number }>(map('inside'), (p) => [p.lo, p.hi]),
   sign: constant<Record<string, never>>(map('sign'), () => [0, 0]),
@@ -244,7 +244,6 @@ function cmp(element: Element): Rule<Record<string, never>> {
     batch: elementwiseBatch,
   };
 }
-/** Routes g to a where mask is 1 and to b elsewhere (ties go to the first operand). */
 /** a's share of maximum(a, b)'s gradient: 1 where a > b, ½ at a tie, 0 where a < b (and at a NaN). */
 const winner = (a: Tensor, b: Tensor): Tensor => add(gt(a, b), mul(eq(a, b), 0.5));
 /**
@@ -254,9 +253,10 @@ const winner = (a: Tensor, b: Tensor): Tensor => add(gt(a, b), mul(eq(a, b), 0.5
  */
 function tieSplit(g: Tensor, a: Tensor, b: Tensor, needs: readonly boolean[]): (Tensor | null)[] {
   const half = mul(eq(a, b), 0.5);
-  const share = (lo: Tensor, hi: Tensor) => mul(g, sub(sub(1, gt(hi, lo)), half)); // lo < hi as hi > lo
+  const share = (lo: Tensor, hi: Tensor) => gate(g, sub(sub(1, gt(hi, lo)), half)); // lo < hi as hi > lo
   return [when(needs[0], () => share(a, b)), when(needs[1], () => share(b, a))];
 }
+/** The tangent of maximum/minimum: ta where mask is 1, tb where it is 0, their mean at a tie (gated, so a huge tangent of the loser stops). */
 function blend(ta: Tensor | null, tb: Tensor | null, mask: Tensor): Tensor {
-  return plus(ta && mul(ta, mask), tb && mul(tb, sub(1, mask)));
+  return plus(ta && gate(ta, mask), tb && gate(tb, sub(1, mask)));
 }
