@@ -188,6 +188,24 @@ describe('Optimizer bookkeeping', () => {
     expect(g.disposed).toBe(true);
   });
 
+  it('a disposed parameter or gradient is a DisposedError naming the step, not a silent skip', () => {
+    for (const Opt of [optim.SGD, optim.Adam, optim.AdamW]) {
+      const a = param([1, 2], [1, 1]),
+        b = param([3, 4], [1, 1]);
+      const opt = new Opt([a, b], { lr: 0.1 });
+      b.dispose(); // drops its .grad too
+      expect(() => opt.step()).toThrow(A.DisposedError);
+      expect(() => opt.step()).toThrow(new RegExp(`^${Opt.name}\\.step: tensor #\\d+ \\(shape \\[2\\]\\) was disposed`));
+      const c = param([1, 2], [1, 1]);
+      const opt2 = new Opt([c], { lr: 0.1 });
+      c.grad!.dispose();
+      expect(() => opt2.step()).toThrow(/step \(the \.grad of a parameter \[2\]\): tensor #\d+ \(shape \[2\]\) was disposed/);
+      for (const t of [a, c]) t.dispose();
+      opt.dispose();
+      opt2.dispose();
+    }
+  });
+
   it('lr can be changed between steps; Adam counts steps per parameter', () => {
     const a = param([0], [1]),
       b = param([0], [1]);

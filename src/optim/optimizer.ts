@@ -174,9 +174,12 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     this.calls++;
     for (const group of this.paramGroups) {
       for (const p of group.params) {
+        // Before the gradient test: disposing a parameter drops its .grad, so a disposed one
+        // would otherwise be skipped without a word (a model freed while its optimizer lives on).
+        p.check(`${this.name}.step`);
         const g = p.grad;
         if (g === null) continue;
-        p.check(`${this.name}.step`);
+        g.check(`${this.name}.step (the .grad of a parameter [${p.shape}])`);
         if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
         if (g.size !== p.size)
           throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
