@@ -62,8 +62,10 @@ function changedFixedOption(options: InitOptions): ArgumentError | null {
   for (const key of ['memory', 'module', 'relaxedSimd'] as const) {
     const v = options[key];
     if (v === undefined || (key === 'module' ? v === first.module : same(v, first[key]))) continue;
+    // memory is a plain object, which describe() only calls "an object": show its fields.
+    const show = (o: unknown) => (key === 'memory' && o !== undefined ? JSON.stringify(o) : describe(o));
     return new ArgumentError(
-      `init: ${key} was fixed by the first init() call (${describe(first[key])}) and cannot change to ${describe(v)}; ` +
+      `init: ${key} was fixed by the first init() call (${show(first[key])}) and cannot change to ${show(v)}; ` +
         'a later init() can only change threads',
     );
   }
