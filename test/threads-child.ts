@@ -426,7 +426,28 @@ if (mode === 'compiled') {
   const overlapped = threadCount();
   await A.init({ threads: 1 });
   const orphaned = (await settledTasks(oneThread)) - oneThread;
-  out({ counts: seen.map((s) => s[0]), same: seen.every((s) => s[1] === seen[0][1]), dispatches: threadStats.dispatches, overlapped, orphaned });
+  out({
+    counts: seen.map((s) => s[0]),
+    same: seen.every((s) => s[1] === seen[0][1]),
+    dispatches: threadStats.dispatches,
+    overlapped,
+    orphaned,
+  });
+} else if (mode === 'resize-many') {
+  // 40 restarts of a 2-thread pool under a 4 MiB cap (about 1.2 MB above the static data and
+  // packing scratch): each took a new 65 KB control slot for good (2.6 MB in all) until stopped
+  // pools' slots were reused.
+  await A.init({ threads: 2, memory: { maximumBytes: 4 << 20 } });
+  let error: string | null = null;
+  for (let i = 0; i < 40 && error === null; i++) {
+    try {
+      await A.init({ threads: 1 });
+      await A.init({ threads: 2 });
+    } catch (e) {
+      error = `restart ${i}: ${(e as Error).message.slice(0, 80)}`;
+    }
+  }
+  out({ error, threads: threadCount(), ok: bigMatmul().length === 64, wasmBytes: A.memory().wasmBytes });
 } else {
   console.error(`unknown mode ${mode}`);
   process.exit(2);
