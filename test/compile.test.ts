@@ -332,6 +332,20 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
     expect(warn).toHaveBeenCalledTimes(1);
   });
 
+  it('a dropout probability that changes between calls: never the traced one replayed', () => {
+    const x = A.ones([64]);
+    let p = 0.1;
+    const f = compile((t: Tensor) => A.dropout(t, p, { seed: 3 }));
+    for (let i = 0; i < 8; i++) {
+      p = 0.1 + 0.2 * (i % 3);
+      const got = f(x),
+        want = tidy(() => A.dropout(x, p, { seed: 3 }));
+      expect(bytes(got), `call ${i}`).toEqual(bytes(want));
+    }
+    expect(f.stats.fallback).toMatch(/schedule changed between two calls .*dropout_mask_f32 \(step \d+\) argument 2 was 0\.3/);
+    expect(warn).toHaveBeenCalledTimes(1);
+  });
+
   it('gradients left from the previous step (opt.zeroGrad() first), and a result that carries a graph', () => {
     const e = setup('float64', 'adam'),
       c = setup('float64', 'adam');

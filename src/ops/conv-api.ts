@@ -152,10 +152,12 @@ export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor 
  * a counter behind it (nn.Dropout's) advances and each step gets a fresh mask, as in eager mode.
  */
 export function dropoutDrawn(x: Tensor, p: number, draw: () => number | undefined): Tensor {
-  const args = perCall(() => [...seedOf(draw(), 'dropout'), p]);
+  // Only the seed is per call: p, read once here, must stay an ordinary kernel argument, which a
+  // compiled step compares between its traces (inside perCall a changed p replayed the traced one).
+  const seed = perCall(() => seedOf(draw(), 'dropout'));
   return composite(() => {
     const mask = Tensor.empty(x.shape, x.dtype);
-    k('dropout_mask', x.dtype)(mask.ptr, mask.size, ...args);
+    k('dropout_mask', x.dtype)(mask.ptr, mask.size, p, ...seed);
     return mul(x, mask);
   });
 }
