@@ -59,5 +59,7 @@ export function rand_normal_f64(y: usize, n: i32, seedLo: u32, seedHi: u32, offs
     }
   }
 }
-export function dropout_mask_f32(y: usize, n: i32, seedLo: u32, seedHi: u32, p: f64): void { dropoutMask<f32>(y, n, seedLo, seedHi, p); }
-export function dropout_mask_f64(y: usize, n: i32, seedLo: u32, seedHi: u32, p: f64): void { dropoutMask<f64>(y, n, seedLo, seedHi, p); }
+// p before the seed: the seed is the launch's per-call tail (compile replays draw it afresh), while
+// p is an ordinary argument, so a p that changes between calls shows as a changed schedule.
+export function dropout_mask_f32(y: usize, n: i32, p: f64, seedLo: u32, seedHi: u32): void { dropoutMask<f32>(y, n, seedLo, seedHi, p); }
+export function dropout_mask_f64(y: usize, n: i32, p: f64, seedLo: u32, seedHi: u32): void { dropoutMask<f64>(y, n, seedLo, seedHi, p); }

@@ -82,6 +82,34 @@ describe('detectAnomaly', () => {
     x.dispose();
   });
 
+  it('lets −∞ masks through: a value kind an input already held is carried, not produced', () => {
+    A.detectAnomaly(true);
+    const q = A.randn([1, 2, 7, 4], { seed: 1, requiresGrad: true });
+    A.tidy(() => {
+      // PyTorch's generate_square_subsequent_mask, built and used with the mode on.
+      const mask = A.triu(A.full([7, 7], -Infinity), 1);
+      A.sum(A.scaledDotProductAttention(q, q, q, { mask })).backward();
+      const scores = () => A.matmul(q, A.transpose(q, [0, 1, 3, 2]));
+      A.sum(A.square(A.softmax(A.add(scores(), mask)))).backward();
+      const filled = A.maskedFill(scores(), A.triu(A.ones([7, 7]), 1), -Infinity);
+      A.sum(A.square(A.softmax(filled))).backward();
+      expect(A.logsumexp(A.tensor([-Infinity, 0])).item()).toBe(0);
+    });
+    expect(q.grad!.toArray().every(Number.isFinite)).toBe(true);
+    q.grad!.dispose();
+    q.dispose();
+  });
+
+  it('still names the op that makes a new kind of value from a masked input', () => {
+    A.detectAnomaly(true);
+    const masked = A.tensor([-Infinity, 100, 0]);
+    // exp(100) overflows float32 to +∞: new, although the input held −∞.
+    expect(caught(() => A.exp(masked)).message).toMatch(/exp produced 1 NaN\/Inf/);
+    // A fully masked softmax row: −∞ − (−∞) is NaN.
+    expect(caught(() => A.softmax(A.full([2, 3], -Infinity))).message).toMatch(/softmax produced 6 NaN\/Inf/);
+    masked.dispose();
+  });
+
   it('rejects a non-boolean switch', () => {
     expect(() => A.detectAnomaly(1 as unknown as boolean)).toThrow(A.ArgumentError);
   });

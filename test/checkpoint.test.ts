@@ -211,6 +211,57 @@ describe('random draws are replayed by the recomputation', () => {
   });
 });
 
+describe('int32 arguments (token ids, indices)', () => {
+  it('pass through to fn as constants: same gradients bit for bit, also when the caller frees them before backward', () => {
+    const emb = new A.nn.Embedding(7, 5, { seed: 2 });
+    const w = A.randn([5, 5], { seed: 1, dtype: 'float32', requiresGrad: true });
+    const block = (h: Tensor, ids: Tensor) => A.tanh(A.matmul(emb.forward(ids), h));
+    const grads = (f: (h: Tensor, ids: Tensor) => Tensor, freeIds: boolean) => {
+      const ids = A.tensor([0, 3, 3, 6, 2], { dtype: 'int32' });
+      const loss = A.tidy(() => A.sum(A.square(f(w, ids))));
+      if (freeIds) ids.dispose();
+      loss.backward();
+      loss.dispose();
+      if (!freeIds) ids.dispose();
+      const out = [w, ...emb.parameters()].map((p) => bytesOf(p.grad!));
+      for (const p of [w, ...emb.parameters()]) {
+        p.grad!.dispose();
+        p.grad = null;
+      }
+      return out;
+    };
+    const base = A.memory();
+    const want = grads(block, false);
+    expect(grads(A.checkpoint(block), false)).toEqual(want);
+    expect(grads(A.checkpoint(block), true)).toEqual(want);
+    expect(A.memory().tensors).toBe(base.tensors);
+    // fn's own ops still refuse arithmetic on them
+    expect(() =>
+      A.checkpoint((h: Tensor, ids: Tensor) => A.add(h, ids))(A.ones([5]), A.tensor([1, 2, 3, 4, 5], { dtype: 'int32' })),
+    ).toThrow(/add: dtypes differ/);
+    w.dispose();
+  });
+
+  it('nn.Sequential with checkpointing and an Embedding first takes int32 token ids: same gradients', () => {
+    const run = (checkpoint: boolean) => {
+      const layers = [
+        new A.nn.Embedding(11, 8, { seed: 1 }),
+        new A.nn.Linear(8, 8, { seed: 2 }),
+        new A.nn.Tanh(),
+        new A.nn.Linear(8, 11, { seed: 3 }),
+      ];
+      const m = checkpoint ? new A.nn.Sequential(...layers, { checkpoint: 'sqrt' }) : new A.nn.Sequential(...layers);
+      const ids = A.tensor([1, 4, 9, 4, 0, 10], { shape: [2, 3], dtype: 'int32' });
+      A.tidy(() => A.sum(A.square(m.forward(ids))).backward());
+      const out = m.parameters().map((p) => bytesOf(p.grad!));
+      ids.dispose();
+      m.dispose();
+      return out;
+    };
+    expect(run(true)).toEqual(run(false));
+  });
+});
+
 describe('what a checkpoint keeps and frees', () => {
   it('the forward pass keeps the output and no interior; backward returns memory to the baseline plus gradients', () => {
     const n = net('float32', 6, 64, 32);

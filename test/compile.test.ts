@@ -332,6 +332,42 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
     expect(warn).toHaveBeenCalledTimes(1);
   });
 
+  it('a dropout probability that changes between calls: never the traced one replayed', () => {
+    const x = A.ones([64]);
+    let p = 0.1;
+    const f = compile((t: Tensor) => A.dropout(t, p, { seed: 3 }));
+    for (let i = 0; i < 8; i++) {
+      p = 0.1 + 0.2 * (i % 3);
+      const got = f(x),
+        want = tidy(() => A.dropout(x, p, { seed: 3 }));
+      expect(bytes(got), `call ${i}`).toEqual(bytes(want));
+    }
+    expect(f.stats.fallback).toMatch(/schedule changed between two calls .*dropout_mask_f32 \(step \d+\) argument 2 was 0\.3/);
+    expect(warn).toHaveBeenCalledTimes(1);
+  });
+
+  it('a seed given per call (seed: step) to dropout, rand, randn or attention dropout: never the traced one replayed', () => {
+    const x = A.ones([64]),
+      q = A.randn([2, 8, 4], { seed: 1 });
+    const ops = [
+      (s: number) => A.dropout(x, 0.5, { seed: s }),
+      (s: number) => A.randn([16], { seed: s }),
+      (s: number) => A.rand([16], { seed: s }),
+      (s: number) => A.scaledDotProductAttention(q, q, q, { dropoutP: 0.5, seed: s }),
+    ];
+    for (const op of ops) {
+      let step = 0;
+      const f = compile(() => op(step));
+      for (; step < 8; step++) expect(bytes(f()), `step ${step}`).toEqual(bytes(tidy(() => op(step))));
+      expect(f.stats.fallback).toMatch(/schedule changed between two calls .*argument/);
+      // A constant seed replays, with the same bytes.
+      const g = compile(() => op(7));
+      for (let i = 0; i < 5; i++) expect(bytes(g())).toEqual(bytes(tidy(() => op(7))));
+      expect(g.stats).toMatchObject({ replayed: 2, fallback: null });
+    }
+    expect(warn).toHaveBeenCalledTimes(ops.length);
+  });
+
   it('gradients left from the previous step (opt.zeroGrad() first), and a result that carries a graph', () => {
     const e = setup('float64', 'adam'),
       c = setup('float64', 'adam');

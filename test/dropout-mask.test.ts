@@ -38,7 +38,7 @@ describe('dropout_mask kernels', () => {
             [7, 0],
             [0xdeadbeef, 0x12345678],
           ]) {
-            kernel(name)(ptr, n, lo, hi, p);
+            kernel(name)(ptr, n, p, lo, hi);
             const v = views(),
               got = bytes === 4 ? v.f32.slice(ptr >> 2, (ptr >> 2) + n) : v.f64.slice(ptr >> 3, (ptr >> 3) + n);
             const scale = bytes === 4 ? Math.fround(1 / (1 - p)) : 1 / (1 - p);
@@ -46,7 +46,7 @@ describe('dropout_mask kernels', () => {
             expect(Array.from(got), `p = ${p}, seed ${lo}/${hi}`).toEqual(want);
           }
         // The kept share is about 1 − p (the compare is not constant).
-        kernel(name)(ptr, n, 3, 4, 0.25);
+        kernel(name)(ptr, n, 0.25, 3, 4);
         const v = views(),
           kept = (bytes === 4 ? v.f32.slice(ptr >> 2, (ptr >> 2) + n) : v.f64.slice(ptr >> 3, (ptr >> 3) + n)).filter((x) => x > 0).length;
         expect(kept).toBeGreaterThan(700);

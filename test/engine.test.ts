@@ -141,6 +141,25 @@ describe('bad input gives a clear error and leaves the engine working', () => {
     trainStep();
   });
 
+  it('a second output through a released shared subgraph: the same clear GradError, .grad untouched', () => {
+    A.tidy(() => {
+      const x = A.tensor([1, 2], { ...f64, requiresGrad: true });
+      const h = A.mul(A.exp(x), x); // shared by both outputs; its nodes saved their inputs
+      A.sum(A.tanh(h)).backward();
+      const before = arr(x.grad!);
+      for (const run of [() => A.sum(A.sin(h)).backward(), () => A.autograd.grad([A.sum(A.sin(h))], [x])]) {
+        expect(run).toThrow(A.GradError);
+        expect(run).toThrow(/node #\d+ \(mul of inputs \[2\], \[2\]\).*already released; pass \{ retainGraph: true \}/);
+      }
+      expect(arr(x.grad!)).toEqual(before);
+      // With the graph retained the second output runs through it.
+      const k = A.mul(A.exp(x), x);
+      A.sum(A.tanh(k)).backward(undefined, { retainGraph: true });
+      A.sum(A.sin(k)).backward();
+    });
+    trainStep();
+  });
+
   it('a non-scalar backward with a seed of its shape works; a wrong seed does not', () => {
     A.tidy(() => {
       const x = A.tensor([1, 2, 3], { ...f64, requiresGrad: true });

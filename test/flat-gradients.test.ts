@@ -23,8 +23,14 @@ describe('flat ops stop an infinite or NaN gradient', () => {
 
     it(`relu's fused VJP kernel, SIMD lanes and tail, with NaN and ∞ cotangents (${dtype})`, () => {
       const n = 11; // two or three vectors and a tail
-      const x = A.tensor(Array.from({ length: n }, (_, i) => (i % 3 === 0 ? 1 + i : -1 - i)), { dtype });
-      const g = A.tensor(Array.from({ length: n }, (_, i) => [Number.NaN, inf, -inf, 2][i % 4]!), { dtype });
+      const x = A.tensor(
+        Array.from({ length: n }, (_, i) => (i % 3 === 0 ? 1 + i : -1 - i)),
+        { dtype },
+      );
+      const g = A.tensor(
+        Array.from({ length: n }, (_, i) => [Number.NaN, inf, -inf, 2][i % 4]!),
+        { dtype },
+      );
       const [dx] = A.vjp((v: Tensor) => A.relu(v), x)[1](g) as Tensor[];
       // torch: g where x > 0, else 0
       expect(arr(dx!)).toEqual(Array.from({ length: n }, (_, i) => (i % 3 === 0 ? [Number.NaN, inf, -inf, 2][i % 4] : 0)));
@@ -41,7 +47,8 @@ describe('flat ops stop an infinite or NaN gradient', () => {
   });
 
   it('forward mode: an infinite tangent through a flat point gives 0, as JAX', () => {
-    const t = (f: (x: Tensor) => Tensor) => arr(A.jvp(f, [A.tensor([-2, 3], { dtype: 'float64' })], [A.tensor([inf, 1], { dtype: 'float64' })])[1] as Tensor);
+    const t = (f: (x: Tensor) => Tensor) =>
+      arr(A.jvp(f, [A.tensor([-2, 3], { dtype: 'float64' })], [A.tensor([inf, 1], { dtype: 'float64' })])[1] as Tensor);
     expect(t((x) => A.relu(x))).toEqual([0, 1]);
     expect(t((x) => A.clamp(x, -1, 5))).toEqual([0, 1]);
     expect(t((x) => A.maximum(x, A.zeros([2], { dtype: 'float64' })))).toEqual([0, 1]);

@@ -198,7 +198,7 @@ describe('Optimizer bookkeeping', () => {
       expect(() => opt.step()).toThrow(A.ShapeError);
       expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step: gradient has shape \\[3,2\\] but the parameter has \\[2,3\\]`));
       p.grad.dispose();
-      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step \\(a parameter's \\.grad\\)`));
+      expect(() => opt.step()).toThrow(new RegExp(`${Opt.name}\\.step \\(the \\.grad of a parameter \\[2,3\\]\\)`));
       p.grad = [1, 2, 3, 4, 5, 6] as never;
       expect(() => opt.step()).toThrow(/\.grad must be a Tensor or null, got/);
       p.grad = null;
@@ -214,6 +214,24 @@ describe('Optimizer bookkeeping', () => {
       expect(() => opt.step()).toThrow(A.DtypeError);
       expect([...a.toArray(), ...b.toArray()]).toEqual([1, 2, 3, 4]);
       expect(Object.keys(opt.stateDict()).filter((k) => k.startsWith('state.'))).toEqual([]);
+    }
+  });
+
+  it('a disposed parameter or gradient is a DisposedError naming the step, not a silent skip', () => {
+    for (const Opt of [optim.SGD, optim.Adam, optim.AdamW]) {
+      const a = param([1, 2], [1, 1]),
+        b = param([3, 4], [1, 1]);
+      const opt = new Opt([a, b], { lr: 0.1 });
+      b.dispose(); // drops its .grad too
+      expect(() => opt.step()).toThrow(A.DisposedError);
+      expect(() => opt.step()).toThrow(new RegExp(`^${Opt.name}\\.step: tensor #\\d+ \\(shape \\[2\\]\\) was disposed`));
+      const c = param([1, 2], [1, 1]);
+      const opt2 = new Opt([c], { lr: 0.1 });
+      c.grad!.dispose();
+      expect(() => opt2.step()).toThrow(/step \(the \.grad of a parameter \[2\]\): tensor #\d+ \(shape \[2\]\) was disposed/);
+      for (const t of [a, c]) t.dispose();
+      opt.dispose();
+      opt2.dispose();
     }
   });
 

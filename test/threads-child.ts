@@ -21,6 +21,7 @@
 //             cuts the controller chose for a worker made 5× slower, and after it recovered.
 //   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
 import * as A from '../src/index.js';
 import {
   balance,
@@ -408,11 +409,45 @@ if (mode === 'compiled') {
   // One engine, its pool resized by init({ threads }) between runs: same bytes every time.
   await A.init({ threads: 2 });
   const seen: [number, string][] = [];
+  // OS threads of this process (Linux), once stopped workers have exited: a pool nobody stops shows here.
+  const tasks = () => (existsSync('/proc/self/task') ? readdirSync('/proc/self/task').length : 0);
+  const settledTasks = async (want: number) => {
+    for (let i = 0; i < 40 && tasks() !== want; i++) await new Promise((r) => setTimeout(r, 50));
+    return tasks();
+  };
+  let oneThread = 0;
   for (const t of [2, 3, 1, 2]) {
     await A.init({ threads: t });
     seen.push([threadCount(), bigMatmul() + wideGemms()]);
+    if (t === 1) oneThread = await settledTasks(-1);
   }
-  out({ counts: seen.map((s) => s[0]), same: seen.every((s) => s[1] === seen[0][1]), dispatches: threadStats.dispatches });
+  // Overlapping calls run in call order, as if each were awaited: the last one wins and no pool is orphaned.
+  await Promise.all([A.init({ threads: 3 }), A.init({ threads: 1 }), A.init({ threads: 2 })]);
+  const overlapped = threadCount();
+  await A.init({ threads: 1 });
+  const orphaned = (await settledTasks(oneThread)) - oneThread;
+  out({
+    counts: seen.map((s) => s[0]),
+    same: seen.every((s) => s[1] === seen[0][1]),
+    dispatches: threadStats.dispatches,
+    overlapped,
+    orphaned,
+  });
+} else if (mode === 'resize-many') {
+  // 40 restarts of a 2-thread pool under a 4 MiB cap (about 1.2 MB above the static data and
+  // packing scratch): each took a new 65 KB control slot for good (2.6 MB in all) until stopped
+  // pools' slots were reused.
+  await A.init({ threads: 2, memory: { maximumBytes: 4 << 20 } });
+  let error: string | null = null;
+  for (let i = 0; i < 40 && error === null; i++) {
+    try {
+      await A.init({ threads: 1 });
+      await A.init({ threads: 2 });
+    } catch (e) {
+      error = `restart ${i}: ${(e as Error).message.slice(0, 80)}`;
+    }
+  }
+  out({ error, threads: threadCount(), ok: bigMatmul().length === 64, wasmBytes: A.memory().wasmBytes });
 } else {
   console.error(`unknown mode ${mode}`);
   process.exit(2);

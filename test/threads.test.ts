@@ -180,8 +180,12 @@ describe('threads: failure modes', () => {
 
 describe('threads: resizing the pool', () => {
   it('init({ threads }) on a running engine resizes, stops and restarts the pool with the same results', () => {
-    expect(child('resize')).toMatchObject({ counts: [2, 3, 1, 2], same: true });
+    expect(child('resize')).toMatchObject({ counts: [2, 3, 1, 2], same: true, overlapped: 2, orphaned: 0 });
   }, 60_000);
+
+  it('a restart reuses the control slots of the stopped pool: 40 restarts fit under a 4 MiB cap', () => {
+    expect(child('resize-many')).toMatchObject({ error: null, threads: 2, ok: true });
+  }, 120_000);
 });
 
 describe('threads: kernels for a shared memory', () => {

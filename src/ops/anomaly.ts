@@ -1,6 +1,7 @@
 // Anomaly mode: when on, every primitive's output is checked for NaN/Inf, in the forward pass
 // and in the backward pass (VJP rules run their ops through the same apply). The first
-// non-finite output throws an AnomalyError naming the op, where it ran and its input shapes.
+// output with a NaN or an infinity of a kind no input held throws an AnomalyError naming the op,
+// where it ran and its input shapes.
 import { AnomalyError, ArgumentError } from '../errors.js';
 import type { Tensor } from './tensor.js';
 import { k } from './launch.js';
@@ -44,13 +45,30 @@ export function anomalySite<T>(node: Node, step: number, steps: number, fn: () =
 
 const shapes = (xs: readonly { shape: readonly number[] }[]): string => xs.map((x) => `[${x.shape}]`).join(', ') || 'none';
 
-/** Throws AnomalyError (after freeing y) if y holds a NaN or an infinity. */
+/** Which kinds of non-finite value t holds, as bits: 1 NaN, 2 +Inf, 4 −Inf (0 for int32, which has none). */
+function nonFiniteKinds(t: Tensor): number {
+  if (t.dtype === 'int32' || t.size === 0 || k('count_nonfinite', t.dtype)(t.ptr, t.size) === 0) return 0;
+  let m = 0;
+  for (const v of t.toArray()) m |= Number.isNaN(v) ? 1 : v === Infinity ? 2 : v === -Infinity ? 4 : 0;
+  return m;
+}
+
+/**
+ * Throws AnomalyError (after freeing y) if y holds a NaN or an infinity that no input held. A kind
+ * of value an input already had is carried, not produced: an additive −∞ attention mask (PyTorch's
+ * generate_square_subsequent_mask) stays −∞ through triu, reshape, add and where, and its op is not
+ * the anomaly (the op that first made the value was checked when it ran). The per-kind scan runs
+ * only on outputs that failed the kernel count, so finite steps cost what they did.
+ */
 export function checkFinite(name: string, y: Tensor, xs: readonly Tensor[]): void {
   opCount++;
   checked.outputs++;
   checked.elements += y.size;
   const bad = y.size === 0 ? 0 : k('count_nonfinite', y.dtype)(y.ptr, y.size);
   if (bad === 0) return;
+  let carried = 0;
+  for (const x of xs) carried |= nonFiniteKinds(x);
+  if (carried !== 0 && (nonFiniteKinds(y) & ~carried) === 0) return;
   const what = `${name} produced ${bad} NaN/Inf value(s) in its ${y.dtype} output [${y.shape}] from inputs ${shapes(xs)}`;
   y.dispose();
   if (site === null) throw new AnomalyError(`detectAnomaly: forward pass, op #${opCount} since detection was turned on: ${what}`);

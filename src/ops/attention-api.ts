@@ -113,7 +113,7 @@ function checkOptions(o: AttentionOptions): void {
  */
 export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
   if (arguments.length > 4) throw tooMany('scaledDotProductAttention', 4, arguments.length);
-  return attentionDrawn(q, k, v, opts, () => opts.seed);
+  return attentionDrawn(q, k, v, opts, () => opts.seed, opts?.seed !== undefined);
 }
 
 /**
@@ -121,7 +121,14 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts:
  * seed), called once per forward pass, again on every replay of a compiled step (nn modules
  * pass their per-call counter).
  */
-export function attentionDrawn(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions, draw: () => number | undefined): Tensor {
+export function attentionDrawn(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: AttentionOptions,
+  draw: () => number | undefined,
+  given = false,
+): Tensor {
   const lead = checkOperands(q, k, v);
   checkOptions(opts);
   const Tq = q.shape[q.shape.length - 2],
@@ -129,7 +136,7 @@ export function attentionDrawn(q: Tensor, k: Tensor, v: Tensor, opts: AttentionO
     d = q.shape[q.shape.length - 1],
     dv = v.shape[v.shape.length - 1];
   const dropoutP = opts.dropoutP ?? 0;
-  const seed = { value: [0, 0] as const, draw: () => seedOf(draw(), OP) };
+  const seed = { value: [0, 0] as const, draw: () => seedOf(draw(), OP), given };
   const scale = opts.scale ?? 1 / kernel('sqrt_scalar')(d);
   return composite(() => {
     const prepared = opts.mask == null ? null : prepareMask(opts.mask, q, lead, Tq, Tk);

@@ -34,6 +34,8 @@ export interface MaskLayout {
 interface SeedCell {
   value: readonly [number, number];
   readonly draw: () => readonly [number, number];
+  /** The caller gave the seed: an ordinary kernel argument, not a per-call one (see launch). */
+  readonly given?: boolean;
 }
 
 export interface AttentionParams {
@@ -93,7 +95,11 @@ function launch(
     kernel('gemm_set_scratch')(own.ptr, own.bytes);
     // After every allocation: the block lives in the shared argument area.
     const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
-    const seed = p.dropoutP === 0 ? [0, 0] : perCall(() => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)]); // the last arguments
+    const next = () => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)];
+    // The last arguments. Drawn seeds (automatic, a module's counter) are drawn again on every
+    // replay of a compiled step (perCall); a seed the caller gave stays an ordinary argument, which
+    // compile compares between its traces, so one that changes per call (seed: step) is caught.
+    const seed = p.dropoutP === 0 ? [0, 0] : p.seed.given ? next() : perCall(next);
     runPieces(
       `${name}_${SUFFIX[dtype]}`,
       pieces.map(([n0, n1], i) => [...ptrs, n0, n1, g, p.scale, p.dropoutP, base + i * per * b, ...seed]),

@@ -144,7 +144,7 @@ export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor 
   const training = boolArg('dropout', 'training', t, true);
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${describe(p)}`);
   if (!training || p === 0) return reshape(x, x.shape);
-  return dropoutDrawn(x, p, () => seed);
+  return dropoutDrawn(x, p, () => seed, seed !== undefined);
 }
 
 /**
@@ -152,11 +152,15 @@ export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor 
  * takes the next automatic seed. perCall: a compiled step calls draw() again on every replay, so
  * a counter behind it (nn.Dropout's) advances and each step gets a fresh mask, as in eager mode.
  */
-export function dropoutDrawn(x: Tensor, p: number, draw: () => number | undefined): Tensor {
-  const args = perCall(() => [...seedOf(draw(), 'dropout'), p]);
+export function dropoutDrawn(x: Tensor, p: number, draw: () => number | undefined, given = false): Tensor {
+  // Only a drawn seed is per call. p, and a seed the caller gave (`given`), are read once here and
+  // stay ordinary kernel arguments, which a compiled step compares between its traces: inside
+  // perCall a p or seed that changed per call (seed: step) replayed the traced one silently.
+  const next = () => seedOf(draw(), 'dropout');
+  const seed = given ? next() : perCall(next);
   return composite(() => {
     const mask = Tensor.empty(x.shape, x.dtype);
-    k('dropout_mask', x.dtype)(mask.ptr, mask.size, ...args);
+    k('dropout_mask', x.dtype)(mask.ptr, mask.size, p, ...seed);
     return mul(x, mask);
   });
 }

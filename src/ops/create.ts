@@ -222,8 +222,11 @@ function random(
   boolArg(fname, 'requiresGrad', opts.requiresGrad, false);
   checkShape(fname, shape);
   const dtype = checkDtype(fname, opts.dtype ?? 'float32');
-  // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does.
-  const draw = perCall(() => [...seedOf(opts.seed, fname), 0, a, b]);
+  // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does. A
+  // seed the caller gave is an ordinary argument, compared between traces (one that changes per
+  // call, seed: step, must not replay the traced one).
+  const next = () => [...seedOf(opts.seed, fname), 0, a, b];
+  const draw = opts.seed === undefined ? perCall(next) : next();
   const t = named(fname, () => Tensor.empty(shape, dtype));
   kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, ...draw);
   return finish(t, opts.requiresGrad);

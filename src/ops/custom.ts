@@ -71,6 +71,9 @@ export const customRules = {
   } satisfies Rule<CustomParams>,
   checkpoint: {
     saves: { inputs: 'all', output: false },
+    // An int32 argument (token ids, gather indices) is saved like the others and reaches fn's
+    // recomputation as itself; it takes no gradient, and fn's own ops check how it is used.
+    int32: true,
     forward: (xs, p) => p.forward(xs),
     vjp: (g, s, p, needs) => p.vjp(g, s, needs),
     jvp: (_ts, _xs, y, p) => p.jvp(y),

@@ -159,7 +159,12 @@ export const unaryRules = {
   ),
   // Gated, not multiplied: an infinite or NaN cotangent stops where x was clipped (nn.ts's gate).
   clamp: {
-    ...unary<{ lo: number; hi: number }>(map('clamp'), 'x', (x, _y, p) => inside(x, p.lo, p.hi), (p) => [p.lo, p.hi]),
+    ...unary<{ lo: number; hi: number }>(
+      map('clamp'),
+      'x',
+      (x, _y, p) => inside(x, p.lo, p.hi),
+      (p) => [p.lo, p.hi],
+    ),
     vjp: (g, s, p) => [gate(g, inside(s.x[0]!, p.lo, p.hi))],
     jvp: ([t], [x], _y, p) => gate(t!, inside(x, p.lo, p.hi)),
   } satisfies Rule<{ lo: number; hi: number }>,

@@ -9,7 +9,7 @@
 //    are differentiable again. The rule's saved tensors are handed to it linked to the nodes
 //    they came from, so the recorded VJP depends on them. Off (the first-order case) nothing is
 //    linked or recorded and the sweep costs what it always did.
-import { DisposedError } from '../errors.js';
+import { DisposedError, GradError } from '../errors.js';
 import { type Tensor, isTensor } from './tensor.js';
 import { exempt, runScoped } from '../tensor/scope.js';
 import type { Node } from './node.js';
@@ -239,6 +239,13 @@ function withNode(t: Tensor, node: Node): Tensor {
 
 /** Runs one node's VJP on its output adjoint g and routes the cotangents to its inputs. */
 function visit(node: Node, g: Tensor, c: Ctx): void {
+  // An earlier sweep without retainGraph freed what this node saved (the root's own graph is
+  // checked before the sweep; this is a shared interior node): say so, not "tensor #n was disposed".
+  if (node.released && (node.saved.y !== undefined || node.saved.x.some((t) => t !== undefined)))
+    throw new GradError(
+      `backward: the graph reaches node #${node.id} (${node.prim} of inputs ${node.inputs.map((t) => `[${t.shape}]`).join(', ')}), ` +
+        'which an earlier backward() or autograd.grad through it already released; pass { retainGraph: true } to that call to run through it again',
+    );
   const needs = node.inputs.map((t) => wants(t, c));
   const rule = node.rule as Rule<unknown>;
   const gs = runScoped(() => rule.vjp(g, savedFor(node, c.record), node.params, needs).map((v) => (v === g ? linked(g) : v)), isTensor);

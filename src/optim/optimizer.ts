@@ -172,8 +172,10 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   step(): void {
     if (arguments.length > 0) throw tooMany('Optimizer.step', 0, arguments.length);
     // Every gradient is checked before any parameter moves: an error leaves the model as it was.
+    // A parameter is checked before its gradient test: disposing it drops its .grad, so a disposed
+    // one would otherwise be skipped without a word (a model freed while its optimizer lives on).
     const todo = this.paramGroups.flatMap((group) =>
-      group.params.filter((p) => p.grad !== null).map((p) => ({ p, g: this.checkedGrad(p), group })),
+      group.params.filter((p) => p.check(`${this.name}.step`).grad !== null).map((p) => ({ p, g: this.checkedGrad(p), group })),
     );
     this.calls++;
     for (const { p, g, group } of todo) this.update(p, g, group);
@@ -182,9 +184,8 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   /** p.grad, refused unless it is a live Tensor of p's dtype and shape. */
   private checkedGrad(p: Tensor): Tensor {
     const g = p.grad as unknown;
-    p.check(`${this.name}.step`);
     if (!isTensor(g)) throw new ArgumentError(`${this.name}.step: a parameter's .grad must be a Tensor or null, got ${describe(g)}`);
-    g.check(`${this.name}.step (a parameter's .grad)`);
+    g.check(`${this.name}.step (the .grad of a parameter [${p.shape}])`);
     if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
     // The shape, not just the size: a [3, 2] gradient on a [2, 3] parameter would update it
     // in memory order; PyTorch refuses such a .grad when it is assigned.

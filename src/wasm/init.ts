@@ -9,6 +9,11 @@ import { kernelSource } from './relaxed.js';
 
 const PAGE = 65536;
 const MAX_BYTES = 65536 * PAGE; // wasm32's 4 GiB
+/**
+ * The init() in progress (instantiating, or resizing the pool). Calls overlap only one at a time:
+ * two resizes at once would each start a pool, and the one that finished second would orphan the
+ * other's workers (never stopped) while a call that came later lost to one that came earlier.
+ */
 let pending: Promise<void> | null = null;
 
 /**
@@ -34,16 +39,15 @@ export function init(opts?: InitOptions): Promise<void> {
   } catch (e) {
     return Promise.reject(e);
   }
+  // A call made meanwhile runs after it, as if the caller had awaited it (also when it failed).
+  if (pending !== null) return pending.catch(() => undefined).then(() => init(options));
   if (isInitialised()) {
     const conflict = changedFixedOption(options);
     if (conflict !== null) return Promise.reject(conflict);
-    return pending ?? reinitThreads(options);
+    return (pending = reinitThreads(options).finally(() => (pending = null)));
   }
-  if (pending === null) {
-    first = options;
-    pending = instantiate(options).finally(() => (pending = null));
-  }
-  return pending;
+  first = options;
+  return (pending = instantiate(options).finally(() => (pending = null)));
 }
 
 /** The options of the call that instantiated the kernels. */
@@ -58,8 +62,10 @@ function changedFixedOption(options: InitOptions): ArgumentError | null {
   for (const key of ['memory', 'module', 'relaxedSimd'] as const) {
     const v = options[key];
     if (v === undefined || (key === 'module' ? v === first.module : same(v, first[key]))) continue;
+    // memory is a plain object, which describe() only calls "an object": show its fields.
+    const show = (o: unknown) => (key === 'memory' && o !== undefined ? JSON.stringify(o) : describe(o));
     return new ArgumentError(
-      `init: ${key} was fixed by the first init() call (${describe(first[key])}) and cannot change to ${describe(v)}; ` +
+      `init: ${key} was fixed by the first init() call (${show(first[key])}) and cannot change to ${show(v)}; ` +
         'a later init() can only change threads',
     );
   }

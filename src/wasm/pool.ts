@@ -32,6 +32,10 @@ export interface Pool {
   index: Map<string, number>;
   /** Atomics.wait is allowed on the calling thread (not on a browser main thread). */
   canBlock: boolean;
+  /** The workers' control slots (byte offsets), handed to a later pool once this one has ended. */
+  slotAt: number[];
+  /** stopPool() has told the workers to quit. */
+  stopped: boolean;
 }
 export interface ThreadSetup {
   count: number;
@@ -44,6 +48,13 @@ let threadModule: WebAssembly.Module | null = null;
 /** The thread count to restore when init() is called again after a worker died. */
 let lost: number | null = null;
 const noticed = new Set<string>();
+/**
+ * Control slots of pools that were stopped and whose supervisor then ended, having terminated
+ * every worker first: no thread reads or writes them any more, so the next pool takes them
+ * instead of reserving new ones (arena space is never freed: a resize took 65 KB per worker for
+ * good, and a few hundred resizes used up a memory cap).
+ */
+const spareSlots: number[] = [];
 
 /** The running pool, or null (one thread). */
 export function currentPool(): Pool | null {
@@ -165,13 +176,16 @@ async function startPool(count: number): Promise<void> {
     lists: [],
     index: new Map(names.map((n, i) => [n, i])),
     canBlock: canBlock(),
+    slotAt: [],
+    stopped: false,
   };
   const workers: Record<string, unknown>[] = [];
   for (let w = 0; w < count - 1; w++) {
     // Fresh control slots for every pool: a stopped worker may still be exiting on its old one.
-    const slot = r.arena.reserve(SLOT.BYTES),
+    const slot = spareSlots.pop() ?? r.arena.reserve(SLOT.BYTES),
       s = scratchOf(w + 1),
       buf = r.memory.buffer;
+    p.slotAt.push(slot);
     p.slots.push(new Int32Array(buf, slot, SLOT.ARGS_AT >> 2).fill(0));
     p.args.push(new Float64Array(buf, slot + SLOT.ARGS_AT, SLOT.MAX_ARGS));
     p.msgs.push(new Uint16Array(buf, slot + SLOT.MSG_AT, SLOT.MSG_CHARS));
@@ -191,12 +205,17 @@ async function startPool(count: number): Promise<void> {
   }
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    p.supervisor = start({ memory: r.memory, workers }, (why) => p.slots.forEach((_, w) => markGone(p, w, why)));
+    p.supervisor = start({ memory: r.memory, workers }, (why) => {
+      p.slots.forEach((_, w) => markGone(p, w, why));
+      // Only after a stop: a supervisor that died by itself may leave workers running (Deno).
+      if (p.stopped) spareSlots.push(...p.slotAt.splice(0));
+    });
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`not ready after ${START_MS / 1000} s`)), START_MS);
     });
     await Promise.race([p.supervisor.ready, late]);
   } catch (e) {
+    p.stopped = true;
     p.supervisor?.stop();
     notice(`worker threads could not start (${(e as Error).message})`);
     return;
@@ -236,6 +255,7 @@ function stopPool(): void {
   pool = null;
   resetBalance();
   if (p === null) return;
+  p.stopped = true;
   p.slots.forEach((c, w) => {
     if (Atomics.load(c, SLOT.GONE) === 0) post(c, p.args[w], QUIT, []);
   });
