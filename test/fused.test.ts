@@ -61,7 +61,7 @@ const ROWS: Row[] = [
     domains: [uniform(-2, 2, [0], 0.2), uniform(-2, 2)],
     exact: true,
     fused: reluGrad,
-    composed: (y, g) => A.mul(g, apply('step', [y], { a: 1, b: 0 })),
+    composed: (y, g) => A.where(apply('step', [y], { a: 1, b: 0 }), g, 0), // a select: +0 where y ≤ 0, whatever g is
   },
   // Labels need a class: size 0 is zero rows of 4 classes.
   {
