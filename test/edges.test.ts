@@ -35,3 +35,28 @@ describe('slice of a scalar', () => {
     expect((f(A.tensor(5)) as Tensor).item()).toBe(10);
   });
 });
+
+describe("div's gradient in the denominator where b² leaves float32's range", () => {
+  // torch: a / b, ∂/∂b = −(a/b)/b; b² is 1e40 → ∞, 1e-50 → 0 and 1e-80 → 0 in float32.
+  const a = [1e20, 1e-30, 0, Number.POSITIVE_INFINITY, 1e30];
+  const b = [1e20, 1e-25, 1e-40, 1e30, 1e25];
+  const want = [-9.999999682655225e-21, -9.999999320799471e19, -0, Number.NEGATIVE_INFINITY, -1.000000129824236e-20];
+
+  it('backward gives torch.autograd values (it gave 0, −∞ or NaN)', () => {
+    const bb = A.tensor(b, { requiresGrad: true });
+    A.sum(A.div(A.tensor(a), bb)).backward();
+    expect(arr(bb.grad as Tensor)).toEqual(want);
+  });
+
+  it('jvp and the VJP agree', () => {
+    const f = (v: Tensor) => A.div(A.tensor(a), v);
+    const [, t] = A.jvp(f, [A.tensor(b)], [A.ones([5])]);
+    expect(arr(t)).toEqual(want);
+  });
+
+  it('float64 too, where b² underflows (1e-170² → 0 gave −∞)', () => {
+    const bb = A.tensor([1e150, 1e-170], { dtype: 'float64', requiresGrad: true });
+    A.sum(A.div(A.tensor([1e150, 1e-170], { dtype: 'float64' }), bb)).backward();
+    expect(arr(bb.grad as Tensor)).toEqual([-1e-150, -1e170]);
+  });
+});
