@@ -60,3 +60,19 @@ describe("div's gradient in the denominator where b² leaves float32's range", (
     expect(arr(bb.grad as Tensor)).toEqual([-1e-150, -1e170]);
   });
 });
+
+describe('gather: indices that are not integers', () => {
+  it('a nested array names the flat form and the int32 tensor for shaped indices', () => {
+    const x = A.tensor([
+      [1, 2],
+      [3, 4],
+    ]);
+    const nested = [[1], [0]] as unknown as number[];
+    expect(() => A.gather(x, nested)).toThrow(A.ArgumentError);
+    expect(() => A.gather(x, nested)).toThrow(/indices\[0\] is \[1\].*not an integer.*int32 tensor/);
+    expect(() => A.gather(x, [1, 0.5])).toThrow(/indices\[1\] is 0\.5 \(a number\), not an integer/);
+    expect(() => A.gather(x, [Number.NaN])).toThrow(A.ArgumentError);
+    // the shaped form it points to
+    expect(arr(A.gather(x, A.tensor(nested, { dtype: 'int32' })))).toEqual([3, 4, 1, 2]);
+  });
+});

@@ -408,7 +408,14 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[] | Tens
   const checked = (ix: ArrayLike<number>): Int32Array => {
     for (let i = 0; i < ix.length; i++) {
       const v = ix[i];
-      if (!Number.isInteger(v) || v < 0 || v >= x.shape[a]) {
+      // A nested array or a fraction is not an index "out of range" ([[1], [0]] read "index 1 … is
+      // out of range [0, 2)"): say what it is, and where shaped indices go.
+      if (!Number.isInteger(v)) {
+        throw new ArgumentError(
+          `gather: indices[${i}] is ${describe(v)}, not an integer (indices are a flat array of integers; for indices of another shape pass an int32 tensor)`,
+        );
+      }
+      if (v < 0 || v >= x.shape[a]) {
         throw new ShapeError(`gather: index ${v} at position ${i} is out of range [0, ${x.shape[a]}) for axis ${a} of [${x.shape}]`);
       }
     }
