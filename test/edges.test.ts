@@ -76,3 +76,32 @@ describe('gather: indices that are not integers', () => {
     expect(arr(A.gather(x, A.tensor(nested, { dtype: 'int32' })))).toEqual([3, 4, 1, 2]);
   });
 });
+
+describe('nested data that never ends', () => {
+  const deep = (n: number, leaf: unknown): unknown => {
+    let v = leaf;
+    for (let k = 0; k < n; k++) v = [v];
+    return v;
+  };
+  const cyclic: unknown[] = [];
+  cyclic.push(cyclic, cyclic);
+
+  it('tensor: 10,000 levels and an array that contains itself are ArgumentErrors (a RangeError escaped)', () => {
+    expect(() => A.tensor(deep(10_000, 1) as number[])).toThrow(A.ArgumentError);
+    expect(() => A.tensor(cyclic as number[])).toThrow(/nested more than 1024 arrays deep/);
+    expect(A.tensor(deep(40, 2) as number[]).shape).toEqual(new Array(40).fill(1)); // high ranks still work
+  });
+
+  it('crossEntropy labels: a cyclic array is named as a bad label (it aborted the process)', () => {
+    const x = A.zeros([2, 3]);
+    expect(() => A.crossEntropy(x, cyclic as number[])).toThrow(A.AdjointError);
+    expect(() => A.crossEntropy(x, [0, deep(10_000, 1)] as number[])).toThrow(/position 1 is not an integer/);
+    expect(A.crossEntropy(A.zeros([1, 2, 3]), [[0, 2]]).item()).toBeCloseTo(Math.log(3), 6);
+  });
+
+  it('vmap: a cyclic argument is an ArgumentError, as in grad (a RangeError escaped)', () => {
+    const o: Record<string, unknown> = { x: A.ones([2]) };
+    o.self = o;
+    expect(() => A.vmap((t: unknown) => t)(o)).toThrow(/vmap: the arguments are nested deeper than 32 levels at args\[0\]\.self\.self/);
+  });
+});

@@ -52,11 +52,16 @@ function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: n
   return { reduction, ignore: ignoreIndex, eps: labelSmoothing };
 }
 
-/** Shape and flat values of nested arrays (not checked for raggedness: the count check catches that). */
-function flattenNested(labels: readonly unknown[]): { shape: number[]; flat: unknown[] } {
+/**
+ * Shape and flat values of nested arrays, at most `rank` (the logits' rank) arrays deep: an array
+ * deeper down stays one (bad) label for the checks to name. Unbounded, an array that contained
+ * itself grew the shape until V8 aborted the process, and 10,000 levels threw a RangeError. Not
+ * checked for raggedness: the count check catches that.
+ */
+function flattenNested(labels: readonly unknown[], rank: number): { shape: number[]; flat: unknown[] } {
   const shape: number[] = [];
-  for (let v: unknown = labels; Array.isArray(v); v = v[0]) shape.push(v.length);
-  return { shape, flat: (labels as unknown[]).flat(Infinity) };
+  for (let v: unknown = labels; Array.isArray(v) && shape.length < rank; v = v[0]) shape.push(v.length);
+  return { shape, flat: (labels as unknown[]).flat(shape.length - 1) };
 }
 
 /** What the labels say, per position, as a label the kernel can use (an ignored one becomes 0) and a weight. */
@@ -136,7 +141,7 @@ function readLabels(
   }
   let flat: Int32Array | readonly unknown[] = labels;
   if (Array.isArray(labels) && labels.some((v) => Array.isArray(v))) {
-    const nested = flattenNested(labels);
+    const nested = flattenNested(labels, logits.shape.length);
     if (same(nested.shape, logits.shape) && c !== 1) {
       throw new ShapeError(
         `crossEntropy: labels are nested arrays of shape [${nested.shape}], the logits' shape: one-hot rows? Pass class indices [${lead}], or probabilities as a float tensor`,
@@ -170,7 +175,7 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
     });
   }
   if ('mapped' in read) return mappedLabels(logits, read.mapped, reduction, ignore, eps);
-  const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array), c, ignore);
+  const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array, r), c, ignore);
   const flat = indexLabels(read.flat, c, ignore);
   if (read.source !== null) derive(flat, read.source, make); // a compiled step checks each call's new labels the same way
   return composite(() => {
@@ -180,7 +185,7 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
     if (ignore !== undefined) {
       const wv = weightsOf(read.flat, ignore, logits.dtype === 'float64');
       if (read.source !== null)
-        derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
+        derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array, r), ignore, logits.dtype === 'float64'));
       w = fromValues(wv, [n], logits.dtype);
     }
     return finishRows(rows, x, eps, w, reduction, lead);
@@ -214,8 +219,8 @@ function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, igno
 }
 
 /** A labels argument as compile() hands it back: flat for the checks (nested arrays flattened). */
-function flatOf(ls: Int32Array | readonly unknown[]): Int32Array | readonly unknown[] {
-  return Array.isArray(ls) && ls.some((v) => Array.isArray(v)) ? (ls as unknown[]).flat(Infinity) : ls;
+function flatOf(ls: Int32Array | readonly unknown[], rank: number): Int32Array | readonly unknown[] {
+  return Array.isArray(ls) && ls.some((v) => Array.isArray(v)) ? flattenNested(ls, rank).flat : ls;
 }
 
 /** Per-row losses [n] reduced: the mean counts rows of weight 1 (all of them without ignoreIndex). */
