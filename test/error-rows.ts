@@ -220,6 +220,7 @@ function linalgNnRows(f: Fixtures): Row[] {
     row('crossEntropy', () => A.crossEntropy(logits(), any(1)), A.ArgumentError, 'labels', 'Int32Array', 'number'),
     row('crossEntropy', () => A.crossEntropy(logits(), [0, 1], { reduction: any('avg') }), A.ArgumentError, 'reduction', "'mean'", '"avg"'),
     row('crossEntropy', () => A.crossEntropy(any([[1, 2]]), [0]), A.ArgumentError, 'logits', 'Tensor'),
+    row('crossEntropy', () => A.crossEntropy(A.arange(3, { dtype: 'int32' }), [0]), A.DtypeError, 'crossEntropy: got an int32'),
     row('mseLoss', () => A.mseLoss(f.x, f.y), A.ShapeError, 'pred [2,3]', 'target [3,2]', 'same shape'),
     row('mseLoss', () => A.mseLoss(f.x, f.x64), A.DtypeError, 'float32', 'float64'),
     row('mseLoss', () => A.mseLoss(f.x, f.x, { reduction: any('all') }), A.ArgumentError, 'reduction', '"all"'),

@@ -12,7 +12,7 @@ import { apply } from './apply.js';
 import { derive } from '../wasm/hooks.js';
 import { sizeOf } from './launch.js';
 import { composite, logsumexp, mean, logSoftmax } from './composite.js';
-import { add, sub, mul, div, neg, sum, reshape, tensorArg, ne, cast } from './api.js';
+import { add, sub, mul, div, neg, sum, reshape, floatArg, ne, cast } from './api.js';
 import { isBatched } from './batch.js';
 import { take } from './take.js';
 import { where } from './select-api.js';
@@ -159,7 +159,7 @@ function readLabels(
 /** Softmax cross-entropy of logits [..., C] (class axis last) against class indices [...] or probabilities [..., C]. */
 export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: CrossEntropyOptions = {}): Tensor {
   if (arguments.length > 3) throw tooMany('crossEntropy', 3, arguments.length);
-  tensorArg('crossEntropy', logits, 'logits');
+  floatArg('crossEntropy', logits, 'logits'); // int32 logits: named here, not by the fused primitive (softmaxCrossEntropy)
   const { reduction, ignore, eps } = checkOptions(opts);
   if (logits.shape.length === 0) throw new ShapeError('crossEntropy: logits must be [..., C] (at least 1-D), got a scalar []');
   const r = logits.shape.length,
