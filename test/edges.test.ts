@@ -105,3 +105,57 @@ describe('nested data that never ends', () => {
     expect(() => A.vmap((t: unknown) => t)(o)).toThrow(/vmap: the arguments are nested deeper than 32 levels at args\[0\]\.self\.self/);
   });
 });
+
+describe('scaledDotProductAttention: NaN and +∞ scores give NaN, as PyTorch (they gave a masked row’s zeros)', () => {
+  // Shapes for both kernels: d = dv = 4 in float32 is the register-blocked path, d = 2 and float64 the tiled one.
+  for (const [dtype, d] of [
+    ['float32', 4],
+    ['float32', 2],
+    ['float64', 4],
+  ] as const) {
+    const q = A.tensor(
+      Array.from({ length: 2 * d }, (_, i) => 0.1 * i - 0.15),
+      { dtype, shape: [1, 2, d] },
+    );
+    const k = A.tensor(
+      Array.from({ length: 3 * d }, (_, i) => 0.05 * i),
+      { dtype, shape: [1, 3, d] },
+    );
+    const v = A.tensor(
+      Array.from({ length: 3 * d }, (_, i) => i),
+      { dtype, shape: [1, 3, d] },
+    );
+    const clean = arr(A.scaledDotProductAttention(q, k, v));
+    const withAt = (t: Tensor, i: number, x: number) => {
+      const a = t.toArray();
+      a[i] = x;
+      return A.tensor(a, { dtype, shape: [...t.shape] });
+    };
+
+    it(`${dtype}, d = ${d}: a NaN in query row 0 makes row 0 NaN and leaves row 1`, () => {
+      const y = arr(A.scaledDotProductAttention(withAt(q, 0, Number.NaN), k, v));
+      expect(y.slice(0, d).every(Number.isNaN)).toBe(true);
+      expect(y.slice(d)).toEqual(clean.slice(d));
+    });
+
+    it(`${dtype}, d = ${d}: a NaN or +∞ in a key, or +∞ in the mask, gives NaN rows`, () => {
+      expect(arr(A.scaledDotProductAttention(q, withAt(k, 0, Number.NaN), v)).every(Number.isNaN)).toBe(true);
+      const inf = arr(A.scaledDotProductAttention(q, withAt(k, 0, Number.POSITIVE_INFINITY), v));
+      expect(inf.slice(d).every(Number.isNaN)).toBe(true); // row 1's score with that key is +∞ (q[1, 0] > 0)
+      const mask = A.tensor([Number.POSITIVE_INFINITY, 0, 0, 0, 0, 0], { dtype, shape: [2, 3] });
+      const ym = arr(A.scaledDotProductAttention(q, k, v, { mask }));
+      expect(ym.slice(0, d).every(Number.isNaN)).toBe(true);
+      expect(ym.slice(d)).toEqual(clean.slice(d));
+    });
+
+    it(`${dtype}, d = ${d}: a row with every key masked still gives zeros (documented)`, () => {
+      const mask = A.tensor([Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, 0, 0, 0], {
+        dtype,
+        shape: [2, 3],
+      });
+      const y = arr(A.scaledDotProductAttention(q, k, v, { mask }));
+      expect(y.slice(0, d)).toEqual(new Array(d).fill(0));
+      expect(y.slice(d)).toEqual(clean.slice(d));
+    });
+  }
+});
