@@ -18,7 +18,7 @@ import { take } from './take.js';
 import { where } from './select-api.js';
 
 import type { Reduction } from './composite.js';
-import { tooMany, optionsArg } from '../args.js';
+import { tooMany, optionsArg, describe } from '../args.js';
 /** Options for {@link crossEntropy} (PyTorch's arguments in camelCase). */
 export interface CrossEntropyOptions {
   /** `'mean'` (default: over the counted rows), `'sum'`, or `'none'` (one loss per row). */
@@ -75,7 +75,7 @@ function indexLabels(labels: Int32Array | readonly unknown[], c: number, ignore:
       );
     if (typeof l !== 'number' || !Number.isInteger(l)) {
       throw new ArgumentError(
-        `crossEntropy: label ${typeof l === 'number' ? l : typeof l} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`,
+        `crossEntropy: label ${typeof l === 'number' ? l : describe(l)} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`,
       );
     }
     if (l === ignore) continue; // stays 0: a valid row for the kernel, weighted out below
