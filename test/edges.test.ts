@@ -161,3 +161,22 @@ describe('scaledDotProductAttention: NaN and +∞ scores give NaN, as PyTorch (t
     });
   }
 });
+
+describe('a non-integer axis is named as such', () => {
+  it('sum, argmax, softmax, concat, gather: 1.5, NaN and ∞ are ArgumentErrors, not "out of range"', () => {
+    const x = A.ones([2, 3]);
+    const calls: [() => unknown, string][] = [
+      [() => A.sum(x, 1.5), 'sum: axis must be an integer, got 1.5 (a number)'],
+      [() => A.sum(x, [0, Number.NaN]), 'sum: axis must be an integer, got NaN (a number)'],
+      [() => A.argmax(x, 0.5), 'argmax: axis must be an integer, got 0.5 (a number)'],
+      [() => A.softmax(x, Number.POSITIVE_INFINITY), 'softmax: axis must be an integer, got Infinity (a number)'],
+      [() => A.concat([x, x], 0.5), 'concat: axis must be an integer'],
+      [() => A.gather(x, [0], 0.5), 'gather: axis must be an integer'],
+    ];
+    for (const [call, says] of calls) {
+      expect(call).toThrow(A.ArgumentError);
+      expect(call).toThrow(says);
+    }
+    expect(() => A.sum(x, 2)).toThrow(A.ShapeError); // a whole number past the rank stays a ShapeError
+  });
+});

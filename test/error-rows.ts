@@ -126,7 +126,7 @@ function reduceRows(f: Fixtures): Row[] {
     rows.push(
       row(op, () => g(f.x, 2), A.ShapeError, 'axis 2', 'out of range', '[2,3]'),
       row(op, () => g(f.x, -3), A.ShapeError, 'axis -3', '[2,3]'),
-      row(op, () => g(f.x, 0.5), A.ShapeError, 'axis 0.5'),
+      row(op, () => g(f.x, 0.5), A.ArgumentError, 'axis must be an integer', '0.5'),
       row(op, () => g(f.x, 'a'), A.ArgumentError, 'axis', 'number', 'string'),
       row(op, () => g(f.x, [0, 7]), A.ShapeError, 'axis 7'),
       row(op, () => g(f.x, [0, -2]), A.ArgumentError, 'axis [0,-2]', 'axis 0', 'more than once'),

@@ -41,7 +41,8 @@ export function normAxes(op: string, shape: readonly number[], axis?: Axis): num
 
 export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
   if (!Number.isInteger(a) || a < -rank || a >= rank) {
-    if (typeof a !== 'number') throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
+    // 1.5, NaN or ∞ is not an axis at all: it read "axis 1.5 is out of range for shape [2,3]".
+    if (!Number.isInteger(a)) throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
     throw new ShapeError(`${op}: axis ${a} is out of range for shape [${shape}] (rank ${shape.length})`);
   }
   return a < 0 ? a + rank : a;
