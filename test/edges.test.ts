@@ -180,3 +180,14 @@ describe('a non-integer axis is named as such', () => {
     expect(() => A.sum(x, 2)).toThrow(A.ShapeError); // a whole number past the rank stays a ShapeError
   });
 });
+
+describe('a BigInt where a string or a plan goes', () => {
+  it('gelu, crossEntropy and the checkpoint plan say what they got (JSON.stringify threw a TypeError)', () => {
+    const x = A.ones([2, 3]);
+    const bad = 3n as unknown;
+    expect(() => A.gelu(x, { approximate: bad as 'none' })).toThrow("gelu: approximate must be 'tanh' or 'none', got 3n (a BigInt)");
+    expect(() => A.crossEntropy(x, [0, 1], { reduction: bad as 'sum' })).toThrow(/reduction must be .* got 3n \(a BigInt\)/);
+    expect(() => new A.nn.Sequential(new A.nn.ReLU(), { checkpoint: bad as number })).toThrow(A.ArgumentError);
+    expect(() => new A.nn.Sequential(new A.nn.ReLU(), { checkpoint: { maxBytes: bad as number } })).toThrow(/got an object/);
+  });
+});

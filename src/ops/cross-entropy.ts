@@ -42,7 +42,7 @@ function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: n
   optionsArg('crossEntropy', o, ['reduction', 'ignoreIndex', 'labelSmoothing']);
   const { reduction = 'mean', ignoreIndex, labelSmoothing = 0 } = o;
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
-    throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+    throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${describe(reduction)}`);
   }
   if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex))
     throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
