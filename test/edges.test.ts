@@ -191,3 +191,30 @@ describe('a BigInt where a string or a plan goes', () => {
     expect(() => new A.nn.Sequential(new A.nn.ReLU(), { checkpoint: { maxBytes: bad as number } })).toThrow(/got an object/);
   });
 });
+
+describe('Symbols and BigInts inside array arguments and options', () => {
+  it('are ArgumentErrors that describe them (a TypeError escaped while printing or multiplying them)', () => {
+    const x = A.ones([2, 3]);
+    const s = Symbol('s') as unknown as number;
+    const b = 3n as unknown as number;
+    const calls: (() => unknown)[] = [
+      () => A.reshape(x, [b]),
+      () => A.reshape(x, [s]),
+      () => A.slice(x, [s], [1, 1]),
+      () => A.broadcastTo(x, [s]),
+      () => A.transpose(x, [0, s]),
+      () => A.tril(x, [s] as unknown as number),
+      () => A.crossEntropy(x, [0, 1], { ignoreIndex: s }),
+      () => A.crossEntropy(x, [0, 1], { labelSmoothing: s }),
+      () => A.scaledDotProductAttention(x, x, x, { scale: [s] as unknown as number }),
+      () => A.grad((a: Tensor) => A.sum(a), { argnums: [s] })(x),
+    ];
+    for (const call of calls) expect(call).toThrow(A.ArgumentError);
+    expect(() => A.reshape(x, [s])).toThrow('reshape: shape must be an array of integers, got [Symbol(s) (a Symbol)] (an array)');
+    expect(() => A.crossEntropy(x, [0, 1], { ignoreIndex: s })).toThrow('ignoreIndex must be an integer, got Symbol(s) (a Symbol)');
+  });
+
+  it('init: threads', async () => {
+    await expect(A.init({ threads: [Symbol('t')] as unknown as number })).rejects.toThrow(A.ArgumentError);
+  });
+});

@@ -50,7 +50,10 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
 
 /** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
 function shapeArg(op: string, name: string, v: unknown): void {
-  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
+  // Entries are checked for numbers here, before any message prints them: "[${shape}]" of a
+  // Symbol entry, or arithmetic on a BigInt one, threw a TypeError.
+  if (!Array.isArray(v) || v.some((d) => typeof d !== 'number'))
+    throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
 }
 
 /** An array of tensors (concat's operands, Tensor.concat's others): anything else is an ArgumentError naming it. */

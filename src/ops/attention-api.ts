@@ -10,7 +10,7 @@ import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, ne, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
-import { tooMany, optionsArg } from '../args.js';
+import { describe, tooMany, optionsArg } from '../args.js';
 
 /** Options for {@link scaledDotProductAttention} (PyTorch's `F.scaled_dot_product_attention` arguments in camelCase). */
 export interface AttentionOptions {
@@ -102,7 +102,7 @@ function checkOptions(o: AttentionOptions): void {
   const p = o.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
   if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))
-    throw new ArgumentError(`${OP}: scale must be a finite number, got ${String(o.scale)}`);
+    throw new ArgumentError(`${OP}: scale must be a finite number, got ${describe(o.scale)}`);
 }
 
 /**

@@ -45,9 +45,9 @@ function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: n
     throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${describe(reduction)}`);
   }
   if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex))
-    throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
+    throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${describe(ignoreIndex)}`);
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1)) {
-    throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${labelSmoothing}`);
+    throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${describe(labelSmoothing)}`);
   }
   return { reduction, ignore: ignoreIndex, eps: labelSmoothing };
 }
