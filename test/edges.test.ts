@@ -207,6 +207,7 @@ describe('Symbols and BigInts inside array arguments and options', () => {
       () => A.crossEntropy(x, [0, 1], { ignoreIndex: s }),
       () => A.crossEntropy(x, [0, 1], { labelSmoothing: s }),
       () => A.scaledDotProductAttention(x, x, x, { scale: [s] as unknown as number }),
+      () => A.scaledDotProductAttention(x, x, x, { dropoutP: [s] as unknown as number }),
       () => A.grad((a: Tensor) => A.sum(a), { argnums: [s] })(x),
     ];
     for (const call of calls) expect(call).toThrow(A.ArgumentError);

@@ -100,7 +100,8 @@ function checkOptions(o: AttentionOptions): void {
   if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${String(o)}`);
   optionsArg(OP, o, ['causal', 'mask', 'scale', 'dropoutP', 'seed']);
   const p = o.dropoutP ?? 0;
-  if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
+  if (typeof p !== 'number' || !(p >= 0 && p < 1))
+    throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${describe(p)}`);
   if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))
     throw new ArgumentError(`${OP}: scale must be a finite number, got ${describe(o.scale)}`);
 }
