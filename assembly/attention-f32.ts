@@ -323,7 +323,7 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       v128.store(st8, mHi, 48);
       for (let r = 0; r < QB; r++) {
         const l = ld<f32>(st8, r);
-        st<f32>(inv, r, l > 0 ? <f32>1 / l : 0);
+        st<f32>(inv, r, l != 0 ? <f32>1 / l : 0); // 0 only for a fully masked row: a NaN l (NaN or +∞ scores) stays NaN
       }
       const jK = min(jG, Tk); // the weights past Tk are 0: V's rows stop at Tk
       for (let c0 = 0; c0 < dv; c0 += 4) {
@@ -332,7 +332,7 @@ export function attnFwdF32(q: usize, k: usize, v: usize, mask: usize, y: usize, 
       }
       for (let r = 0; r < rows; r++) {
         const l = ld<f32>(st8, r);
-        st<f32>(y, (n * Tq + i0 + r) * (dv + 1) + dv, l > 0 ? ld<f32>(st8, 8 + r) + log_s<f32>(l) : <f32>-Infinity);
+        st<f32>(y, (n * Tq + i0 + r) * (dv + 1) + dv, l != 0 ? ld<f32>(st8, 8 + r) + log_s<f32>(l) : <f32>-Infinity);
       }
     }
   }

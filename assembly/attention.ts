@@ -12,7 +12,8 @@
 // Scores s_ij = scale·q_i·k_j + mask_ij; causal keeps j ≤ i (PyTorch's top-left aligned
 // tril(ones(Tq, Tk))). Dropout keeps p_ij with probability 1 − p and scales it by 1/(1 − p), the
 // decision drawn from the counter generator at element (n·Tq + i)·Tk + j, so the backward
-// replays it exactly. A row with every key masked gives o = 0 and lse = −∞ (and no gradient).
+// replays it exactly. A row with every key masked gives o = 0 and lse = −∞ (and no gradient);
+// a NaN or +∞ score makes the row's l NaN, and o and lse NaN with it.
 // The seed comes last (compile() recomputes trailing arguments per call). Geometry: an i32 block [Tq, Tk, d, dv, causal, mdiv, mmod, mstride, mrow] (a threaded call
 // takes at most 24 arguments). Mask: additive [·, Tq or 1, Tk] rows; head n reads block
 // ⌊n / mdiv⌋ mod mmod (stride mstride), row i at i·mrow (mrow = 0: one row for every query);
@@ -167,7 +168,9 @@ const BK = 128;
       }
       for (let r = 0; r < bq; r++) {
         const yi = at<T>(y, (n * Tq + i0 + r) * (dv + 1)), l = ld<T>(Lsum, r);
-        if (l > <T>0) {
+        // l is 0 only when every key was masked; a NaN l (a NaN or +∞ score) must give NaN, as
+        // PyTorch, not the masked row's zeros (l > 0 turned NaN inputs into silent zeros).
+        if (l != <T>0) {
           scaleInto<T>(yi, at<T>(O, r * dv), <T>1 / l, dv);
           st<T>(yi, dv, ld<T>(M, r) + log_s<T>(l));
         } else {

@@ -8,6 +8,7 @@
 // through the whole backward pass. The planned peak is the largest such sum over j. The last
 // segment is always stored: it is the first to run backward, so recomputing it saves nothing.
 import { ArgumentError } from '../errors.js';
+import { describe } from '../args.js';
 
 /**
  * How `nn.Sequential` checkpoints its layers: `'sqrt'` (about √n segments, Chen et al. 2016), a
@@ -44,7 +45,7 @@ export function checkPlan(plan: unknown, where = 'checkpoint'): CheckpointPlan {
   const m = (plan as { maxBytes?: unknown } | null)?.maxBytes;
   if (typeof plan === 'object' && plan !== null && typeof m === 'number' && Number.isFinite(m) && m > 0) return plan as CheckpointPlan;
   throw new ArgumentError(
-    `${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${JSON.stringify(plan)}`,
+    `${where}: checkpoint must be 'sqrt', a positive integer number of segments, or { maxBytes: positive number }, got ${describe(plan)}`,
   );
 }
 
@@ -205,7 +206,7 @@ function fewestRecomputed(bytes: readonly number[], M: number): Segment[] {
  */
 export function planSegments(layerBytes: readonly number[], plan: CheckpointPlan): SegmentPlan {
   if (!Array.isArray(layerBytes) || layerBytes.some((b) => typeof b !== 'number' || !Number.isFinite(b) || b < 0)) {
-    throw new ArgumentError(`planSegments: layerBytes must be an array of non-negative byte counts, got ${JSON.stringify(layerBytes)}`);
+    throw new ArgumentError(`planSegments: layerBytes must be an array of non-negative byte counts, got ${describe(layerBytes)}`);
   }
   const p = checkPlan(plan, 'planSegments');
   const L = layerBytes.length;

@@ -49,7 +49,9 @@ function argnumList(fname: string, args: unknown[], argnums: number | readonly n
   const list = typeof argnums === 'number' ? [argnums] : [...argnums];
   for (const i of list) {
     if (!Number.isInteger(i) || i < 0 || i >= args.length)
-      throw new ArgumentError(`${fname}: argnums ${i} is out of range for ${args.length} argument(s)`);
+      throw new ArgumentError(
+        `${fname}: argnums ${typeof i === 'number' ? i : describe(i)} is out of range for ${args.length} argument(s)`,
+      );
   }
   if (new Set(list).size !== list.length) throw new ArgumentError(`${fname}: argnums [${list}] repeats an argument`);
   return list;

@@ -37,6 +37,7 @@ function mapTree(
   path: string,
   f: (t: Tensor, axis: number | null, path: string) => unknown,
   what: string,
+  depth = 0,
 ): unknown {
   if (isTensor(tree)) {
     if (spec !== null && typeof spec !== 'number')
@@ -52,14 +53,17 @@ function mapTree(
       throw new ArgumentError(`vmap: ${what} has no entry for ${path}${typeof key === 'number' ? `[${key}]` : `.${key}`}`);
     return v;
   };
+  // pytree.ts's limit: an argument that contains itself threw a RangeError (stack overflow).
+  if (depth > 32 && (Array.isArray(tree) || isPlainObject(tree)))
+    throw new ArgumentError(`vmap: ${what === 'inAxes' ? 'the arguments are' : 'the output is'} nested deeper than 32 levels at ${path}`);
   if (Array.isArray(tree)) {
     if (Array.isArray(spec) && spec.length !== tree.length)
       throw new ArgumentError(`vmap: ${what} for ${path} has ${spec.length} entries for an array of ${tree.length}`);
-    return tree.map((v, i) => mapTree(v, sub(i), `${path}[${i}]`, f, what));
+    return tree.map((v, i) => mapTree(v, sub(i), `${path}[${i}]`, f, what, depth + 1));
   }
   if (isPlainObject(tree)) {
     // fromEntries defines its keys, so a key "__proto__" stays an own entry (assigning it would set the prototype).
-    return Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, mapTree(v, sub(k), `${path}.${k}`, f, what)]));
+    return Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, mapTree(v, sub(k), `${path}.${k}`, f, what, depth + 1)]));
   }
   if (typeof spec === 'number' && what === 'inAxes')
     throw new ArgumentError(`vmap: ${path} is mapped (axis ${spec}) but is not a tensor (${typeof tree})`);

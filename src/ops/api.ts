@@ -41,7 +41,8 @@ export function normAxes(op: string, shape: readonly number[], axis?: Axis): num
 
 export function normAxis(op: string, shape: readonly number[], a: number, rank = shape.length): number {
   if (!Number.isInteger(a) || a < -rank || a >= rank) {
-    if (typeof a !== 'number') throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
+    // 1.5, NaN or ∞ is not an axis at all: it read "axis 1.5 is out of range for shape [2,3]".
+    if (!Number.isInteger(a)) throw new ArgumentError(`${op}: axis must be an integer, got ${describe(a)}`);
     throw new ShapeError(`${op}: axis ${a} is out of range for shape [${shape}] (rank ${shape.length})`);
   }
   return a < 0 ? a + rank : a;
@@ -49,7 +50,10 @@ export function normAxis(op: string, shape: readonly number[], a: number, rank =
 
 /** An array argument (a shape, a permutation, slice bounds): anything else is an ArgumentError. */
 function shapeArg(op: string, name: string, v: unknown): void {
-  if (!Array.isArray(v)) throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
+  // Entries are checked for numbers here, before any message prints them: "[${shape}]" of a
+  // Symbol entry, or arithmetic on a BigInt one, threw a TypeError.
+  if (!Array.isArray(v) || v.some((d) => typeof d !== 'number'))
+    throw new ArgumentError(`${op}: ${name} must be an array of integers, got ${describe(v)}`);
 }
 
 /** An array of tensors (concat's operands, Tensor.concat's others): anything else is an ArgumentError naming it. */
@@ -408,7 +412,14 @@ export function gather(x: Tensor, indices: Int32Array | readonly number[] | Tens
   const checked = (ix: ArrayLike<number>): Int32Array => {
     for (let i = 0; i < ix.length; i++) {
       const v = ix[i];
-      if (!Number.isInteger(v) || v < 0 || v >= x.shape[a]) {
+      // A nested array or a fraction is not an index "out of range" ([[1], [0]] read "index 1 … is
+      // out of range [0, 2)"): say what it is, and where shaped indices go.
+      if (!Number.isInteger(v)) {
+        throw new ArgumentError(
+          `gather: indices[${i}] is ${describe(v)}, not an integer (indices are a flat array of integers; for indices of another shape pass an int32 tensor)`,
+        );
+      }
+      if (v < 0 || v >= x.shape[a]) {
         throw new ShapeError(`gather: index ${v} at position ${i} is out of range [0, ${x.shape[a]}) for axis ${a} of [${x.shape}]`);
       }
     }

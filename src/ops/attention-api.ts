@@ -10,7 +10,7 @@ import { broadcastShapes, sizeOf } from './launch.js';
 import { composite } from './composite.js';
 import { reshape, broadcastTo, slice, log, cast, ne, tensorArg } from './api.js';
 import type { AttentionParams, MaskLayout } from './attention.js';
-import { tooMany, optionsArg, boolArg } from '../args.js';
+import { describe, tooMany, optionsArg, boolArg } from '../args.js';
 
 /** Options for {@link scaledDotProductAttention} (PyTorch's `F.scaled_dot_product_attention` arguments in camelCase). */
 export interface AttentionOptions {
@@ -101,9 +101,10 @@ function checkOptions(o: AttentionOptions): void {
   optionsArg(OP, o, ['causal', 'mask', 'scale', 'dropoutP', 'seed']);
   boolArg(OP, 'causal', o.causal, false); // `causal: 1` would otherwise attend everywhere: causal is `=== true`
   const p = o.dropoutP ?? 0;
-  if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${String(p)}`);
+  if (typeof p !== 'number' || !(p >= 0 && p < 1))
+    throw new ArgumentError(`${OP}: dropoutP must be a number in [0, 1), got ${describe(p)}`);
   if (o.scale !== undefined && (typeof o.scale !== 'number' || !Number.isFinite(o.scale)))
-    throw new ArgumentError(`${OP}: scale must be a finite number, got ${String(o.scale)}`);
+    throw new ArgumentError(`${OP}: scale must be a finite number, got ${describe(o.scale)}`);
 }
 
 /**

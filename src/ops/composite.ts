@@ -234,6 +234,6 @@ export function geluApproximation(op: string, options: GeluOptions): 'tanh' | 'n
     );
   optionsArg(op, options, ['approximate']);
   const a = options.approximate ?? 'tanh';
-  if (a !== 'tanh' && a !== 'none') throw new ArgumentError(`${op}: approximate must be 'tanh' or 'none', got ${JSON.stringify(a)}`);
+  if (a !== 'tanh' && a !== 'none') throw new ArgumentError(`${op}: approximate must be 'tanh' or 'none', got ${describe(a)}`);
   return a;
 }

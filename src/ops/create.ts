@@ -68,11 +68,20 @@ function inferShape(data: Nested, path = 'data'): number[] {
   return [data.length, ...inner];
 }
 
+/**
+ * Nesting deeper than this is refused before the recursion overflows the stack (a RangeError
+ * escaped at 10,000 levels, and an array that contains itself never ends); no tensor of use has
+ * a rank near it.
+ */
+const MAX_DEPTH = 1024;
+
 /** The values of nested arrays in row-major order; Array.prototype.flat would keep typed-array rows whole. */
-function flatten(data: Nested, out: unknown[] = []): unknown[] {
-  if (Array.isArray(data)) for (const d of data) flatten(d, out);
-  else if (isTyped(data)) for (let i = 0; i < data.length; i++) out.push(data[i]);
-  else out.push(data);
+function flatten(data: Nested, out: unknown[] = [], depth = 0): unknown[] {
+  if (isTyped(data)) for (let i = 0; i < data.length; i++) out.push(data[i]);
+  else if (!Array.isArray(data)) out.push(data);
+  else if (depth === MAX_DEPTH)
+    throw new ArgumentError(`tensor: data is nested more than ${MAX_DEPTH} arrays deep (does an array contain itself?)`);
+  else for (const d of data) flatten(d, out, depth + 1);
   return out;
 }
 

@@ -12,13 +12,13 @@ import { apply } from './apply.js';
 import { derive } from '../wasm/hooks.js';
 import { sizeOf } from './launch.js';
 import { composite, logsumexp, mean, logSoftmax } from './composite.js';
-import { add, sub, mul, div, neg, sum, reshape, tensorArg, ne, cast } from './api.js';
+import { add, sub, mul, div, neg, sum, reshape, floatArg, ne, cast } from './api.js';
 import { isBatched } from './batch.js';
 import { take } from './take.js';
 import { where } from './select-api.js';
 
 import type { Reduction } from './composite.js';
-import { tooMany, optionsArg } from '../args.js';
+import { tooMany, optionsArg, describe } from '../args.js';
 /** Options for {@link crossEntropy} (PyTorch's arguments in camelCase). */
 export interface CrossEntropyOptions {
   /** `'mean'` (default: over the counted rows), `'sum'`, or `'none'` (one loss per row). */
@@ -42,21 +42,26 @@ function checkOptions(o: CrossEntropyOptions): { reduction: Reduction; ignore: n
   optionsArg('crossEntropy', o, ['reduction', 'ignoreIndex', 'labelSmoothing']);
   const { reduction = 'mean', ignoreIndex, labelSmoothing = 0 } = o;
   if (reduction !== 'mean' && reduction !== 'sum' && reduction !== 'none') {
-    throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${JSON.stringify(reduction)}`);
+    throw new ArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got ${describe(reduction)}`);
   }
   if (ignoreIndex !== undefined && !Number.isInteger(ignoreIndex))
-    throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${ignoreIndex}`);
+    throw new ArgumentError(`crossEntropy: ignoreIndex must be an integer, got ${describe(ignoreIndex)}`);
   if (typeof labelSmoothing !== 'number' || !(labelSmoothing >= 0 && labelSmoothing <= 1)) {
-    throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${labelSmoothing}`);
+    throw new ArgumentError(`crossEntropy: labelSmoothing must be a number in [0, 1], got ${describe(labelSmoothing)}`);
   }
   return { reduction, ignore: ignoreIndex, eps: labelSmoothing };
 }
 
-/** Shape and flat values of nested arrays (not checked for raggedness: the count check catches that). */
-function flattenNested(labels: readonly unknown[]): { shape: number[]; flat: unknown[] } {
+/**
+ * Shape and flat values of nested arrays, at most `rank` (the logits' rank) arrays deep: an array
+ * deeper down stays one (bad) label for the checks to name. Unbounded, an array that contained
+ * itself grew the shape until V8 aborted the process, and 10,000 levels threw a RangeError. Not
+ * checked for raggedness: the count check catches that.
+ */
+function flattenNested(labels: readonly unknown[], rank: number): { shape: number[]; flat: unknown[] } {
   const shape: number[] = [];
-  for (let v: unknown = labels; Array.isArray(v); v = v[0]) shape.push(v.length);
-  return { shape, flat: (labels as unknown[]).flat(Infinity) };
+  for (let v: unknown = labels; Array.isArray(v) && shape.length < rank; v = v[0]) shape.push(v.length);
+  return { shape, flat: (labels as unknown[]).flat(shape.length - 1) };
 }
 
 /** What the labels say, per position, as a label the kernel can use (an ignored one becomes 0) and a weight. */
@@ -70,7 +75,7 @@ function indexLabels(labels: Int32Array | readonly unknown[], c: number, ignore:
       );
     if (typeof l !== 'number' || !Number.isInteger(l)) {
       throw new ArgumentError(
-        `crossEntropy: label ${typeof l === 'number' ? l : typeof l} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`,
+        `crossEntropy: label ${typeof l === 'number' ? l : describe(l)} at position ${i} is not an integer; labels are class indices in [0, ${c}) (for class probabilities pass a float tensor [..., ${c}])`,
       );
     }
     if (l === ignore) continue; // stays 0: a valid row for the kernel, weighted out below
@@ -136,7 +141,7 @@ function readLabels(
   }
   let flat: Int32Array | readonly unknown[] = labels;
   if (Array.isArray(labels) && labels.some((v) => Array.isArray(v))) {
-    const nested = flattenNested(labels);
+    const nested = flattenNested(labels, logits.shape.length);
     if (same(nested.shape, logits.shape) && c !== 1) {
       throw new ShapeError(
         `crossEntropy: labels are nested arrays of shape [${nested.shape}], the logits' shape: one-hot rows? Pass class indices [${lead}], or probabilities as a float tensor`,
@@ -154,7 +159,7 @@ function readLabels(
 /** Softmax cross-entropy of logits [..., C] (class axis last) against class indices [...] or probabilities [..., C]. */
 export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: CrossEntropyOptions = {}): Tensor {
   if (arguments.length > 3) throw tooMany('crossEntropy', 3, arguments.length);
-  tensorArg('crossEntropy', logits, 'logits');
+  floatArg('crossEntropy', logits, 'logits'); // int32 logits: named here, not by the fused primitive (softmaxCrossEntropy)
   const { reduction, ignore, eps } = checkOptions(opts);
   if (logits.shape.length === 0) throw new ShapeError('crossEntropy: logits must be [..., C] (at least 1-D), got a scalar []');
   const r = logits.shape.length,
@@ -170,7 +175,7 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
     });
   }
   if ('mapped' in read) return mappedLabels(logits, read.mapped, reduction, ignore, eps);
-  const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array), c, ignore);
+  const make = (ls: object): Int32Array => indexLabels(flatOf(ls as Int32Array, r), c, ignore);
   const flat = indexLabels(read.flat, c, ignore);
   if (read.source !== null) derive(flat, read.source, make); // a compiled step checks each call's new labels the same way
   return composite(() => {
@@ -180,7 +185,7 @@ export function crossEntropy(logits: Tensor, labels: CrossEntropyLabels, opts: C
     if (ignore !== undefined) {
       const wv = weightsOf(read.flat, ignore, logits.dtype === 'float64');
       if (read.source !== null)
-        derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array), ignore, logits.dtype === 'float64'));
+        derive(wv, read.source, (ls: object) => weightsOf(flatOf(ls as Int32Array, r), ignore, logits.dtype === 'float64'));
       w = fromValues(wv, [n], logits.dtype);
     }
     return finishRows(rows, x, eps, w, reduction, lead);
@@ -214,8 +219,8 @@ function mappedLabels(logits: Tensor, labels: Tensor, reduction: Reduction, igno
 }
 
 /** A labels argument as compile() hands it back: flat for the checks (nested arrays flattened). */
-function flatOf(ls: Int32Array | readonly unknown[]): Int32Array | readonly unknown[] {
-  return Array.isArray(ls) && ls.some((v) => Array.isArray(v)) ? (ls as unknown[]).flat(Infinity) : ls;
+function flatOf(ls: Int32Array | readonly unknown[], rank: number): Int32Array | readonly unknown[] {
+  return Array.isArray(ls) && ls.some((v) => Array.isArray(v)) ? flattenNested(ls, rank).flat : ls;
 }
 
 /** Per-row losses [n] reduced: the mean counts rows of weight 1 (all of them without ignoreIndex). */

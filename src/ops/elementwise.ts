@@ -208,8 +208,10 @@ export const binaryRules = {
   div: binary(
     zip('div'),
     BOTH,
-    (g, a, b, _y, n) => [when(n[0], () => div(g, b)), when(n[1], () => neg(div(mul(g, a), square(b))))],
-    (ta, tb, a, b) => plus(ta && div(ta, b), tb && neg(div(mul(tb, a), square(b)))),
+    // ∂/∂b = −(a/b)/b, as PyTorch: b² over- or underflows float32 beyond |b| ≈ 1.8e19 or below
+    // 1e-19, which turned the gradient into 0, ∞ or NaN where the quotients are finite.
+    (g, a, b, _y, n) => [when(n[0], () => div(g, b)), when(n[1], () => neg(mul(g, div(div(a, b), b))))],
+    (ta, tb, a, b) => plus(ta && div(ta, b), tb && neg(mul(tb, div(div(a, b), b)))),
   ),
   pow: binary(
     zip('pow', 'transcendental'),

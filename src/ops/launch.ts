@@ -301,6 +301,9 @@ export function stridedCopy(
   ys: readonly number[],
 ): void {
   if (sizeOf(shape) === 0) return;
+  // The kernel walks ndim ≥ 1 axes: a scalar is one element, a run of one (slice(x, [], []) of
+  // a scalar copied nothing and returned uninitialised memory).
+  if (shape.length === 0) return stridedCopy(x, xOff, y, yOff, [1], [1], [1]);
   const n = shape.length;
   const bytes = BYTES[x.dtype];
   const ps = writeArgs(0, shape),

@@ -7,7 +7,7 @@ import { apply } from './apply.js';
 import { broadcastShapes, filled } from './launch.js';
 import { composite } from './composite.js';
 import { ne, cast, reshape, tensorArg, normAxis } from './api.js';
-import { tooMany, boolArg } from '../args.js';
+import { describe, tooMany, boolArg } from '../args.js';
 
 /** A number operand as a scalar of `dtype` (an int32 one must be an integer). */
 function scalarOf(op: string, name: string, v: unknown, dtype: DType): Tensor {
@@ -66,7 +66,7 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
 function tri(op: 'tril' | 'triu', x: Tensor, k: number): Tensor {
   tensorArg(op, x, 'x');
   if (x.shape.length < 2) throw new ShapeError(`${op}: x must be at least 2-D (a matrix or a batch of them), got [${x.shape}]`);
-  if (!Number.isInteger(k)) throw new ArgumentError(`${op}: k must be an integer, got ${String(k)}`);
+  if (!Number.isInteger(k)) throw new ArgumentError(`${op}: k must be an integer, got ${describe(k)}`);
   return apply('tri', [x], { k, upper: op === 'triu' });
 }
 /** The lower triangle of each trailing matrix: x[..., i, j] where j − i ≤ k, else 0 (torch.tril). */

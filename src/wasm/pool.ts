@@ -8,6 +8,7 @@
 // notice. The workers are started by a supervisor thread whose only job is to see them die: a
 // caller blocked in Atomics.wait runs no events, so it learns of a death through the slot (GONE).
 import { ArgumentError, AdjointError } from '../errors.js';
+import { describe } from '../args.js';
 import { compileKernels, embeddedKernelBytes, runtime, type InitOptions } from './module.js';
 import { sharedMemoryVariant } from './shared-module.js';
 import { SLOT, OK, DEAD, QUIT } from './worker-source.js';
@@ -83,7 +84,7 @@ async function requestedCount(t: InitOptions['threads']): Promise<number> {
   if (t === undefined) return 1;
   if (t === 'auto') return Math.min(MAX_THREADS, Math.max(1, await cores()));
   if (typeof t !== 'number' || !Number.isSafeInteger(t) || t < 1) {
-    throw new ArgumentError(`init: threads must be a positive integer or 'auto', got ${typeof t === 'string' ? `'${t}'` : String(t)}`);
+    throw new ArgumentError(`init: threads must be a positive integer or 'auto', got ${typeof t === 'string' ? `'${t}'` : describe(t)}`);
   }
   return Math.min(t, MAX_THREADS);
 }
