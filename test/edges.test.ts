@@ -209,10 +209,21 @@ describe('Symbols and BigInts inside array arguments and options', () => {
       () => A.scaledDotProductAttention(x, x, x, { scale: [s] as unknown as number }),
       () => A.scaledDotProductAttention(x, x, x, { dropoutP: [s] as unknown as number }),
       () => A.grad((a: Tensor) => A.sum(a), { argnums: [s] })(x),
+      () => new A.optim.Adam([A.ones([2], { requiresGrad: true })], { betas: [s, 0.9] as [number, number] }),
+      () => new A.nn.TransformerEncoderLayer(8, 2, { activation: b as unknown as 'relu' }),
     ];
     for (const call of calls) expect(call).toThrow(A.ArgumentError);
     expect(() => A.reshape(x, [s])).toThrow('reshape: shape must be an array of integers, got [Symbol(s) (a Symbol)] (an array)');
     expect(() => A.crossEntropy(x, [0, 1], { ignoreIndex: s })).toThrow('ignoreIndex must be an integer, got Symbol(s) (a Symbol)');
+  });
+
+  it('a scheduler state with a BigInt in a list', () => {
+    const opt = new A.optim.SGD([A.ones([2], { requiresGrad: true })], { lr: 0.1 });
+    const sched = new A.optim.lrScheduler.StepLR(opt, { stepSize: 1 });
+    const state = { ...sched.stateDict(), baseLrs: [3n] } as unknown as ReturnType<typeof sched.stateDict>;
+    expect(() => sched.loadStateDict(state)).toThrow(
+      /baseLrs must hold one number per parameter group \(1\), got \[3n \(a BigInt\)\] \(an array\)/,
+    );
   });
 
   it('init: threads', async () => {

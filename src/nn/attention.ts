@@ -1,7 +1,7 @@
 // nn.MultiheadAttention and nn.TransformerEncoderLayer with PyTorch's parameter names, layouts
 // and initialisation, so state dicts move both ways through safetensors. Attention itself is
 // the fused scaledDotProductAttention primitive (O(T·d) memory in both passes).
-import { boolArg, optionsArg, tooMany } from '../args.js';
+import { boolArg, describe, optionsArg, tooMany } from '../args.js';
 import { ArgumentError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import type { DType } from '../tensor/dtype.js';
@@ -284,7 +284,7 @@ export class TransformerEncoderLayer extends Module {
       bias = opts.bias ?? true;
     const act = opts.activation ?? 'relu';
     if (act !== 'relu' && act !== 'gelu')
-      throw new ArgumentError(`TransformerEncoderLayer: activation must be 'relu' or 'gelu', got ${JSON.stringify(act)}`);
+      throw new ArgumentError(`TransformerEncoderLayer: activation must be 'relu' or 'gelu', got ${describe(act)}`);
     this.activation = act;
     this.normFirst = opts.normFirst ?? false;
     const s = (i: number) => (opts.seed === undefined ? undefined : opts.seed + 10 * i);

@@ -51,7 +51,7 @@ function adamGroup(name: string) {
     const at = (key: string) => (where === 'params' ? key : `${where}.${key}`);
     const betas = o.betas;
     if (!Array.isArray(betas) || betas.length !== 2)
-      throw new ArgumentError(`${name}: ${at('betas')} must be [beta1, beta2], got ${String(betas)}`);
+      throw new ArgumentError(`${name}: ${at('betas')} must be [beta1, beta2], got ${describe(betas)}`);
     return {
       lr: hyper(name, at('lr'), o.lr as number),
       betas: [hyper(name, `${at('betas')}[0]`, betas[0], 0, 1), hyper(name, `${at('betas')}[1]`, betas[1], 0, 1)],

@@ -8,7 +8,7 @@
 import { AdjointError, ArgumentError } from '../errors.js';
 import { kernel } from '../wasm/module.js';
 import { Optimizer } from './optimizer.js';
-import { tooMany } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** cos(x) in wasm (never the engine's Math.cos). */
 export const cos = (x: number): number => kernel('cos_scalar')(x);
@@ -170,9 +170,7 @@ export abstract class LRScheduler {
     const list = (key: 'baseLrs' | 'lastLr') => {
       const v = state[key];
       if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number')) {
-        throw new ArgumentError(
-          `${this.name}.loadStateDict: ${key} must hold one number per parameter group (${n}), got ${JSON.stringify(v)}`,
-        );
+        throw new ArgumentError(`${this.name}.loadStateDict: ${key} must hold one number per parameter group (${n}), got ${describe(v)}`);
       }
       return [...v];
     };
