@@ -296,6 +296,15 @@ describe('int32 takes no arithmetic and no gradient', () => {
     });
   });
 
+  it('grad of a function with an int32 value is a GradError, not zeros (as JAX and PyTorch refuse it)', () => {
+    const x = A.tensor([0.5, 2, -1]);
+    expect(() => A.grad((v: Tensor) => A.argmax(v, 0))(x)).toThrow(A.GradError);
+    expect(() => A.valueAndGrad((v: Tensor) => A.argmax(v, 0))(x)).toThrow(
+      /valueAndGrad: the function returns an int32 scalar, which has no gradient/,
+    );
+    x.dispose();
+  });
+
   it('gradients stop at int32: a cast to int32 and back carries none; argmax-picked gather differentiates through gather only', () => {
     A.tidy(() => {
       const x = A.tensor([0.5, 2.7, -1.2, 2.1], { requiresGrad: true });

@@ -111,6 +111,10 @@ function splitAux(fname: string, out: unknown, hasAux: boolean): [unknown, unkno
 function scalarOut(fname: string, y: unknown): Tensor {
   if (!(y instanceof Tensor)) throw new GradError(`${fname}: the function must return a Tensor, got ${y === null ? 'null' : typeof y}`);
   if (y.size !== 1) throw new GradError(`${fname}: the function must return a scalar, got shape [${y.shape}]`);
+  // An integer value (argmax, a count) is piecewise constant: its "gradient" of zeros would hide
+  // the mistake, so it is refused, as JAX's grad and PyTorch's backward refuse it.
+  if (y.dtype === 'int32')
+    throw new GradError(`${fname}: the function returns an int32 scalar, which has no gradient (return a float value)`);
   return y;
 }
 
