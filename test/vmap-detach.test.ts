@@ -49,3 +49,20 @@ describe('stopGradient and detach inside vmap', () => {
     expect(arr(A.grad((r: Tensor) => A.sum(A.grad((u: Tensor) => A.sum(viaNoGrad(u)))(r)))(v))).toEqual([0, 0, 0]);
   });
 });
+
+describe('dropout under vmap (docs/vmap.md, "Dropout under vmap")', () => {
+  it('draws one mask and uses it for every example, with or without a seed', () => {
+    const x = A.ones([3, 16]);
+    for (const f of [(r: Tensor) => A.dropout(r, 0.5), (r: Tensor) => A.dropout(r, 0.5, { seed: 7 })]) {
+      const rows = Array.from((A.vmap(f)(x) as Tensor).toArray());
+      const first = rows.slice(0, 16);
+      expect(first.some((v) => v === 0) && first.some((v) => v === 2)).toBe(true);
+      expect(rows.slice(16, 32)).toEqual(first);
+      expect(rows.slice(32, 48)).toEqual(first);
+    }
+    // With the seed, the mask is the one a single call draws.
+    expect(Array.from((A.vmap((r: Tensor) => A.dropout(r, 0.5, { seed: 7 }))(x) as Tensor).toArray()).slice(0, 16)).toEqual(
+      Array.from(A.dropout(A.ones([16]), 0.5, { seed: 7 }).toArray()),
+    );
+  });
+});
