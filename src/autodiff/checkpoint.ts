@@ -20,6 +20,8 @@ import { batching } from '../ops/batch.js';
 import { describe, tooMany } from '../args.js';
 
 type Fn = (...xs: Tensor[]) => Tensor;
+// biome-ignore lint/suspicious/noExplicitAny: any arguments; the tensors among them are checkpointed
+type AnyFn = (...args: any[]) => Tensor;
 
 function output(name: string, y: unknown): Tensor {
   if (!isTensor(y)) throw new ArgumentError(`checkpoint(${name}): the function must return a Tensor, got ${describe(y)}`);
@@ -103,31 +105,44 @@ function recompute(
  * Under noGrad (or jvp, which records nothing) it is an ordinary call; forward-mode tangents
  * flow through it either way. Nested checkpoints are recomputed recursively.
  */
-export function checkpoint<F extends Fn>(fn: F): F {
+export function checkpoint<F extends AnyFn>(fn: F): F {
   if (arguments.length > 1) throw tooMany('checkpoint', 1, arguments.length);
   if (typeof fn !== 'function') throw new ArgumentError(`checkpoint: fn must be a function, got ${describe(fn)}`);
   const name = fn.name || 'anonymous';
-  return ((...xs: Tensor[]) => {
-    xs.forEach((x, i) => {
-      if (!isTensor(x)) throw new ArgumentError(`checkpoint(${name}): argument ${i} must be a Tensor, got ${describe(x)}`);
-      x.check(`checkpoint(${name})`);
+  return ((...all: unknown[]) => {
+    all.forEach((x) => {
+      if (isTensor(x)) x.check(`checkpoint(${name})`);
     });
+    // Arguments that are not tensors (numbers, flags, options) are constants of the call, as in
+    // PyTorch's checkpoint: the node saves and differentiates the tensor arguments only.
+    const at = all.flatMap((x, i) => (isTensor(x) ? [i] : []));
+    const xs = at.map((i) => all[i] as Tensor);
+    const call: Fn =
+      at.length === all.length
+        ? (fn as Fn)
+        : (...ts) => {
+            const args = all.slice();
+            at.forEach((i, j) => {
+              args[i] = ts[j];
+            });
+            return (fn as (...a: unknown[]) => Tensor)(...args);
+          };
     // Under vmap, an ordinary recorded call: the checkpoint node would be applied to the batched
     // arguments' physical tensors, which its recomputation cannot tell from its own inputs, and
     // grad(vmap(f)) came out as zeros. The values and gradients are right; the memory is not saved.
-    if (!modes.record || batching.level > 0) return runScoped(() => output(name, fn(...xs)), isTensor);
-    const { y, captured, draws } = firstRun(name, fn, xs);
+    if (!modes.record || batching.level > 0) return runScoped(() => output(name, call(...xs)), isTensor);
+    const { y, captured, draws } = firstRun(name, call, xs);
     const first: FirstRun = { captured, draws };
     let pending: Tensor | null = y; // the output, a handle of the caller's scope without a node yet
     return apply('checkpoint', [...xs, ...first.captured], {
       name,
       forward: (ins) => {
-        if (pending === null) return firstRun(name, fn, ins.slice(0, xs.length)).y; // applied again (a tracer's replay)
+        if (pending === null) return firstRun(name, call, ins.slice(0, xs.length)).y; // applied again (a tracer's replay)
         const out = pending;
         pending = null; // the node keeps these params: they must not hold the output
         return out;
       },
-      vjp: (g, s, needs) => recompute(name, fn, xs.length, first, g, s, needs),
+      vjp: (g, s, needs) => recompute(name, call, xs.length, first, g, s, needs),
       jvp: (out) => (out.tangent === null ? zerosLike(out) : out.tangent), // carried out of the first run
     });
   }) as F;
