@@ -41,6 +41,9 @@ function checkCotangent(name: string, c: unknown, i: number, shape: readonly num
 export const customRules = {
   custom: {
     saves: { inputs: 'all', output: true },
+    // int32 arguments (indices, labels) reach forward and backward as they are, as in JAX's
+    // custom_vjp; they take no gradient, and the user's own ops check how they are used.
+    int32: true,
     // Scoped like a composite op: the user's intermediates (and the handle returned, which may be
     // an input or a captured tensor, hence the share) are freed on return, not left to the GC.
     forward: (xs, p) =>
@@ -60,7 +63,11 @@ export const customRules = {
           `customVjp(${p.name}): backward must return an array of one cotangent (or null) per input; got ${Array.isArray(out) ? out.length : typeof out} for ${s.shapes.length} inputs`,
         );
       }
-      out.forEach((c, i) => checkCotangent(p.name, c, i, s.shapes[i], g));
+      out.forEach((c, i) => {
+        if (s.x[i]?.dtype === 'int32' && c !== null)
+          throw new GradError(`customVjp(${p.name}): input ${i} is int32 (indices take no gradient): backward must return null for it`);
+        checkCotangent(p.name, c, i, s.shapes[i], g);
+      });
       return [...out];
     },
     jvp: (_ts, _xs, _y, p) => {

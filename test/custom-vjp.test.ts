@@ -1,5 +1,6 @@
 // customVjp frees what its forward made on the way (as every other op and transform does): a
 // training loop outside tidy() must not leave the user's intermediates to the garbage collector.
+// And it takes int32 arguments (indices, labels), which take no gradient.
 import { describe, it, expect, beforeAll } from 'vitest';
 import * as A from '../src/index.js';
 import type { Tensor } from '../src/index.js';
@@ -44,5 +45,33 @@ describe('customVjp memory', () => {
     z.dispose();
     expect(Array.from(x.toArray())).toEqual([1, 2]);
     expect(Array.from(c.toArray())).toEqual([5, 6]);
+  });
+});
+
+describe('customVjp with int32 arguments', () => {
+  it('indices reach forward and backward as they are (as JAX custom_vjp), take no gradient, and a cotangent for them is refused', () => {
+    // A gather whose gradient is doubled: x.grad = 2 · scatter of ones at ids.
+    const pick = A.customVjp(
+      (x: Tensor, ids: Tensor) => A.gather(x, ids, 0),
+      (g: Tensor, [x, ids]: readonly Tensor[]) => {
+        const rows = Array.from(ids!.toArray());
+        const d = new Float64Array(x!.size);
+        const gv = g.toArray();
+        rows.forEach((r, k) => {
+          d[r] += 2 * gv[k]!;
+        });
+        return [A.tensor(Array.from(d), { dtype: 'float64' }), null];
+      },
+    );
+    const x = A.tensor([1, 2, 3], { dtype: 'float64', requiresGrad: true });
+    const ids = A.tensor([0, 2, 2], { dtype: 'int32' });
+    A.tidy(() => A.sum(pick(x, ids)).backward());
+    expect(Array.from(x.grad!.toArray())).toEqual([2, 0, 4]);
+    const bad = A.customVjp(
+      (v: Tensor, i: Tensor) => A.gather(v, i, 0),
+      (g: Tensor, [v, i]: readonly Tensor[]) => [A.zeros(v!.shape, { dtype: 'float64' }), A.zeros(i!.shape, { dtype: 'float64' })],
+    );
+    expect(() => A.tidy(() => A.sum(bad(x, ids)).backward())).toThrow(/input 1 is int32 .* must return null for it/);
+    for (const t of [x, ids]) t.dispose();
   });
 });
