@@ -259,13 +259,14 @@ function convRows(f: Fixtures): Row[] {
 function creationRows(): Row[] {
   return [
     row('tensor', () => A.tensor([[1, 2], [3]]), A.ShapeError, 'ragged', 'data[1]'),
+    row('tensor', () => A.tensor([[1, 2], [3]], { shape: [3] }), A.ShapeError, 'ragged', 'data[1]'), // a given shape does not flatten them
     row('tensor', () => A.tensor([Float32Array.of(1, 2), Float32Array.of(3)]), A.ShapeError, 'ragged', 'data[1]', '[1]', '[2]'),
     row('tensor', () => A.tensor(any('abc')), A.ArgumentError, 'data', 'array', 'string'),
     row('tensor', () => A.tensor(any(null)), A.ArgumentError, 'data', 'null'),
     row('tensor', () => A.tensor([1, 2, 3], { shape: [2, 2] }), A.ShapeError, '3 values', '[2,2]'),
     row('tensor', () => A.tensor([1, 2], { dtype: any('int8') }), A.DtypeError, 'dtype', '"int8"', 'float32'),
     row('tensor', () => A.tensor(any([1, 'x'])), A.ArgumentError, 'data[1]', 'number', 'string'),
-    row('tensor', () => A.tensor(any(['x']), { shape: [1] }), A.ArgumentError, 'element 0', 'string', 'number'),
+    row('tensor', () => A.tensor(any(['x']), { shape: [1] }), A.ArgumentError, 'data[0]', 'string', 'number'),
     row('tensor', () => A.tensor([1], { shape: any([-1]) }), A.ShapeError, 'shape', 'non-negative'),
     row('zeros', () => A.zeros([2, -1]), A.ShapeError, 'shape', 'non-negative integers', '[2,-1]'),
     row('zeros', () => A.zeros(any(3)), A.ShapeError, 'shape', 'array'),

@@ -151,7 +151,9 @@ export function tensor(data: Nested | ArrayLike<number>, options?: TensorOptions
     );
   }
   const flat = (isTyped(data) ? data : flatten(data as Nested)) as ArrayLike<number>;
-  const shape = opts.shape ?? inferShape(data as Nested);
+  // Walked even when a shape is given: ragged rows are refused, not flattened into it.
+  const natural = inferShape(data as Nested);
+  const shape = opts.shape ?? natural;
   checkShape('tensor', shape);
   const n = shape.reduce((a, b) => a * b, 1);
   if (n !== flat.length) throw new ShapeError(`tensor: ${flat.length} values do not fill shape [${shape}] (${n} elements)`);
