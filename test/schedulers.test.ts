@@ -189,6 +189,14 @@ describe('behaviour', () => {
     c.s.loadStateDict(saved.s);
     expect(trajectory(c.opt, c.s, 4)).toEqual(full.slice(4));
   });
+
+  it('a state that fails to load changes nothing (a bad stepCount left lastEpoch loaded)', () => {
+    const opt = sgd();
+    const s = new StepLR(opt, { stepSize: 2, gamma: 0.5 });
+    const before = s.stateDict();
+    expect(() => s.loadStateDict({ ...before, lastEpoch: 7, stepCount: -3 })).toThrow(A.ArgumentError);
+    expect(s.stateDict()).toEqual(before);
+  });
 });
 
 describe('errors', () => {

@@ -165,7 +165,7 @@ export abstract class LRScheduler {
   loadStateDict(state: SchedulerState): void {
     if (arguments.length > 1) throw tooMany('LRScheduler.loadStateDict', 1, arguments.length);
     if (state === null || typeof state !== 'object')
-      throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${String(state)}`);
+      throw new ArgumentError(`${this.name}.loadStateDict: expected an object from stateDict(), got ${describe(state)}`);
     const n = this.optimizer.paramGroups.length;
     const list = (key: 'baseLrs' | 'lastLr') => {
       const v = state[key];
@@ -176,8 +176,11 @@ export abstract class LRScheduler {
     };
     const baseLrs = list('baseLrs'),
       lastLr = list('lastLr');
-    this.lastEpoch = integer(`${this.name}.loadStateDict`, 'lastEpoch', state.lastEpoch, -1);
-    this.stepCount = integer(`${this.name}.loadStateDict`, 'stepCount', state.stepCount, 0);
+    // Both read before either is written: a bad stepCount must not leave lastEpoch loaded.
+    const lastEpoch = integer(`${this.name}.loadStateDict`, 'lastEpoch', state.lastEpoch, -1),
+      stepCount = integer(`${this.name}.loadStateDict`, 'stepCount', state.stepCount, 0);
+    this.lastEpoch = lastEpoch;
+    this.stepCount = stepCount;
     this.baseLrs = baseLrs;
     this.lastLr = lastLr;
   }
