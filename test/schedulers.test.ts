@@ -196,6 +196,16 @@ describe('behaviour', () => {
     const before = s.stateDict();
     expect(() => s.loadStateDict({ ...before, lastEpoch: 7, stepCount: -3 })).toThrow(A.ArgumentError);
     expect(s.stateDict()).toEqual(before);
+    // SequentialLR: its own state loads before its schedulers' states are checked; it is rolled back.
+    const opt2 = sgd();
+    const seq = new SequentialLR(opt2, {
+      schedulers: [new LinearLR(opt2, { totalIters: 3 }), new StepLR(opt2, { stepSize: 2 })],
+      milestones: [3],
+    });
+    const seqBefore = seq.stateDict();
+    const bad = { ...seqBefore, lastEpoch: 5, schedulers: [seqBefore.schedulers] };
+    expect(() => seq.loadStateDict(bad as typeof seqBefore)).toThrow(/expected the states of 2 schedulers, got 1/);
+    expect(seq.stateDict()).toEqual(seqBefore);
   });
 });
 

@@ -4,7 +4,7 @@
 import { ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, integer, options, type SchedulerState } from './scheduler-base.js';
-import { tooMany } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Options for {@link SequentialLR}. */
 export interface SequentialLROptions {
@@ -90,14 +90,21 @@ export class SequentialLR extends LRScheduler {
 
   /** Restores a `stateDict()` of this scheduler and of each scheduler it runs. */
   override loadStateDict(state: SchedulerState): void {
-    super.loadStateDict(state);
-    const subs = state.schedulers;
-    if (!Array.isArray(subs) || subs.length !== this.schedulers.length) {
-      throw new ArgumentError(
-        `SequentialLR.loadStateDict: expected the states of ${this.schedulers.length} schedulers, got ${Array.isArray(subs) ? subs.length : String(subs)}`,
-      );
+    const before = this.stateDict(); // a state that fails part-way is rolled back: all or nothing
+    try {
+      super.loadStateDict(state);
+      const subs = state.schedulers;
+      if (!Array.isArray(subs) || subs.length !== this.schedulers.length) {
+        throw new ArgumentError(
+          `SequentialLR.loadStateDict: expected the states of ${this.schedulers.length} schedulers, got ${Array.isArray(subs) ? subs.length : describe(subs)}`,
+        );
+      }
+      subs.forEach((s, i) => this.schedulers[i].loadStateDict(s as SchedulerState));
+    } catch (e) {
+      super.loadStateDict(before);
+      (before.schedulers as SchedulerState[]).forEach((s, i) => this.schedulers[i].loadStateDict(s));
+      throw e;
     }
-    subs.forEach((s, i) => this.schedulers[i].loadStateDict(s as SchedulerState));
   }
 }
 
