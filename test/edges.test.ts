@@ -211,6 +211,16 @@ describe('Symbols and BigInts inside array arguments and options', () => {
       () => A.grad((a: Tensor) => A.sum(a), { argnums: [s] })(x),
       () => new A.optim.Adam([A.ones([2], { requiresGrad: true })], { betas: [s, 0.9] as [number, number] }),
       () => new A.nn.TransformerEncoderLayer(8, 2, { activation: b as unknown as 'relu' }),
+      () =>
+        new A.optim.lrScheduler.OneCycleLR(new A.optim.SGD([A.ones([1], { requiresGrad: true })], { lr: 0.1 }), {
+          maxLr: 1,
+          totalSteps: 10,
+          pctStart: s,
+        }),
+      () =>
+        new A.optim.lrScheduler.StepLR(new A.optim.SGD([A.ones([1], { requiresGrad: true })], { lr: 0.1 }), {
+          stepSize: [s] as unknown as number,
+        }),
     ];
     for (const call of calls) expect(call).toThrow(A.ArgumentError);
     expect(() => A.reshape(x, [s])).toThrow('reshape: shape must be an array of integers, got [Symbol(s) (a Symbol)] (an array)');

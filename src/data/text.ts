@@ -82,7 +82,7 @@ export class CharTokenizer {
   /** The text of `ids` (integers in [0, vocabSize)). */
   decode(ids: ArrayLike<number>): string {
     if (ids === null || typeof ids !== 'object' || typeof ids.length !== 'number')
-      throw new ArgumentError(`CharTokenizer.decode: expected an array of ids, got ${String(ids)}`);
+      throw new ArgumentError(`CharTokenizer.decode: expected an array of ids, got ${describe(ids)}`);
     let s = '';
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
@@ -109,9 +109,9 @@ export function splitText<T extends Int32Array | string>(
 } {
   if (arguments.length > 2) throw tooMany('data.splitText', 2, arguments.length);
   if (typeof ids !== 'string' && !(ids instanceof Int32Array))
-    throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${String(ids)}`);
+    throw new ArgumentError(`splitText: expected an Int32Array of ids or a string, got ${describe(ids)}`);
   if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
-    throw new ArgumentError(`splitText: fraction must be in (0, 1), got ${String(fraction)}`);
+    throw new ArgumentError(`splitText: fraction must be in (0, 1), got ${describe(fraction)}`);
   if (typeof ids === 'string') {
     // Counted in characters, as the ids of the same text: a cut by UTF-16 unit could halve a surrogate pair.
     const at = unitOffset(ids, Math.floor(codePoints(ids).length * fraction));
@@ -155,7 +155,7 @@ export interface LmBatch {
 /** Checks a positive integer option. */
 function positive(name: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0)
-    throw new ArgumentError(`lmBatches: ${name} must be a positive integer, got ${String(v)}`);
+    throw new ArgumentError(`lmBatches: ${name} must be a positive integer, got ${describe(v)}`);
   return v;
 }
 
@@ -215,7 +215,7 @@ export async function shakespeare(source?: string | Uint8Array): Promise<string>
   if (arguments.length > 1) throw tooMany('data.shakespeare', 1, arguments.length);
   if (source instanceof Uint8Array) return textOf(source, 'the given bytes');
   if (source !== undefined && (typeof source !== 'string' || source === ''))
-    throw new ArgumentError(`shakespeare: source must be a file path or the file's bytes, got ${String(source)}`);
+    throw new ArgumentError(`shakespeare: source must be a file path or the file's bytes, got ${describe(source)}`);
   let fs: typeof import('node:fs/promises'), url: typeof import('node:url');
   try {
     [fs, url] = await Promise.all([import('node:fs/promises'), import('node:url')]);

@@ -109,7 +109,7 @@ export class MultiheadAttention extends Module {
     this.batchFirst = opts.batchFirst ?? true;
     this.dropout = opts.dropout ?? 0;
     if (typeof this.dropout !== 'number' || !(this.dropout >= 0 && this.dropout < 1)) {
-      throw new ArgumentError(`MultiheadAttention: dropout must be in [0, 1), got ${String(opts.dropout)}`);
+      throw new ArgumentError(`MultiheadAttention: dropout must be in [0, 1), got ${describe(opts.dropout)}`);
     }
     const rng = new Stream(opts.seed, 'MultiheadAttention');
     const bound = kernel('sqrt_scalar')(6 / (embedDim + 3 * embedDim)); // xavier_uniform_ on [3E, E]

@@ -59,11 +59,11 @@ export function sample(model: GPT, prompt: ArrayLike<number>, options: SampleOpt
   const tokens = opts.tokens ?? 200,
     temperature = opts.temperature ?? 1,
     topK = opts.topK ?? null;
-  if (!Number.isInteger(tokens) || tokens < 0) throw new ArgumentError(`sample: tokens must be an integer ≥ 0, got ${String(tokens)}`);
+  if (!Number.isInteger(tokens) || tokens < 0) throw new ArgumentError(`sample: tokens must be an integer ≥ 0, got ${describe(tokens)}`);
   if (typeof temperature !== 'number' || !(temperature > 0) || !Number.isFinite(temperature))
-    throw new ArgumentError(`sample: temperature must be a positive number, got ${String(temperature)}`);
+    throw new ArgumentError(`sample: temperature must be a positive number, got ${describe(temperature)}`);
   if (topK !== null && (!Number.isInteger(topK) || topK < 1))
-    throw new ArgumentError(`sample: topK must be a positive integer, got ${String(topK)}`);
+    throw new ArgumentError(`sample: topK must be a positive integer, got ${describe(topK)}`);
   if (prompt.length === 0) throw new ArgumentError('sample: the prompt needs at least one token');
   const seq = Array.from(prompt);
   const u = tidy(() => rand([Math.max(tokens, 1)], { seed: opts.seed ?? 0, dtype: 'float64' }).toArray());

@@ -19,7 +19,7 @@ import { ModuleList } from './containers.js';
 import { MultiheadAttention, linear } from './attention.js';
 import { count, dtypeOf } from './init.js';
 import { sample, type SampleOptions } from './gpt-sample.js';
-import { tooMany, optionsArg, boolArg } from '../args.js';
+import { boolArg, describe, optionsArg, tooMany } from '../args.js';
 
 /** A GPT's sizes (the published character-level configuration by default) plus `dtype` and `seed`. */
 export interface GPTConfig {
@@ -111,7 +111,7 @@ export class GPT extends Module {
     if (arguments.length > 1) throw tooMany('nn.GPT', 1, arguments.length);
     super();
     if (config === null || typeof config !== 'object')
-      throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${String(config)}`);
+      throw new ArgumentError(`GPT: expected a config { vocabSize, layers, heads, width, context }, got ${describe(config)}`);
     optionsArg('nn.GPT', config, ['vocabSize', 'layers', 'heads', 'width', 'context', 'bias', 'dtype', 'seed'], 'config');
     this.vocabSize = count('GPT', 'vocabSize', config.vocabSize);
     this.layers = count('GPT', 'layers', config.layers ?? 4);

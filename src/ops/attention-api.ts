@@ -97,7 +97,7 @@ function prepareMask(mask: Tensor, q: Tensor, lead: readonly number[], Tq: numbe
 }
 
 function checkOptions(o: AttentionOptions): void {
-  if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${String(o)}`);
+  if (o === null || typeof o !== 'object') throw new ArgumentError(`${OP}: options must be an object, got ${describe(o)}`);
   optionsArg(OP, o, ['causal', 'mask', 'scale', 'dropoutP', 'seed']);
   boolArg(OP, 'causal', o.causal, false); // `causal: 1` would otherwise attend everywhere: causal is `=== true`
   const p = o.dropoutP ?? 0;

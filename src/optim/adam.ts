@@ -66,7 +66,7 @@ abstract class AdamFamily extends Optimizer<AdamGroup> {
   private readonly decoupled: boolean;
 
   protected constructor(name: 'Adam' | 'AdamW', params: Params<AdamGroup>, opts: AdamOptions, defaultDecay: number) {
-    if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${String(opts)}`);
+    if (opts === null || typeof opts !== 'object') throw new ArgumentError(`${name}: options must be an object, got ${describe(opts)}`);
     knownKeys(name, 'options', opts, KEYS);
     const defaults = { lr: 1e-3, betas: [0.9, 0.999] as const, eps: 1e-8, weightDecay: defaultDecay, ...defined(opts) };
     super(name, params, defaults, adamGroup(name), CODEC);

@@ -42,7 +42,7 @@ function checkBatch(op: string, model: Module, x: Tensor, labels: Int32Array, cl
   if (!(labels instanceof Int32Array) || labels.length !== x.shape[0])
     throw new ArgumentError(`${op}: labels must be an Int32Array of ${x.shape[0]} class indices`);
   if (!Number.isInteger(classes) || classes < 1)
-    throw new ArgumentError(`${op}: classes must be a positive integer, got ${String(classes)}`);
+    throw new ArgumentError(`${op}: classes must be a positive integer, got ${describe(classes)}`);
   for (let i = 0; i < labels.length; i++)
     if (!(labels[i] >= 0 && labels[i] < classes)) throw new ArgumentError(`${op}: labels[${i}] = ${labels[i]} is not in [0, ${classes})`);
 }
@@ -139,7 +139,7 @@ export function dpGradients(model: Module, x: Tensor, labels: Int32Array, classe
     throw new ArgumentError(`dpGradients: seed must be a safe integer (the noise is drawn from it), got ${describe(seed)}`);
   const method = opts.method ?? 'auto';
   if (!METHODS.includes(method))
-    throw new ArgumentError(`dpGradients: method must be one of ${METHODS.map((m) => `'${m}'`).join(', ')}, got ${String(method)}`);
+    throw new ArgumentError(`dpGradients: method must be one of ${METHODS.map((m) => `'${m}'`).join(', ')}, got ${describe(method)}`);
   const N = x.shape[0];
   const onehot = oneHot(labels, classes, x.dtype === 'int32' ? paramDtype(model) : x.dtype); // int32 x: token ids
   const useGhost = method === 'ghost' || (method === 'auto' && ghostApplies(model));

@@ -135,7 +135,7 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
   addParamGroup(input: ParamGroupInput<G>, where = `paramGroups[${this.paramGroups.length}]`): void {
     if (arguments.length > 2) throw tooMany('Optimizer.addParamGroup', 2, arguments.length);
     if (input === null || typeof input !== 'object' || !('params' in input))
-      throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${String(input)}`);
+      throw new ArgumentError(`${this.name}.addParamGroup: expected a group { params, ... }, got ${describe(input)}`);
     const { params, ...own } = input;
     const list = groupParams(this.name, where, params);
     if (new Set(list).size !== list.length)

@@ -31,21 +31,21 @@ export interface SchedulerState {
 /** Checks an integer option ≥ lo. */
 export function integer(op: string, name: string, v: unknown, lo: number): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < lo)
-    throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${lo}, got ${String(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be an integer ≥ ${lo}, got ${describe(v)}`);
   return v;
 }
 
 /** Checks a finite number option in [lo, hi]. */
 export function between(op: string, name: string, v: unknown, lo: number, hi: number, loOpen = false): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v > hi || (loOpen ? v <= lo : v < lo)) {
-    throw new ArgumentError(`${op}: ${name} must be a number in ${loOpen ? '(' : '['}${lo}, ${hi}], got ${String(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be a number in ${loOpen ? '(' : '['}${lo}, ${hi}], got ${describe(v)}`);
   }
   return v;
 }
 
 /** The options object, with unknown keys refused. */
 export function options<T extends object>(op: string, o: T | undefined, known: readonly string[]): T {
-  if (o === null || typeof o !== 'object') throw new ArgumentError(`${op}: options must be an object, got ${String(o)}`);
+  if (o === null || typeof o !== 'object') throw new ArgumentError(`${op}: options must be an object, got ${describe(o)}`);
   for (const key of Object.keys(o))
     if (!known.includes(key)) throw new ArgumentError(`${op}: unknown option '${key}' (expected ${known.join(', ')})`);
   return o;
@@ -80,7 +80,7 @@ export abstract class LRScheduler {
     if (new.target === LRScheduler || typeof name !== 'string')
       throw new ArgumentError('optim.lrScheduler.LRScheduler is the abstract base class: construct StepLR, LinearLR, CosineAnnealingLR, …');
     if (!(optimizer instanceof Optimizer))
-      throw new ArgumentError(`${name}: the first argument must be an optimizer (e.g. new optim.AdamW(...)), got ${String(optimizer)}`);
+      throw new ArgumentError(`${name}: the first argument must be an optimizer (e.g. new optim.AdamW(...)), got ${describe(optimizer)}`);
     this.optimizer = optimizer;
   }
 

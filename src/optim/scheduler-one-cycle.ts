@@ -5,7 +5,7 @@
 import { AdjointError, ArgumentError } from '../errors.js';
 import type { Optimizer } from './optimizer.js';
 import { LRScheduler, between, cos, integer, options } from './scheduler-base.js';
-import { tooMany } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Options for {@link OneCycleLR}: PyTorch's arguments in camelCase (`maxLr`, `totalSteps`, `pctStart`, …). */
 export interface OneCycleLROptions {
@@ -116,7 +116,7 @@ export class OneCycleLR extends LRScheduler {
     }, 0);
     const strategy = o.annealStrategy ?? 'cos';
     if (strategy !== 'cos' && strategy !== 'linear')
-      throw new ArgumentError(`OneCycleLR: annealStrategy must be 'cos' or 'linear', got ${String(strategy)}`);
+      throw new ArgumentError(`OneCycleLR: annealStrategy must be 'cos' or 'linear', got ${describe(strategy)}`);
     this.anneal = strategy === 'cos' ? (s, e, p) => e + ((s - e) / 2) * (cos(Math.PI * p) + 1) : (s, e, p) => (e - s) * p + s;
     const groups = optimizer.paramGroups,
       n = groups.length;

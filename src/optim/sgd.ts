@@ -8,7 +8,7 @@ import { SUFFIX } from '../tensor/dtype.js';
 import { Optimizer, defined, hyper, knownKeys, type ParamGroup, type Params } from './optimizer.js';
 import type { StateCodec } from './state-dict.js';
 import { perCall, guard } from '../wasm/hooks.js';
-import { tooMany } from '../args.js';
+import { describe, tooMany } from '../args.js';
 
 /** Options for {@link SGD}: PyTorch's arguments in camelCase, the defaults of every parameter group. */
 export interface SGDOptions {
@@ -64,7 +64,7 @@ function sgdGroup(o: Partial<Omit<SGDGroup, 'params'>>, where: string): Omit<SGD
     weightDecay: hyper('SGD', at('weightDecay'), o.weightDecay ?? 0),
     nesterov: o.nesterov ?? false,
   };
-  if (typeof g.nesterov !== 'boolean') throw new ArgumentError(`SGD: ${at('nesterov')} must be true or false, got ${String(g.nesterov)}`);
+  if (typeof g.nesterov !== 'boolean') throw new ArgumentError(`SGD: ${at('nesterov')} must be true or false, got ${describe(g.nesterov)}`);
   if (g.nesterov && (g.momentum <= 0 || g.dampening !== 0))
     throw new ArgumentError(
       `SGD: ${at('nesterov')} requires momentum > 0 and dampening = 0, got momentum ${g.momentum} and dampening ${g.dampening}`,

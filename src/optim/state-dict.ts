@@ -11,6 +11,7 @@ import { ArgumentError, FormatError, ShapeError } from '../errors.js';
 import { Tensor } from '../ops/tensor.js';
 import { fromValues } from '../ops/create.js';
 import type { ParamGroup } from './optimizer.js';
+import { describe } from '../args.js';
 
 /** How a hyper-parameter is stored: a number, a pair (betas) or a boolean (0/1). */
 type HyperKind = 'number' | 'pair' | 'bool';
@@ -75,7 +76,7 @@ function parseKeys(
   record: Record<string, Tensor>,
 ): { groups: Map<number, Map<string, Tensor>>; state: Map<number, Map<string, Tensor>> } {
   if (record === null || typeof record !== 'object')
-    throw new ArgumentError(`${op}: expected a record of tensors from stateDict(), got ${String(record)}`);
+    throw new ArgumentError(`${op}: expected a record of tensors from stateDict(), got ${describe(record)}`);
   const groups = new Map<number, Map<string, Tensor>>(),
     state = new Map<number, Map<string, Tensor>>();
   for (const [key, t] of Object.entries(record)) {
