@@ -48,6 +48,48 @@ describe('customVjp memory', () => {
   });
 });
 
+describe('customVjp residuals read through the closure', () => {
+  it("backward may read the forward's intermediates (its only way to keep residuals); they are freed with the node", () => {
+    const x = A.keep(A.tensor([0, 1, 2], f64));
+    let e: Tensor | null = null;
+    // d/dx 2·exp(x) = 2·exp(x): backward reuses forward's exp instead of recomputing it.
+    const twoExp = A.customVjp(
+      (a: Tensor) => {
+        e = A.exp(a);
+        return A.mul(e, 2);
+      },
+      (g: Tensor) => [A.mul(A.mul(g, e!), 2)],
+    );
+    const want = Array.from(A.tidy(() => A.mul(A.exp(x), 2)).toArray());
+    const m0 = A.memory().tensors;
+    const g = A.grad((v: Tensor) => A.sum(twoExp(v)))(x) as Tensor;
+    expect(Array.from(g.toArray())).toEqual(want);
+    g.dispose();
+    expect(A.memory().tensors).toBe(m0);
+    // define-by-run, outside any tidy: alive until backward has run, then freed with the node
+    const w = A.tensor([0, 1, 2], { dtype: 'float64', requiresGrad: true });
+    const loss = A.sum(twoExp(w));
+    const kept = e!;
+    expect(kept.disposed).toBe(false);
+    loss.backward();
+    expect(Array.from(w.grad!.toArray())).toEqual(want);
+    expect(kept.disposed).toBe(true); // the graph is released after backward, and the residual with it
+    loss.dispose();
+    w.dispose();
+    // inside a tidy
+    const v = A.keep(A.tensor([0, 1, 2], { dtype: 'float64', requiresGrad: true }));
+    A.tidy(() => A.sum(twoExp(v)).backward());
+    expect(Array.from(v.grad!.toArray())).toEqual(want);
+    v.dispose();
+    // not recorded: nothing can read them, so they go at once
+    const m1 = A.memory().tensors; // the define-by-run passes above left their temporaries to the GC
+    const y = twoExp(x);
+    expect(A.memory().tensors - m1).toBe(1);
+    y.dispose();
+    expect(A.memory().tensors).toBe(m1);
+  });
+});
+
 describe('customVjp with int32 arguments', () => {
   it('indices reach forward and backward as they are (as JAX custom_vjp), take no gradient, and a cotangent for them is refused', () => {
     // A gather whose gradient is doubled: x.grad = 2 · scatter of ones at ids.

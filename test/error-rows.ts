@@ -261,6 +261,23 @@ function creationRows(): Row[] {
     row('tensor', () => A.tensor([[1, 2], [3]]), A.ShapeError, 'ragged', 'data[1]'),
     row('tensor', () => A.tensor([[1, 2], [3]], { shape: [3] }), A.ShapeError, 'ragged', 'data[1]'), // a given shape does not flatten them
     row('tensor', () => A.tensor([Float32Array.of(1, 2), Float32Array.of(3)]), A.ShapeError, 'ragged', 'data[1]', '[1]', '[2]'),
+    row('tensor', () => A.tensor(any([1, 2, [3]]), { shape: [3] }), A.ShapeError, 'ragged', 'data[2]', '[1]', '[]'), // a row of numbers that is not
+    row(
+      'tensor',
+      () =>
+        A.tensor(
+          any([
+            [1, 2],
+            [3, [4]],
+          ]),
+          { shape: [4] },
+        ),
+      A.ShapeError,
+      'ragged',
+      'data[1][1]',
+      '[1]',
+      '[]',
+    ),
     row('tensor', () => A.tensor(any('abc')), A.ArgumentError, 'data', 'array', 'string'),
     row('tensor', () => A.tensor(any(null)), A.ArgumentError, 'data', 'null'),
     row('tensor', () => A.tensor([1, 2, 3], { shape: [2, 2] }), A.ShapeError, '3 values', '[2,2]'),

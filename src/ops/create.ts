@@ -58,6 +58,11 @@ function inferShape(data: Nested, path = 'data'): number[] {
   if (isTyped(data)) return [data.length];
   if (!Array.isArray(data)) throw new ArgumentError(`tensor: ${path} must be a number, an array or a typed array, got ${describe(data)}`);
   if (data.length === 0) return [0];
+  // A row of numbers (the innermost level, and all of flat data) needs no shape per element:
+  // since tensor() walks the data even when a shape is given, that cost every such call ~50 ns a value.
+  let k = 0;
+  while (k < data.length && typeof data[k] === 'number') k++;
+  if (k === data.length) return [data.length];
   const inner = inferShape(data[0], `${path}[0]`);
   for (let i = 1; i < data.length; i++) {
     const s = inferShape(data[i], `${path}[${i}]`);

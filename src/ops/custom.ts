@@ -3,8 +3,8 @@
 import { ArgumentError, GradError } from '../errors.js';
 import { isTensor, type Tensor } from './tensor.js';
 import type { Rule, Saved } from './rule.js';
-import { withMode } from './modes.js';
-import { runScoped } from '../tensor/scope.js';
+import { modes, withMode } from './modes.js';
+import { runScopedRest } from '../tensor/scope.js';
 import { batchedOf, loopBatch } from './batch.js';
 import { reshape } from './api.js';
 import { describe } from '../args.js';
@@ -38,24 +38,39 @@ function checkCotangent(name: string, c: unknown, i: number, shape: readonly num
   }
 }
 
+/** The forward's intermediates of each recorded customVjp call, by the call's inputs array (its node's `inputs`). */
+const residuals = new WeakMap<readonly Tensor[], Tensor[]>();
+
 export const customRules = {
   custom: {
     saves: { inputs: 'all', output: true },
     // int32 arguments (indices, labels) reach forward and backward as they are, as in JAX's
     // custom_vjp; they take no gradient, and the user's own ops check how they are used.
     int32: true,
-    // Scoped like a composite op: the user's intermediates (and the handle returned, which may be
-    // an input or a captured tensor, hence the share) are freed on return, not left to the GC.
-    forward: (xs, p) =>
-      withMode('record', false, () =>
+    // Scoped like a composite op, so the user's intermediates are not left to the GC (the handle
+    // returned may be an input or a captured tensor, hence the share). backward may read them
+    // through its closure (there is no other way to pass residuals), so a call that records a node
+    // (apply's condition) keeps them until that node is released; any other call frees them now.
+    forward: (xs, p) => {
+      const records = modes.record && xs.some((x) => x.requiresGrad);
+      const [y, rest] = withMode('record', false, () =>
         withMode('forward', false, () =>
-          runScoped(() => {
+          runScopedRest(() => {
             const y: unknown = p.forward(...xs);
             if (!isTensor(y)) throw new ArgumentError(`customVjp(${p.name}): forward must return a Tensor, got ${describe(y)}`);
             return y.share();
-          }, isTensor),
+          }),
         ),
-      ),
+      );
+      if (records && y.dtype !== 'int32' && rest.length > 0) residuals.set(xs, rest);
+      else for (const t of rest) t.dispose();
+      return y;
+    },
+    release: (_p, xs) => {
+      const rest = residuals.get(xs);
+      residuals.delete(xs);
+      if (rest !== undefined) for (const t of rest) t.dispose();
+    },
     vjp: (g, s, p) => {
       const out = p.backward(g, s.x as Tensor[], s.y!);
       if (!Array.isArray(out) || out.length !== s.shapes.length) {

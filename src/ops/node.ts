@@ -53,6 +53,7 @@ export class Node {
     this.released = true;
     for (const t of this.saved.x) t?.dispose();
     this.saved.y?.dispose();
+    this.rule.release?.(this.params as never, this.inputs);
   }
 }
 

@@ -63,6 +63,12 @@ export interface Rule<P> {
    * output. `self` runs this primitive on physical tensors (src/ops/batch.ts).
    */
   batch(xs: readonly Tensor[], dims: readonly Dim[], p: P, self: Self<P>): [Tensor, number];
+  /**
+   * Frees what the forward kept for the VJP besides `saves` (customVjp: the intermediates of the
+   * user's forward, which backward may read through its closure). Called once, when the node of
+   * the call whose inputs array is `xs` is released.
+   */
+  release?(p: P, xs: readonly Tensor[]): void;
 }
 
 /** A rule with no parameters. */

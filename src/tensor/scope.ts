@@ -93,6 +93,34 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
   return result;
 }
 
+/**
+ * Runs fn in a scope like {@link runScoped} with a tensor result, but the other tensors created
+ * inside are not disposed: they are returned to the caller, outside every scope (the garbage
+ * collector's unless the caller disposes them), with the result handed on as runScoped does.
+ */
+export function runScopedRest<T extends Tensor>(fn: () => T): [T, T[]] {
+  const scope = new Set<Tensor>();
+  scopes.push(scope);
+  let result: T;
+  try {
+    result = fn();
+  } catch (e) {
+    scopes.pop();
+    for (const t of scope) t.dispose();
+    throw e;
+  }
+  scopes.pop();
+  const rest: T[] = [];
+  for (const t of scope) if (t !== result) rest.push(t as T); // every handle in a scope is of the one Tensor class
+  const parent = scopes[scopes.length - 1];
+  if (scope.has(result)) {
+    if (parent !== undefined) parent.add(result);
+    else outside.adopt(result);
+  }
+  for (const t of rest) outside.adopt(t);
+  return [result, rest];
+}
+
 /** The end of a scope whose result is the one tensor `kept`: dispose the rest, hand `kept` to the parent. */
 function closeKeeping(scope: Set<Tensor>, kept: Tensor): void {
   for (const t of scope) if (t !== kept) t.dispose();
