@@ -31,7 +31,7 @@ import {
 } from './api.js';
 import { apply } from './apply.js';
 import { filled } from './launch.js';
-import { tanhGrad, sigmoidGrad, reluGrad, gate, geluErfVjp, geluErf2, geluTanh2 } from './nn.js';
+import { tanhGrad, sigmoidGrad, reluGrad, gate, gate01, geluErfVjp, geluErf2, geluTanh2 } from './nn.js';
 import { elementwiseBatch } from './batch.js';
 
 type Deriv<P> = (x: Tensor, y: Tensor, p: P) => Tensor;
@@ -165,8 +165,8 @@ export const unaryRules = {
       (x, _y, p) => inside(x, p.lo, p.hi),
       (p) => [p.lo, p.hi],
     ),
-    vjp: (g, s, p) => [gate(g, inside(s.x[0]!, p.lo, p.hi))],
-    jvp: ([t], [x], _y, p) => gate(t!, inside(x, p.lo, p.hi)),
+    vjp: (g, s, p) => [gate01(g, inside(s.x[0]!, p.lo, p.hi))],
+    jvp: ([t], [x], _y, p) => gate01(t!, inside(x, p.lo, p.hi)),
   } satisfies Rule<{ lo: number; hi: number }>,
   step: constant<{ a: number; b: number }>(map('step'), (p) => [p.a, p.b]),
   inside: constant<{ lo: number; hi: number }>(map('inside'), (p) => [p.lo, p.hi]),

@@ -49,7 +49,7 @@ const plus = (u: Tensor | null, v: Tensor | null, zero: () => Tensor): Tensor =>
 export const tanhGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('tanhGrad', [y, g], {}) : mul(g, sub(1, square(y))));
 export const sigmoidGrad = (y: Tensor, g: Tensor): Tensor => (same(y, g) ? apply('sigmoidGrad', [y, g], {}) : mul(g, mul(y, sub(1, y))));
 export const reluGrad = (y: Tensor, g: Tensor): Tensor =>
-  same(y, g) ? apply('reluGrad', [y, g], {}) : gate(g, apply('step', [y], { a: 1, b: 0 }));
+  same(y, g) ? apply('reluGrad', [y, g], {}) : gate01(g, apply('step', [y], { a: 1, b: 0 }));
 /**
  * t·m where the derivative mask m ≠ 0, and exactly 0 where m = 0: the gradient of relu, clamp,
  * maximum and minimum stops where the op is flat even when t is infinite or NaN (t·0 would be
@@ -57,6 +57,8 @@ export const reluGrad = (y: Tensor, g: Tensor): Tensor =>
  * d < 0 is then 0, not NaN. Elsewhere the bits are those of the product.
  */
 export const gate = (t: Tensor, m: Tensor): Tensor => apply('where', [m, mul(t, m), filled([], t.dtype, 0)], {});
+/** gate for a 0/1 mask: t itself where m = 1 (t·1 is t), one launch fewer. */
+export const gate01 = (t: Tensor, m: Tensor): Tensor => apply('where', [m, t, filled([], t.dtype, 0)], {});
 /** g·gelu'(x) for exact GELU, from its input x (one pass: gelu_erf_vjp). */
 export const geluErfVjp = (x: Tensor, g: Tensor): Tensor => (same(x, g) ? apply('geluErfVjp', [x, g], {}) : mul(g, geluErfGrad(x)));
 /** gelu''(x) = φ(x)·(2 − x²) for exact GELU. */
