@@ -110,6 +110,19 @@ describe('detectAnomaly', () => {
     masked.dispose();
   });
 
+  it('passes int32 outputs (argmax, a cast to int32, the basis jacrev builds): they hold no NaN or infinity', () => {
+    // checkFinite ran its count kernel on every output, and there is no count_nonfinite_i32:
+    // 'internal: no kernel named count_nonfinite_i32' for any int32-producing op.
+    A.detectAnomaly(true);
+    const s = A.tensor([
+      [1, 3, 2],
+      [0, -1, 5],
+    ]);
+    expect(A.tidy(() => Array.from(A.argmax(s, -1).toArray()))).toEqual([1, 2]);
+    expect(A.tidy(() => Array.from(A.astype(s, 'int32').toArray()))).toEqual([1, 3, 2, 0, -1, 5]);
+    expect(A.tidy(() => A.jacrev((q: A.Tensor) => A.softmax(q, -1))(s).shape)).toEqual([2, 3, 2, 3]);
+  });
+
   it('rejects a non-boolean switch', () => {
     expect(() => A.detectAnomaly(1 as unknown as boolean)).toThrow(A.ArgumentError);
   });

@@ -368,6 +368,31 @@ describe('compile: what a schedule cannot replay runs eagerly, after one warning
     expect(warn).toHaveBeenCalledTimes(ops.length);
   });
 
+  it('seed: null is an automatic seed, as undefined: drawn afresh on every replay, no fallback', () => {
+    // seedOf() reads `seed ?? next automatic seed`, so null draws one; taking null for a given
+    // seed made it an ordinary argument that changes every call: every step fell back with a warning.
+    const x = A.ones([64]),
+      q = A.randn([2, 8, 4], { seed: 1 });
+    const ops = [
+      () => A.dropout(x, 0.5, { seed: null as never }),
+      () => A.randn([16], { seed: null as never }),
+      () => A.rand([16], { seed: null as never }),
+      () => A.scaledDotProductAttention(q, q, q, { dropoutP: 0.5, seed: null as never }),
+    ];
+    for (const op of ops) {
+      const f = compile(op);
+      const seen = new Set<string>();
+      for (let i = 0; i < 8; i++) {
+        const r = f();
+        seen.add(bytes(r).join());
+        r.dispose();
+      }
+      expect(seen.size).toBe(8);
+      expect(f.stats).toMatchObject({ replayed: 5, fallback: null });
+    }
+    expect(warn).not.toHaveBeenCalled();
+  });
+
   it('gradients left from the previous step (opt.zeroGrad() first), and a result that carries a graph', () => {
     const e = setup('float64', 'adam'),
       c = setup('float64', 'adam');

@@ -21,7 +21,7 @@
 //             cuts the controller chose for a worker made 5× slower, and after it recovered.
 //   plan      a GPT's compile()d and eager AdamW steps (digests) and the compiled step's plan bytes.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import * as A from '../src/index.js';
 import {
   balance,
@@ -448,6 +448,21 @@ if (mode === 'compiled') {
     }
   }
   out({ error, threads: threadCount(), ok: bigMatmul().length === 64, wasmBytes: A.memory().wasmBytes });
+} else if (mode === 'overlap-module') {
+  // Two entry points of one app each read the wasm file into a buffer of their own and call
+  // init() at once. The second call used to share the first one's promise; run in call order, it
+  // was told 'module was fixed by the first init() call (a Buffer) and cannot change to a Buffer'.
+  const bytes = () => readFileSync('build/adjoint.wasm');
+  const calls = await Promise.allSettled([A.init({ module: bytes(), threads: 2 }), A.init({ module: bytes(), threads: 2 })]);
+  const again = await A.init({ module: new Uint8Array(bytes()) }).then(
+    () => 'ok',
+    (e: Error) => e.message,
+  );
+  const other = await A.init({ module: new Uint8Array(16) }).then(
+    () => 'ok',
+    (e: Error) => e.message.slice(0, 60),
+  );
+  out({ calls: calls.map((c) => (c.status === 'fulfilled' ? 'ok' : String(c.reason))), again, other, threads: threadCount() });
 } else {
   console.error(`unknown mode ${mode}`);
   process.exit(2);

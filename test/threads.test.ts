@@ -186,6 +186,15 @@ describe('threads: resizing the pool', () => {
   it('a restart reuses the control slots of the stopped pool: 40 restarts fit under a 4 MiB cap', () => {
     expect(child('resize-many')).toMatchObject({ error: null, threads: 2, ok: true });
   }, 120_000);
+
+  it('overlapping first init() calls with the same module bytes in separate buffers both succeed', () => {
+    expect(child('overlap-module')).toMatchObject({
+      calls: ['ok', 'ok'],
+      again: 'ok',
+      other: expect.stringMatching(/^init: module was fixed by the first init\(\) call/),
+      threads: 2,
+    });
+  }, 60_000);
 });
 
 describe('threads: kernels for a shared memory', () => {

@@ -114,7 +114,7 @@ function checkOptions(o: AttentionOptions): void {
  */
 export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
   if (arguments.length > 4) throw tooMany('scaledDotProductAttention', 4, arguments.length);
-  return attentionDrawn(q, k, v, opts, () => opts.seed, opts?.seed !== undefined);
+  return attentionDrawn(q, k, v, opts, () => opts.seed, opts?.seed != null); // null: an automatic seed (seedOf)
 }
 
 /**

@@ -144,7 +144,7 @@ export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor 
   const training = boolArg('dropout', 'training', t, true);
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) throw new ArgumentError(`dropout: p must be a number in [0, 1), got ${describe(p)}`);
   if (!training || p === 0) return reshape(x, x.shape);
-  return dropoutDrawn(x, p, () => seed, seed !== undefined);
+  return dropoutDrawn(x, p, () => seed, seed != null); // null draws an automatic seed, as undefined (seedOf)
 }
 
 /**

@@ -242,7 +242,7 @@ function random(
   // seed the caller gave is an ordinary argument, compared between traces (one that changes per
   // call, seed: step, must not replay the traced one).
   const next = () => [...seedOf(opts.seed, fname), 0, a, b];
-  const draw = opts.seed === undefined ? perCall(next) : next();
+  const draw = opts.seed == null ? perCall(next) : next(); // null draws an automatic seed too (seedOf's ??)
   const t = named(fname, () => Tensor.empty(shape, dtype));
   kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, ...draw);
   return finish(t, opts.requiresGrad);

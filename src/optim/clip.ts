@@ -25,7 +25,9 @@ function gradients(op: string, params: Iterable<Tensor>): Tensor[] {
     p.grad.check(op);
     withGrad.push(p);
   }
-  // Handles per buffer among these gradients; storage.refs counts every handle on it.
+  // Handles per buffer among these gradients; storage.refs counts every handle on it. Most buffers
+  // have one handle: nothing to count then (this runs on every step, for every parameter).
+  if (withGrad.every((p) => p.grad!.storage.refs === 1)) return withGrad.map((p) => p.grad!);
   const handles = new Map<Storage, Set<Tensor>>();
   for (const p of withGrad) {
     const g = p.grad!;

@@ -47,6 +47,13 @@ export function knownKeys(op: string, where: string, o: object, known: readonly 
 
 const isTensor = (v: unknown): v is Tensor => v instanceof Tensor;
 
+/** Whether two shapes are equal (a plain loop: Optimizer.step runs it for every parameter). */
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
+}
+
 /** o without its undefined entries, so `{ lr: undefined }` falls back to the default as `{}` does. */
 export function defined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
@@ -174,24 +181,31 @@ export abstract class Optimizer<G extends ParamGroup = ParamGroup> {
     // Every gradient is checked before any parameter moves: an error leaves the model as it was.
     // A parameter is checked before its gradient test: disposing it drops its .grad, so a disposed
     // one would otherwise be skipped without a word (a model freed while its optimizer lives on).
-    const todo = this.paramGroups.flatMap((group) =>
-      group.params.filter((p) => p.check(`${this.name}.step`).grad !== null).map((p) => ({ p, g: this.checkedGrad(p), group })),
-    );
+    // Two plain passes whose messages are built only when a check fails: this runs for every
+    // parameter on every step (hundreds in a transformer).
+    for (const group of this.paramGroups)
+      for (const p of group.params) {
+        if (p.disposed) p.check(`${this.name}.step`);
+        if (p.grad !== null) this.checkGrad(p);
+      }
     this.calls++;
-    for (const { p, g, group } of todo) this.update(p, g, group);
+    for (const group of this.paramGroups)
+      for (const p of group.params) {
+        const g = p.grad;
+        if (g !== null) this.update(p, g, group);
+      }
   }
 
-  /** p.grad, refused unless it is a live Tensor of p's dtype and shape. */
-  private checkedGrad(p: Tensor): Tensor {
+  /** Refuses p.grad unless it is a live Tensor of p's dtype and shape. */
+  private checkGrad(p: Tensor): void {
     const g = p.grad as unknown;
     if (!isTensor(g)) throw new ArgumentError(`${this.name}.step: a parameter's .grad must be a Tensor or null, got ${describe(g)}`);
-    g.check(`${this.name}.step (the .grad of a parameter [${p.shape}])`);
+    if (g.disposed) g.check(`${this.name}.step (the .grad of a parameter [${p.shape}])`);
     if (g.dtype !== p.dtype) throw new DtypeError(`${this.name}.step: gradient is ${g.dtype} but the parameter is ${p.dtype}`);
     // The shape, not just the size: a [3, 2] gradient on a [2, 3] parameter would update it
     // in memory order; PyTorch refuses such a .grad when it is assigned.
-    if (g.shape.length !== p.shape.length || g.shape.some((d, k) => d !== p.shape[k]))
+    if (!sameShape(g.shape, p.shape))
       throw new ShapeError(`${this.name}.step: gradient has shape [${g.shape}] but the parameter has [${p.shape}]`);
-    return g;
   }
 
   /** Disposes every parameter's gradient (PyTorch's zero_grad(set_to_none=True)). */

@@ -61,7 +61,7 @@ function changedFixedOption(options: InitOptions): ArgumentError | null {
   const same = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b);
   for (const key of ['memory', 'module', 'relaxedSimd'] as const) {
     const v = options[key];
-    if (v === undefined || (key === 'module' ? v === first.module : same(v, first[key]))) continue;
+    if (v === undefined || (key === 'module' ? sameModule(v, first.module) : same(v, first[key]))) continue;
     // memory is a plain object, which describe() only calls "an object": show its fields.
     const show = (o: unknown) => (key === 'memory' && o !== undefined ? JSON.stringify(o) : describe(o));
     return new ArgumentError(
@@ -70,6 +70,24 @@ function changedFixedOption(options: InitOptions): ArgumentError | null {
     );
   }
   return null;
+}
+
+/**
+ * Whether a later init()'s module repeats the first one's: the same object, the same URL text, or
+ * the same bytes. Overlapping calls run after the first, so two entry points that each read the
+ * wasm file into a buffer of their own must not be told that the module changed.
+ */
+function sameModule(a: InitOptions['module'], b: InitOptions['module']): boolean {
+  if (a === b) return true;
+  const text = (v: unknown) => (typeof v === 'string' || (typeof URL !== 'undefined' && v instanceof URL) ? String(v) : null);
+  const bytes = (v: unknown) =>
+    v instanceof ArrayBuffer ? new Uint8Array(v) : ArrayBuffer.isView(v) ? new Uint8Array(v.buffer, v.byteOffset, v.byteLength) : null;
+  if (text(a) !== null || text(b) !== null) return text(a) === text(b);
+  const x = bytes(a),
+    y = bytes(b);
+  if (x === null || y === null || x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
 }
 
 async function instantiate(options: InitOptions): Promise<void> {
