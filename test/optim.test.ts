@@ -365,13 +365,19 @@ describe('clipping', () => {
     close(t.grad!.toArray(), g, 1e-7);
   });
 
-  it('scales a gradient buffer shared by two parameters once', () => {
+  /** a and b with one gradient buffer between them ([3, 4]): backward of sum((a + b)·[3, 4]). */
+  const sharedGradPair = () => {
     const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }),
       b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
     A.add(a, b)
       .mul(A.tensor([3, 4], { dtype: 'float64' }))
       .sum()
       .backward();
+    return [a, b];
+  };
+
+  it('scales a gradient buffer shared by two parameters once', () => {
+    const [a, b] = sharedGradPair();
     const norm = A.clipGradNorm([a, b], 1);
     expect(norm).toBeCloseTo(Math.sqrt(2 * 25), 12);
     const c = 1 / (norm + 1e-6);
@@ -382,12 +388,7 @@ describe('clipping', () => {
   it('leaves alone what shares a gradient buffer but is not clipped: another parameter, the seed', () => {
     // Backward hands a and b one buffer; clipping a used to scale b's gradient (and a seed given
     // to backward) in place. PyTorch's .grad tensors own their memory.
-    const a = A.tensor([1, 1], { requiresGrad: true, dtype: 'float64' }),
-      b = A.tensor([2, 2], { requiresGrad: true, dtype: 'float64' });
-    A.add(a, b)
-      .mul(A.tensor([3, 4], { dtype: 'float64' }))
-      .sum()
-      .backward();
+    const [a, b] = sharedGradPair();
     expect(A.clipGradNorm([a], 1)).toBe(5);
     close(a.grad!.toArray(), [3 / (5 + 1e-6), 4 / (5 + 1e-6)], 1e-15);
     expect(Array.from(b.grad!.toArray())).toEqual([3, 4]);

@@ -62,12 +62,8 @@ function collect(value: unknown, out: Set<Tensor>, isTensor: (v: unknown) => v i
   }
 }
 
-/**
- * Runs fn in a scope, then disposes every tensor created inside that is neither returned nor
- * kept; returned tensors move to the enclosing scope. If fn throws, everything it created is
- * disposed. Async functions are not supported (the scope would close before they finish).
- */
-export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor): T {
+/** fn's result and the tensors it created, in a scope of its own; if fn throws, they are disposed. */
+function scoped<T>(fn: () => T): [T, Set<Tensor>] {
   const scope = new Set<Tensor>();
   scopes.push(scope);
   let result: T;
@@ -79,6 +75,16 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
     throw e;
   }
   scopes.pop();
+  return [result, scope];
+}
+
+/**
+ * Runs fn in a scope, then disposes every tensor created inside that is neither returned nor
+ * kept; returned tensors move to the enclosing scope. If fn throws, everything it created is
+ * disposed. Async functions are not supported (the scope would close before they finish).
+ */
+export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor): T {
+  const [result, scope] = scoped(fn);
   if (isTensor(result)) {
     closeKeeping(scope, result); // the common case (every composite op), without a keeper set
     if (scopes.length === 0 && scope.has(result)) outside.adopt(result);
@@ -99,17 +105,7 @@ export function runScoped<T>(fn: () => T, isTensor: (v: unknown) => v is Tensor)
  * collector's unless the caller disposes them), with the result handed on as runScoped does.
  */
 export function runScopedRest<T extends Tensor>(fn: () => T): [T, T[]] {
-  const scope = new Set<Tensor>();
-  scopes.push(scope);
-  let result: T;
-  try {
-    result = fn();
-  } catch (e) {
-    scopes.pop();
-    for (const t of scope) t.dispose();
-    throw e;
-  }
-  scopes.pop();
+  const [result, scope] = scoped(fn);
   const rest: T[] = [];
   for (const t of scope) if (t !== result) rest.push(t as T); // every handle in a scope is of the one Tensor class
   const parent = scopes[scopes.length - 1];
