@@ -8,6 +8,9 @@ import { Tensor } from '../ops/tensor.js';
 /** A tensor, or nested arrays and plain objects of tensors: what transforms accept as arguments (gradients mirror the structure). */
 export type Pytree = Tensor | readonly Pytree[] | { readonly [key: string]: Pytree };
 
+/** How deep a pytree may nest: deeper, it is refused (an argument that contains itself would overflow the stack). */
+export const MAX_TREE_DEPTH = 32;
+
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
 
@@ -19,7 +22,7 @@ export function flatten(fname: string, what: string, tree: unknown): Tensor[] {
       out.push(v.check(fname));
       return;
     }
-    if (depth > 32) throw new ArgumentError(`${fname}: ${what} is nested deeper than 32 levels at ${path}`);
+    if (depth > MAX_TREE_DEPTH) throw new ArgumentError(`${fname}: ${what} is nested deeper than ${MAX_TREE_DEPTH} levels at ${path}`);
     if (Array.isArray(v)) v.forEach((u, i) => walk(u, `${path}[${i}]`, depth + 1));
     else if (isRecord(v)) for (const [k, u] of Object.entries(v)) walk(u, `${path}.${k}`, depth + 1);
     else {

@@ -11,6 +11,7 @@ import { runScoped } from '../tensor/scope.js';
 import { batching, unwrap, wrap } from '../ops/batch.js';
 import { reshape, transpose, broadcastTo } from '../ops/api.js';
 import { tooMany, optionsArg } from '../args.js';
+import { MAX_TREE_DEPTH } from './pytree.js';
 
 /** An axis per leaf: a number (negative counts from the end) or null (not mapped), or a tree matching the arguments' structure. */
 export type AxisSpec = number | null | readonly AxisSpec[] | { readonly [key: string]: AxisSpec };
@@ -54,8 +55,10 @@ function mapTree(
     return v;
   };
   // pytree.ts's limit: an argument that contains itself threw a RangeError (stack overflow).
-  if (depth > 32 && (Array.isArray(tree) || isPlainObject(tree)))
-    throw new ArgumentError(`vmap: ${what === 'inAxes' ? 'the arguments are' : 'the output is'} nested deeper than 32 levels at ${path}`);
+  if (depth > MAX_TREE_DEPTH && (Array.isArray(tree) || isPlainObject(tree)))
+    throw new ArgumentError(
+      `vmap: ${what === 'inAxes' ? 'the arguments are' : 'the output is'} nested deeper than ${MAX_TREE_DEPTH} levels at ${path}`,
+    );
   if (Array.isArray(tree)) {
     if (Array.isArray(spec) && spec.length !== tree.length)
       throw new ArgumentError(`vmap: ${what} for ${path} has ${spec.length} entries for an array of ${tree.length}`);

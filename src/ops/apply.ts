@@ -63,7 +63,7 @@ export function apply<K extends Prim>(name: K, xs: readonly Tensor[], p: ParamsO
   // An int32 result (argmax, a cast to int32, moved indices) is finite, carries no tangent and records nothing: gradients stop there.
   if (y.dtype === 'int32' || rule.constant === true) return y;
   // The node first, so a JVP rule that reads y records against it (reverse over forward).
-  if (modes.record && anyRequiresGrad(xs)) {
+  if (recordsNode(xs)) {
     y.requiresGrad = true;
     y.node = new Node(name, rule as Rule<never>, p, xs, saveFor(rule, xs, y));
   }
@@ -121,6 +121,10 @@ function anyTangent(xs: readonly Tensor[]): boolean {
 function anyRequiresGrad(xs: readonly Tensor[]): boolean {
   for (let i = 0; i < xs.length; i++) if (xs[i].requiresGrad) return true;
   return false;
+}
+/** Whether an op on xs records a graph node: recording is on and an input requires grad. */
+export function recordsNode(xs: readonly Tensor[]): boolean {
+  return modes.record && anyRequiresGrad(xs);
 }
 
 /**

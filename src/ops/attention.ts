@@ -12,7 +12,7 @@ import { ranges, runPieces, thresholds } from '../wasm/split.js';
 import { threadCount } from '../wasm/threads.js';
 import { scratchOf } from '../wasm/scratch.js';
 import { writeArgs, kernel } from '../wasm/module.js';
-import { perCall } from '../wasm/hooks.js';
+import { seedArgs } from '../wasm/hooks.js';
 import { fromValues } from './create.js';
 import { apply } from './apply.js';
 import { foldBatch, loopBatch, type Dim, type Self } from './batch.js';
@@ -95,11 +95,9 @@ function launch(
     kernel('gemm_set_scratch')(own.ptr, own.bytes);
     // After every allocation: the block lives in the shared argument area.
     const g = writeArgs(0, [q.shape[1], k.shape[1], q.shape[2], v.shape[2], p.causal ? 1 : 0, m.div, m.mod, m.stride, m.row]);
-    const next = () => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)];
-    // The last arguments. Drawn seeds (automatic, a module's counter) are drawn again on every
-    // replay of a compiled step (perCall); a seed the caller gave stays an ordinary argument, which
-    // compile compares between its traces, so one that changes per call (seed: step) is caught.
-    const seed = p.dropoutP === 0 ? [0, 0] : p.seed.given ? next() : perCall(next);
+    // The last arguments (seedArgs: drawn again on every replay unless the caller gave the seed).
+    const seed =
+      p.dropoutP === 0 ? [0, 0] : seedArgs(p.seed.given === true, () => [...(draw ? (p.seed.value = p.seed.draw()) : p.seed.value)]);
     runPieces(
       `${name}_${SUFFIX[dtype]}`,
       pieces.map(([n0, n1], i) => [...ptrs, n0, n1, g, p.scale, p.dropoutP, base + i * per * b, ...seed]),

@@ -8,7 +8,7 @@ import { apply } from './apply.js';
 import { k } from './launch.js';
 import { add, mul, reshape, tensorArg, floatArg } from './api.js';
 import { composite } from './composite.js';
-import { perCall } from '../wasm/hooks.js';
+import { seedArgs } from '../wasm/hooks.js';
 import { describe, optionsArg, boolArg, tooMany } from '../args.js';
 
 export type Pair = readonly [number, number];
@@ -153,11 +153,9 @@ export function dropout(x: Tensor, p: number, options?: DropoutOptions): Tensor 
  * a counter behind it (nn.Dropout's) advances and each step gets a fresh mask, as in eager mode.
  */
 export function dropoutDrawn(x: Tensor, p: number, draw: () => number | undefined, given = false): Tensor {
-  // Only a drawn seed is per call. p, and a seed the caller gave (`given`), are read once here and
-  // stay ordinary kernel arguments, which a compiled step compares between its traces: inside
-  // perCall a p or seed that changed per call (seed: step) replayed the traced one silently.
-  const next = () => seedOf(draw(), 'dropout');
-  const seed = given ? next() : perCall(next);
+  // p is an ordinary kernel argument, outside the seed's per-call tail: a compiled step compares
+  // it between traces, so a p that changes per call is caught (seedArgs: the same for the seed).
+  const seed = seedArgs(given, () => seedOf(draw(), 'dropout'));
   return composite(() => {
     const mask = Tensor.empty(x.shape, x.dtype);
     k('dropout_mask', x.dtype)(mask.ptr, mask.size, p, ...seed);

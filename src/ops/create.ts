@@ -6,7 +6,7 @@ import { Tensor } from './tensor.js';
 import { checkDtype, checkAnyDtype, SUFFIX, type DType } from '../tensor/dtype.js';
 import { filled } from './launch.js';
 import { replayable } from '../tensor/replay.js';
-import { hooks, perCall } from '../wasm/hooks.js';
+import { hooks, seedArgs } from '../wasm/hooks.js';
 import { describe, optionsArg, boolArg, tooMany } from '../args.js';
 
 /** Options for {@link tensor}, {@link zeros}, {@link ones}, {@link full} and {@link arange}. */
@@ -238,11 +238,8 @@ function random(
   boolArg(fname, 'requiresGrad', opts.requiresGrad, false);
   checkShape(fname, shape);
   const dtype = checkDtype(fname, opts.dtype ?? 'float32');
-  // perCall: a compiled step draws the next automatic seed on every replay, as eager mode does. A
-  // seed the caller gave is an ordinary argument, compared between traces (one that changes per
-  // call, seed: step, must not replay the traced one).
-  const next = () => [...seedOf(opts.seed, fname), 0, a, b];
-  const draw = opts.seed == null ? perCall(next) : next(); // null draws an automatic seed too (seedOf's ??)
+  // null draws an automatic seed too (seedOf's ??)
+  const draw = seedArgs(opts.seed != null, () => [...seedOf(opts.seed, fname), 0, a, b]);
   const t = named(fname, () => Tensor.empty(shape, dtype));
   kernel(`${op}_${SUFFIX[dtype]}`)(t.ptr, t.size, ...draw);
   return finish(t, opts.requiresGrad);

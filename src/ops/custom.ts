@@ -3,7 +3,8 @@
 import { ArgumentError, GradError } from '../errors.js';
 import { isTensor, type Tensor } from './tensor.js';
 import type { Rule, Saved } from './rule.js';
-import { modes, withMode } from './modes.js';
+import { withMode } from './modes.js';
+import { recordsNode } from './apply.js';
 import { runScopedRest } from '../tensor/scope.js';
 import { batchedOf, loopBatch } from './batch.js';
 import { reshape } from './api.js';
@@ -50,9 +51,9 @@ export const customRules = {
     // Scoped like a composite op, so the user's intermediates are not left to the GC (the handle
     // returned may be an input or a captured tensor, hence the share). backward may read them
     // through its closure (there is no other way to pass residuals), so a call that records a node
-    // (apply's condition) keeps them until that node is released; any other call frees them now.
+    // keeps them until that node is released; any other call frees them now.
     forward: (xs, p) => {
-      const records = modes.record && xs.some((x) => x.requiresGrad);
+      const records = recordsNode(xs); // asked before forward runs: inside it recording is off
       const [y, rest] = withMode('record', false, () =>
         withMode('forward', false, () =>
           runScopedRest(() => {

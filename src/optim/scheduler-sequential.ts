@@ -44,7 +44,7 @@ export class SequentialLR extends LRScheduler {
     });
     if (!Array.isArray(milestones) || milestones.length !== schedulers.length - 1) {
       throw new ArgumentError(
-        `SequentialLR: expected ${schedulers.length - 1} milestones for ${schedulers.length} schedulers, got ${Array.isArray(milestones) ? milestones.length : String(milestones)}`,
+        `SequentialLR: expected ${schedulers.length - 1} milestones for ${schedulers.length} schedulers, got ${Array.isArray(milestones) ? milestones.length : describe(milestones)}`,
       );
     }
     // Its constructor's initial step would step the nested one's first scheduler before the

@@ -64,6 +64,16 @@ export function perCall<T extends readonly number[]>(compute: () => T): T {
 }
 
 /**
+ * The seed arguments of a random kernel. A drawn seed (automatic, or a module's counter) is
+ * perCall, so every replay of a compiled step draws afresh. A seed the caller gave is an ordinary
+ * argument, which a compiled step compares between its traces: one that changes per call
+ * (`seed: step`) is caught there, where inside perCall the traced one would replay silently.
+ */
+export function seedArgs<T extends readonly number[]>(given: boolean, compute: () => T): T {
+  return given ? compute() : perCall(compute);
+}
+
+/**
  * A JS value that decides which kernels run, not just their scalar arguments (whether an SGD
  * group has a momentum buffer, Nesterov or not). A compiled step compares `read()` with the value
  * it had when traced before every replay, and traces again when it changed.

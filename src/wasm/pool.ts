@@ -182,7 +182,8 @@ async function startPool(count: number): Promise<void> {
   };
   const workers: Record<string, unknown>[] = [];
   for (let w = 0; w < count - 1; w++) {
-    // Fresh control slots for every pool: a stopped worker may still be exiting on its old one.
+    // Fresh control slots, or a stopped pool's once its workers have all exited (spareSlots): a
+    // stopped worker may still be exiting on its old one until then.
     const slot = spareSlots.pop() ?? r.arena.reserve(SLOT.BYTES),
       s = scratchOf(w + 1),
       buf = r.memory.buffer;
